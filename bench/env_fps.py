@@ -1,0 +1,123 @@
+"""Env-step throughput of each task with random actions, next to the raw MuJoCo Warp step rate.
+
+    python bench/env_fps.py --tasks cartpole ant humanoid --num-envs 4096 16384 --out results.json
+
+For each task and env count: the raw physics rate (the same model, world count and buffer sizes,
+stepped by the same captured graph with zero controls and nothing else) and the env rate
+(`env.step` with uniform random actions in [-1, 1]: physics, observations, rewards, terminations,
+auto-reset). Figures are medians over repeats after warm-up. The target ratio is
+env steps/s >= 70 % of raw physics steps/s / decimation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import time
+from datetime import date
+
+import torch
+import warp as wp
+
+
+def _timed(fn, steps: int, repeats: int) -> float:
+    """Median seconds per call of fn over `repeats` blocks of `steps` calls."""
+    times = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / steps)
+    return statistics.median(times)
+
+
+def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
+    import phalanx
+
+    env = phalanx.make(task, num_envs=num_envs, device="cuda", verbose=False)
+    sim = env.sim
+    decimation = sim.cfg.decimation
+
+    # Raw physics: the same Simulator (model, worlds, buffers, graph) with zero controls.
+    sim.reset_(torch.ones(num_envs, dtype=torch.bool, device=env.device))
+    for _ in range(20):
+        sim.step()
+    raw_s = _timed(sim.step, steps, repeats)  # one call = `decimation` physics steps
+    raw_physics_sps = num_envs * decimation / raw_s
+
+    env.reset()
+    actions = torch.empty(num_envs, env.action_dim, device=env.device)
+
+    def env_step():
+        env.step(actions.uniform_(-1.0, 1.0))
+
+    for _ in range(50):
+        env_step()
+    env_s = _timed(env_step, steps, repeats)
+    env_sps = num_envs / env_s
+    ratio = env_sps / (raw_physics_sps / decimation)
+    invalid = env.report_invalid()
+    return {
+        "task": task,
+        "num_envs": num_envs,
+        "decimation": decimation,
+        "nconmax_per_env": sim.nconmax,
+        "njmax_per_env": sim.njmax,
+        "raw_physics_steps_per_s": raw_physics_sps,
+        "env_steps_per_s": env_sps,
+        "ratio_to_limit": ratio,
+        "env_step_ms": env_s * 1e3,
+        "invalid_env_resets": invalid,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", nargs="+", default=["cartpole", "ant", "humanoid"])
+    parser.add_argument("--num-envs", nargs="+", type=int, default=[4096, 16384])
+    parser.add_argument("--steps", type=int, default=200, help="env steps per timed block")
+    parser.add_argument("--repeats", type=int, default=5, help="timed blocks; the median is reported")
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    args = parser.parse_args()
+    wp.config.log_level = wp.LOG_WARNING
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    meta = {
+        "device": torch.cuda.get_device_name(),
+        "date": date.today().isoformat(),
+        "commit": commit or "unknown",
+        "torch": torch.__version__,
+        "warp": wp.__version__,
+        "python": platform.python_version(),
+    }
+    import mujoco_warp
+
+    meta["mujoco_warp"] = mujoco_warp.__version__
+    print(json.dumps(meta))
+    rows = []
+    header = "| task | envs | raw physics M steps/s | limit M env-steps/s (raw / decimation) | env M steps/s | ratio |"
+    print(header + "\n|---|---|---|---|---|---|", flush=True)
+    for task in args.tasks:
+        for n in args.num_envs:
+            r = bench_task(task, n, args.steps, args.repeats)
+            rows.append(r)
+            limit = r["raw_physics_steps_per_s"] / r["decimation"]
+            print(
+                f"| {task} | {n} | {r['raw_physics_steps_per_s'] / 1e6:.2f} | {limit / 1e6:.2f} | "
+                f"{r['env_steps_per_s'] / 1e6:.2f} | {100 * r['ratio_to_limit']:.0f} % |",
+                flush=True,
+            )
+            if r["invalid_env_resets"]:
+                print(f"  note: {r['invalid_env_resets']}", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"meta": meta, "results": rows}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

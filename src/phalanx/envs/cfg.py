@@ -1,0 +1,114 @@
+"""Typed configuration of a term-based task.
+
+A task is a `TaskCfg` returned by a function (see `phalanx.envs.tasks`). Its sections map term
+names to term configs; the env builds each term once and prints them as tables at creation.
+
+A term's `func` is either a plain function `func(env, **params)` or a `Term` subclass, built once
+as `func(env, **params)` and then called as `term(env)` every step (for terms that resolve names
+to indices up front or keep state across steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Literal
+
+import torch
+
+from phalanx.sim.simulator import SimCfg
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+class Term:
+    """Base of terms that are built once per env and may keep per-env state."""
+
+    def __init__(self, env: TaskEnv, **params: Any):
+        del env, params
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        raise NotImplementedError
+
+    def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        """Called after the envs where `mask` (num_envs,) is True were reset."""
+
+
+TermFunc = Callable[..., Any] | type[Term]
+
+
+@dataclass
+class ObsTermCfg:
+    """One observation term: a (num_envs, d) float tensor."""
+
+    func: TermFunc
+    params: dict[str, Any] = field(default_factory=dict)
+    scale: float = 1.0
+    """Multiplies the term's value."""
+    clip: tuple[float, float] | None = None
+    """Clamps the scaled value to (low, high)."""
+
+
+@dataclass
+class RewardTermCfg:
+    """One reward term: a (num_envs,) float tensor, multiplied by `weight` (and by the env step
+    dt when the task sets `reward_scale_by_dt`)."""
+
+    func: TermFunc
+    weight: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TerminationTermCfg:
+    """One termination term: a (num_envs,) bool tensor."""
+
+    func: TermFunc
+    params: dict[str, Any] = field(default_factory=dict)
+    time_out: bool = False
+    """True for truncations (time limits): the trainer bootstraps from `final_obs`."""
+
+
+@dataclass
+class EventTermCfg:
+    """One event: `func(env, mask, **params)` changes the state of the envs where mask is True."""
+
+    func: Callable[..., None]
+    mode: Literal["startup", "reset", "interval"]
+    params: dict[str, Any] = field(default_factory=dict)
+    interval_range_s: tuple[float, float] | None = None
+    """For mode "interval": each env fires after a time drawn uniformly from this range (seconds)."""
+
+
+@dataclass
+class ActionCfg:
+    """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip)."""
+
+    actuators: str = ".*"
+    """Regular expression selecting the driven actuators by name, in model order."""
+    scale: float = 1.0
+    offset: float = 0.0
+    clip: float | None = 1.0
+    """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
+
+
+@dataclass
+class TaskCfg:
+    """Everything that defines a task."""
+
+    name: str
+    description: str
+    model: str
+    """MJCF or URDF file path, or an MJCF XML string."""
+    episode_length_s: float
+    sim: SimCfg
+    actions: ActionCfg
+    observations: dict[str, dict[str, ObsTermCfg]]
+    """Observation groups ("policy", optionally "critic") of named terms, concatenated in order."""
+    rewards: dict[str, RewardTermCfg]
+    terminations: dict[str, TerminationTermCfg]
+    events: dict[str, EventTermCfg] = field(default_factory=dict)
+    reward_scale_by_dt: bool = True
+    """Multiply each weighted reward term by the env step dt (Isaac Lab's manager-based convention)."""
+    num_envs: int = 4096
+    """Default number of envs on a GPU."""

@@ -1,0 +1,1 @@
+"""Reusable term functions: observations, rewards, terminations, events, and shared state accessors."""

@@ -1,0 +1,97 @@
+"""Observation terms: each returns (num_envs, d) float32."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from phalanx.envs.cfg import Term
+from phalanx.envs.mdp import state
+from phalanx.envs.mdp.math import euler_xyz_from_quat, quat_apply_inverse, wrap_to_pi
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+def root_height(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 1) root height above the world origin (m)."""
+    return state.root_pos_w(env)[:, 2:3]
+
+
+def root_lin_vel_b(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 3) root linear velocity in the body frame (m/s)."""
+    return state.root_lin_vel_b(env)
+
+
+def root_ang_vel_b(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 3) root angular velocity in the body frame (rad/s)."""
+    return state.root_ang_vel_b(env)
+
+
+def root_yaw_roll(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 2) root yaw and roll (rad, in (-pi, pi])."""
+    roll, _, yaw = euler_xyz_from_quat(state.root_quat_w(env))
+    return torch.stack((yaw, roll), dim=1)
+
+
+def root_angle_to_target(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch.Tensor:
+    """(num_envs, 1) angle from the root's yaw to the direction of the target (rad, in (-pi, pi])."""
+    to_target = state.to_target_xy(env, target_pos)
+    _, _, yaw = euler_xyz_from_quat(state.root_quat_w(env))
+    return wrap_to_pi(torch.atan2(to_target[:, 1], to_target[:, 0]) - yaw)[:, None]
+
+
+def root_up_proj(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 1) cosine between the body z axis and world up (1 when upright)."""
+    return -state.projected_gravity_b(env)[:, 2:3]
+
+
+def root_heading_proj(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch.Tensor:
+    """(num_envs, 1) cosine between the body's forward axis and the horizontal direction to the target."""
+    return _heading_proj(env, target_pos)[:, None]
+
+
+def _heading_proj(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch.Tensor:
+    to_target = torch.nn.functional.normalize(state.to_target_xy(env, target_pos), dim=1)
+    return (state.heading_w(env)[:, :2] * to_target).sum(dim=1)
+
+
+def joint_pos(env: TaskEnv, joints: str = ".*") -> torch.Tensor:
+    """(num_envs, J) positions of the 1-dof joints matching `joints` (rad or m)."""
+    return state.joint_pos(env)[:, env.joint_ids(joints)]
+
+
+def joint_vel(env: TaskEnv, joints: str = ".*") -> torch.Tensor:
+    """(num_envs, J) velocities of the 1-dof joints matching `joints` (rad/s or m/s)."""
+    return state.joint_vel(env)[:, env.joint_ids(joints)]
+
+
+def joint_pos_limit_normalized(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, J) joint positions mapped to [-1, 1] over each joint's range (limited joints)."""
+    low, high = env.sim.joint_range[:, 0], env.sim.joint_range[:, 1]
+    return 2.0 * (state.joint_pos(env) - 0.5 * (low + high)) / (high - low)
+
+
+def last_action(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, action_dim) the action of the last step, after clipping (0 after a reset)."""
+    return env.action
+
+
+class body_wrench(Term):  # noqa: N801 (terms are named like functions)
+    """(num_envs, 6 * len(bodies)) the wrench each named body receives from its parent (MuJoCo's
+    com-based cfrc_int: force, then torque about the robot's center of mass), rotated into the
+    root's body frame. Needs `sim.body_forces = True`."""
+
+    def __init__(self, env: TaskEnv, bodies: list[str]):
+        if not env.sim.cfg.body_forces:
+            raise ValueError(f"task {env.cfg.name!r}: body_wrench needs sim.body_forces = True")
+        self.ids = env.sim.body_ids(bodies)
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        wrench = env.sim.cfrc_int[:, self.ids]  # (num_envs, B, 6): torque, force (world axes)
+        n, b = wrench.shape[:2]
+        q = state.root_quat_w(env).repeat_interleave(b, dim=0)
+        torque = quat_apply_inverse(q, wrench[..., :3].reshape(n * b, 3))
+        force = quat_apply_inverse(q, wrench[..., 3:].reshape(n * b, 3))
+        return torch.cat((force, torque), dim=1).reshape(n, 6 * b)

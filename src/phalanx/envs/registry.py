@@ -1,0 +1,54 @@
+"""The task registry and `make`."""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import torch
+
+from phalanx.devices import resolve_device
+from phalanx.envs.cfg import TaskCfg
+from phalanx.envs.task_env import TaskEnv
+from phalanx.envs.tasks.cartpole import cartpole_cfg
+from phalanx.envs.tasks.locomotion import ant_cfg, humanoid_cfg
+
+TASKS: dict[str, Callable[[], TaskCfg]] = {
+    "cartpole": cartpole_cfg,
+    "ant": ant_cfg,
+    "humanoid": humanoid_cfg,
+}
+
+
+class UnknownTaskError(ValueError):
+    """A task name that is not registered."""
+
+
+def task_cfg(task: str) -> TaskCfg:
+    """A fresh copy of the registered task's config (safe to edit)."""
+    if task not in TASKS:
+        raise UnknownTaskError(f"unknown task {task!r}; registered tasks: {', '.join(TASKS)}")
+    return copy.deepcopy(TASKS[task]())
+
+
+def make(
+    task: str | TaskCfg,
+    num_envs: int | None = None,
+    device: str | torch.device | None = None,
+    seed: int = 0,
+    verbose: bool = True,
+) -> TaskEnv:
+    """Builds a `VecEnv` of `num_envs` copies of a task on `device`.
+
+    Args:
+        task: a registered task name (see `phalanx list`) or a `TaskCfg`.
+        num_envs: number of parallel envs; None takes the task's default.
+        device: 'cpu', 'cuda' or 'cuda:K'; None takes 'cuda' when a GPU is visible, else 'cpu'.
+        seed: seeds the env's random generator (initial states, events).
+        verbose: print the sim summary and the term tables.
+    """
+    cfg = task if isinstance(task, TaskCfg) else task_cfg(task)
+    num_envs = cfg.num_envs if num_envs is None else num_envs
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
+        raise ValueError(f"num_envs: must be a positive integer, got {num_envs!r}")
+    return TaskEnv(cfg, num_envs=num_envs, device=resolve_device(device), seed=seed, verbose=verbose)

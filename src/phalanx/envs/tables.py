@@ -1,0 +1,57 @@
+"""Start-up tables of a task's active terms, in the manner of Isaac Lab's managers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="right" if i == 0 else "left")
+    for i, row in enumerate(rows):
+        table.add_row(str(i), *row)
+    return table
+
+
+def sim_summary(env: TaskEnv) -> str:
+    """One line: task, envs, device, physics and env dt, episode length, buffer sizes."""
+    sim = env.sim
+    return (
+        f"{env.cfg.name}: {env.num_envs} envs on {env.device} | physics dt {sim.dt * 1e3:.2f} ms x "
+        f"{sim.cfg.decimation} = env dt {env.step_dt * 1e3:.2f} ms | episode {env.max_episode_length} steps "
+        f"({env.cfg.episode_length_s:g} s) | buffers per env: {sim.nconmax} contacts, {sim.njmax} constraint rows"
+    )
+
+
+def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
+    """Prints the sim summary and one table per term section (observations per group, actions,
+    rewards, terminations, events)."""
+    console = console or Console()
+    cfg = env.cfg
+    console.print(f"[bold]phalanx[/bold] {sim_summary(env)}")
+    for group, shapes in env.obs_term_shapes.items():
+        terms = cfg.observations[group]
+        rows = [
+            [name, str(shape), f"{terms[name].scale:g}", str(terms[name].clip or "")] for name, shape in shapes.items()
+        ]
+        title = f"Observations '{group}' shape {env.observation_spec[group]}"
+        console.print(_table(title, ["#", "term", "shape", "scale", "clip"], rows))
+    actions = cfg.actions
+    action_rows = [[name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]
+                   for name in (env.sim.actuator_names[i] for i in env._actuator_ids.tolist())]
+    console.print(_table(f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action))",
+                         ["#", "actuator", "dim", "scale", "clip"], action_rows))
+    reward_note = f" x env dt {env.step_dt:g} s" if cfg.reward_scale_by_dt else ""
+    console.print(_table(f"Rewards (weight{reward_note})", ["#", "term", "weight"],
+                         [[name, f"{t.weight:g}"] for name, t in cfg.rewards.items()]))
+    console.print(_table("Terminations", ["#", "term", "time out"],
+                         [[name, str(t.time_out)] for name, t in cfg.terminations.items()]))
+    if cfg.events:
+        console.print(_table("Events", ["#", "term", "mode"], [[name, e.mode] for name, e in cfg.events.items()]))

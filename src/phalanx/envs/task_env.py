@@ -1,0 +1,247 @@
+"""`TaskEnv`: a `VecEnv` assembled from a term-based `TaskCfg`."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import torch
+
+from phalanx.envs.cfg import EventTermCfg, Term, TaskCfg
+from phalanx.envs.tables import print_term_tables
+from phalanx.envs.vec_env import VecEnv
+from phalanx.sim import Simulator, load_model
+
+
+class _FunctionTerm(Term):
+    """A plain term function with its params bound."""
+
+    def __init__(self, env: TaskEnv, func: Any, params: dict[str, Any]):
+        self._func, self._params = func, params
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        return self._func(env, **self._params)
+
+
+def _bind(env: TaskEnv, func: Any, params: dict[str, Any]) -> Term:
+    if isinstance(func, type) and issubclass(func, Term):
+        return func(env, **params)
+    return _FunctionTerm(env, func, params)
+
+
+class TaskEnv(VecEnv):
+    """Runs a `TaskCfg`: actions -> physics (captured on CUDA) -> terminations, rewards ->
+    auto-reset of done envs -> observations. See `VecEnv` for the contract.
+
+    Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
+    views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
+    (this step's terminal flags), `rng` (the env's torch generator).
+    """
+
+    def __init__(self, cfg: TaskCfg, num_envs: int, device: torch.device, seed: int = 0, verbose: bool = True):
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.device = device
+        self.seed = seed
+        self.sim = Simulator(load_model(cfg.model), num_envs, str(device), cfg.sim)
+        self.step_dt = self.sim.dt * cfg.sim.decimation
+        self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
+        self.rng = torch.Generator(device=device)
+        self.rng.manual_seed(seed)
+
+        self._actuator_ids = self._select_actuators(cfg.actions.actuators)
+        self.action_dim = len(self._actuator_ids)
+        self.action_joint_ids = self.sim.actuator_joint_ids[self._actuator_ids]  # (action_dim,) into sim joints
+        self.action_gear = self.sim.actuator_gear[self._actuator_ids]  # (action_dim,)
+        self._joint_ids_cache: dict[str, torch.Tensor] = {}
+        self._constants: dict[tuple[float, ...], torch.Tensor] = {}
+        n, dev = num_envs, device
+        self.action = torch.zeros(n, self.action_dim, device=dev)
+        self.episode_length = torch.zeros(n, dtype=torch.long, device=dev)
+        self.episode_return = torch.zeros(n, device=dev)
+        self.terminated = torch.zeros(n, dtype=torch.bool, device=dev)
+        self._episode_terms = torch.zeros(n, len(cfg.rewards), device=dev)
+        self._invalid_counts = torch.zeros(3, dtype=torch.long, device=dev)  # contact, constraint, non-finite
+
+        self._obs_terms = {
+            group: [(name, _bind(self, t.func, t.params), t) for name, t in terms.items()]
+            for group, terms in cfg.observations.items()
+        }
+        self._reward_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.rewards.items()]
+        reward_dt = self.step_dt if cfg.reward_scale_by_dt else 1.0
+        self._reward_weights = torch.tensor([t.weight * reward_dt for t in cfg.rewards.values()], device=dev)
+        self._termination_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.terminations.items()]
+        self._events = {mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in
+                        ("startup", "reset", "interval")}
+        self._event_timers = {k: self._draw_interval(e, torch.ones(n, dtype=torch.bool, device=dev))
+                              for k, e in self._events["interval"]}
+
+        all_envs = torch.ones(n, dtype=torch.bool, device=dev)
+        for _, event in self._events["startup"]:
+            event.func(self, all_envs, **event.params)
+        self.obs = self.reset()
+        self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
+        self.obs_term_shapes = {
+            group: {name: tuple(term(self).shape[1:]) for name, term, _ in terms}
+            for group, terms in self._obs_terms.items()
+        }
+        if verbose:
+            print_term_tables(self)
+
+    # ----------------------------------------------------------------------------- public API
+
+    def reset(self) -> dict[str, torch.Tensor]:
+        self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        self.obs = self._compute_obs()
+        return self.obs
+
+    def step(self, actions: torch.Tensor):
+        self._check_actions(actions)
+        # Non-finite actions are treated as 0 (documented); clipping and scaling as the ActionCfg says.
+        action = torch.nan_to_num(actions.float(), nan=0.0, posinf=0.0, neginf=0.0)
+        clip = self.cfg.actions.clip
+        if clip is not None:
+            action = action.clamp(-clip, clip)
+        self.action.copy_(action)
+        self.sim.ctrl[:, self._actuator_ids] = self.cfg.actions.offset + self.cfg.actions.scale * action
+        self.sim.step()
+        self.episode_length += 1
+
+        reasons = self.sim.check_worlds()  # (num_envs, 3): contact overflow, constraint overflow, non-finite
+        invalid = reasons.any(dim=1)
+        self._invalid_counts += reasons.sum(dim=0)
+        terminated, time_out = self._compute_terminations()
+        self.terminated.copy_(terminated | invalid)
+        truncated = time_out & ~self.terminated
+        reward = self._compute_rewards(invalid)
+        done = self.terminated | truncated
+
+        final_obs = self._compute_obs()
+        episode = {
+            "done": done,
+            "return": self.episode_return.clone(),
+            "length": self.episode_length.clone(),
+            "terms": {name: self._episode_terms[:, i].clone() for i, (name, _, _) in enumerate(self._reward_terms)},
+        }
+        self._reset_envs(done)
+        self._run_interval_events()
+        self.obs = self._compute_obs()
+        extras = {"final_obs": final_obs, "episode": episode, "log": self._log()}
+        return self.obs, reward, self.terminated.clone(), truncated, extras
+
+    def report_invalid(self) -> list[str]:
+        """Host-side summary of envs reset because the simulation broke, with the option to fix it.
+
+        Reads three counters from the device (a sync): call it once per iteration, not per step.
+        """
+        contact, constraint, nonfinite = (int(c) for c in self._invalid_counts.tolist())
+        lines = []
+        if contact:
+            lines.append(f"{contact} env resets after contact overflow: {self.sim.overflow_hint('contact')}")
+        if constraint:
+            lines.append(
+                f"{constraint} env resets after constraint overflow: {self.sim.overflow_hint('constraint')}"
+            )
+        if nonfinite:
+            lines.append(f"{nonfinite} env resets after non-finite (NaN/inf) physics state")
+        return lines
+
+    def constant(self, values: tuple[float, ...]) -> torch.Tensor:
+        """A float32 tensor of `values` on the env's device, made once (no host copy per step)."""
+        tensor = self._constants.get(values)
+        if tensor is None:
+            tensor = self._constants[values] = torch.tensor(values, dtype=torch.float32, device=self.device)
+        return tensor
+
+    def joint_ids(self, pattern: str) -> torch.Tensor:
+        """Indices into `sim.joint_names` of the 1-dof joints whose names match `pattern` (cached)."""
+        ids = self._joint_ids_cache.get(pattern)
+        if ids is None:
+            names = self.sim.joint_names
+            found = [i for i, name in enumerate(names) if re.fullmatch(pattern, name)]
+            if not found:
+                raise ValueError(f"joint pattern {pattern!r} matches no joint; the model has {names}")
+            ids = self._joint_ids_cache[pattern] = torch.tensor(found, dtype=torch.long, device=self.device)
+        return ids
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _select_actuators(self, pattern: str) -> torch.Tensor:
+        names = self.sim.actuator_names
+        ids = [i for i, name in enumerate(names) if re.fullmatch(pattern, name)]
+        if not ids:
+            raise ValueError(f"actions.actuators: {pattern!r} matches no actuator; the model has {names}")
+        return torch.tensor(ids, dtype=torch.long, device=self.device)
+
+    def _check_actions(self, actions: torch.Tensor) -> None:
+        if not isinstance(actions, torch.Tensor):
+            raise TypeError(f"actions: expected a torch.Tensor, got {type(actions).__name__}")
+        expected = (self.num_envs, self.action_dim)
+        if tuple(actions.shape) != expected:
+            raise ValueError(f"actions: expected shape {expected}, got {tuple(actions.shape)}")
+        if actions.device != self.device:
+            raise ValueError(f"actions: expected device {self.device}, got {actions.device}")
+        if not actions.is_floating_point():
+            raise ValueError(f"actions: expected a floating-point tensor, got {actions.dtype}")
+
+    def _compute_obs(self) -> dict[str, torch.Tensor]:
+        obs = {}
+        for group, terms in self._obs_terms.items():
+            parts = []
+            for _, term, cfg in terms:
+                value = term(self)
+                if cfg.scale != 1.0:
+                    value = value * cfg.scale
+                if cfg.clip is not None:
+                    value = value.clamp(*cfg.clip)
+                parts.append(value)
+            obs[group] = torch.cat(parts, dim=-1)
+        return obs
+
+    def _compute_terminations(self) -> tuple[torch.Tensor, torch.Tensor]:
+        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        time_out = torch.zeros_like(terminated)
+        for _, term, cfg in self._termination_terms:
+            if cfg.time_out:
+                time_out |= term(self)
+            else:
+                terminated |= term(self)
+        return terminated, time_out
+
+    def _compute_rewards(self, invalid: torch.Tensor) -> torch.Tensor:
+        values = torch.stack([term(self) for _, term, _ in self._reward_terms], dim=1)
+        weighted = torch.nan_to_num(values * self._reward_weights).masked_fill_(invalid[:, None], 0.0)
+        self._episode_terms += weighted
+        reward = weighted.sum(dim=1)
+        self.episode_return += reward
+        return reward
+
+    def _reset_envs(self, mask: torch.Tensor) -> None:
+        self.sim.reset_(mask)
+        for _, event in self._events["reset"]:
+            event.func(self, mask, **event.params)
+        self.episode_length.masked_fill_(mask, 0)
+        self.episode_return.masked_fill_(mask, 0.0)
+        self._episode_terms.masked_fill_(mask[:, None], 0.0)
+        self.action.masked_fill_(mask[:, None], 0.0)
+        for group in self._obs_terms.values():
+            for _, term, _ in group:
+                term.reset(self, mask)
+        for _, term, _ in self._reward_terms + self._termination_terms:
+            term.reset(self, mask)
+
+    def _draw_interval(self, event: EventTermCfg, mask: torch.Tensor) -> torch.Tensor:
+        low, high = event.interval_range_s
+        return low + (high - low) * torch.rand(mask.shape, device=self.device, generator=self.rng)
+
+    def _run_interval_events(self) -> None:
+        for name, event in self._events["interval"]:
+            timer = self._event_timers[name]
+            timer -= self.step_dt
+            fired = timer <= 0.0
+            event.func(self, fired, **event.params)
+            timer.copy_(torch.where(fired, self._draw_interval(event, fired), timer))
+
+    def _log(self) -> dict[str, torch.Tensor]:
+        return {"invalid_env_resets": self._invalid_counts.sum()}

@@ -1,0 +1,1 @@
+"""Task definitions: one module per task family, each exposing `*_cfg()` functions."""

@@ -1,0 +1,56 @@
+"""Cartpole balance with Isaac-Cartpole-Direct-v0 semantics."""
+
+from __future__ import annotations
+
+import math
+
+from phalanx.assets import asset_path
+from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
+from phalanx.envs.mdp import events, observations, rewards, terminations
+from phalanx.sim import SimCfg
+
+
+def cartpole_cfg() -> TaskCfg:
+    """4 observations (pole angle, pole velocity, cart position, cart velocity), 1 action (cart
+    force, 100 N per unit), 5 s episodes; ends when the cart leaves +-3 m or the pole passes 90 deg."""
+    return TaskCfg(
+        name="cartpole",
+        description="balance a pole on a cart (Isaac-Cartpole-Direct-v0)",
+        model=asset_path("cartpole.xml"),
+        episode_length_s=5.0,
+        sim=SimCfg(decimation=2),
+        actions=ActionCfg(actuators="slider", scale=100.0, clip=None),
+        observations={
+            "policy": {
+                "pole_pos": ObsTermCfg(func=observations.joint_pos, params={"joints": "hinge"}),
+                "pole_vel": ObsTermCfg(func=observations.joint_vel, params={"joints": "hinge"}),
+                "cart_pos": ObsTermCfg(func=observations.joint_pos, params={"joints": "slider"}),
+                "cart_vel": ObsTermCfg(func=observations.joint_vel, params={"joints": "slider"}),
+            }
+        },
+        rewards={
+            "alive": RewardTermCfg(func=rewards.is_alive, weight=1.0),
+            "terminating": RewardTermCfg(func=rewards.is_terminated, weight=-2.0),
+            "pole_pos": RewardTermCfg(func=rewards.joint_pos_l2, weight=-1.0, params={"joints": "hinge"}),
+            "cart_vel": RewardTermCfg(func=rewards.joint_vel_l1, weight=-0.01, params={"joints": "slider"}),
+            "pole_vel": RewardTermCfg(func=rewards.joint_vel_l1, weight=-0.005, params={"joints": "hinge"}),
+        },
+        terminations={
+            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "cart_out_of_bounds": TerminationTermCfg(
+                func=terminations.joint_pos_out_of_bounds, params={"joints": "slider", "bound": 3.0}
+            ),
+            "pole_fell": TerminationTermCfg(
+                func=terminations.joint_angle_past, params={"joints": "hinge", "degrees": 90.0}
+            ),
+        },
+        events={
+            "reset_pole": EventTermCfg(
+                func=events.reset_joints_by_offset,
+                mode="reset",
+                params={"joints": "hinge", "position_range": (-0.25 * math.pi, 0.25 * math.pi)},
+            ),
+        },
+        reward_scale_by_dt=False,
+        num_envs=4096,
+    )

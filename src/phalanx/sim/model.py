@@ -1,0 +1,100 @@
+"""Loading MuJoCo models and sizing their per-world contact and constraint buffers."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+# Most contacts MuJoCo's colliders emit for one geom pair, keyed by the pair's types (sorted).
+# Pairs not listed are convex-convex (GJK/EPA with multi-contact), bounded at 4.
+_G = mujoco.mjtGeom
+_MAX_CONTACTS_PER_PAIR = {
+    (_G.mjGEOM_PLANE, _G.mjGEOM_SPHERE): 1,
+    (_G.mjGEOM_PLANE, _G.mjGEOM_CAPSULE): 2,
+    (_G.mjGEOM_PLANE, _G.mjGEOM_ELLIPSOID): 1,
+    (_G.mjGEOM_PLANE, _G.mjGEOM_CYLINDER): 4,
+    (_G.mjGEOM_PLANE, _G.mjGEOM_BOX): 4,
+    (_G.mjGEOM_SPHERE, _G.mjGEOM_SPHERE): 1,
+    (_G.mjGEOM_SPHERE, _G.mjGEOM_CAPSULE): 1,
+    (_G.mjGEOM_SPHERE, _G.mjGEOM_BOX): 1,
+    (_G.mjGEOM_CAPSULE, _G.mjGEOM_CAPSULE): 2,
+    (_G.mjGEOM_CAPSULE, _G.mjGEOM_BOX): 2,
+    (_G.mjGEOM_BOX, _G.mjGEOM_BOX): 8,
+}
+_MAX_CONTACTS_CONVEX = 4
+_MAX_CONTACTS_HFIELD = 50  # mjMAXCONPAIR
+
+
+def load_model(source: str | Path) -> mujoco.MjModel:
+    """Compiles an MJCF or URDF file, or an MJCF XML string, into a MuJoCo model.
+
+    URDF goes through MuJoCo's own compiler (`<mujoco>` extensions in the URDF are honoured).
+    """
+    text = str(source)
+    if text.lstrip().startswith("<"):
+        return mujoco.MjModel.from_xml_string(text)
+    path = Path(text)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file not found: {path}")
+    return mujoco.MjModel.from_xml_path(str(path))
+
+
+def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:
+    """Geom pairs MuJoCo's default collision filter lets through, plus explicit <pair>s."""
+    pairs = []
+    weld = mjm.body_weldid
+    parent = mjm.body_parentid
+    filterparent = not (mjm.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
+    excluded = {tuple(sorted((int(s >> 16), int(s & 0xFFFF)))) for s in mjm.exclude_signature}
+    for g1 in range(mjm.ngeom):
+        for g2 in range(g1 + 1, mjm.ngeom):
+            b1, b2 = mjm.geom_bodyid[g1], mjm.geom_bodyid[g2]
+            w1, w2 = weld[b1], weld[b2]
+            if w1 == w2:
+                continue
+            if filterparent and w1 != 0 and w2 != 0 and (w1 == weld[parent[w2]] or w2 == weld[parent[w1]]):
+                continue
+            if tuple(sorted((int(b1), int(b2)))) in excluded:
+                continue
+            compatible = (mjm.geom_contype[g1] & mjm.geom_conaffinity[g2]) or (
+                mjm.geom_contype[g2] & mjm.geom_conaffinity[g1]
+            )
+            if compatible:
+                pairs.append((g1, g2))
+    pairs.extend((int(a), int(b)) for a, b in zip(mjm.pair_geom1, mjm.pair_geom2))
+    return pairs
+
+
+def contact_capacity(mjm: mujoco.MjModel) -> int:
+    """Upper bound on the contacts one world of this model can have at once."""
+    if mjm.opt.disableflags & (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT):
+        return 0
+    total = 0
+    for g1, g2 in _collidable_pairs(mjm):
+        types = tuple(sorted((int(mjm.geom_type[g1]), int(mjm.geom_type[g2]))))
+        if _G.mjGEOM_HFIELD in types or types == (_G.mjGEOM_MESH, _G.mjGEOM_MESH):
+            total += _MAX_CONTACTS_HFIELD
+        else:
+            total += _MAX_CONTACTS_PER_PAIR.get(types, _MAX_CONTACTS_CONVEX)
+    return total
+
+
+def constraint_capacity(mjm: mujoco.MjModel, contacts_per_world: int) -> int:
+    """Upper bound on constraint rows of one world: contacts, joint limits, equalities, friction loss."""
+    if mjm.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CONSTRAINT:
+        return 0
+    condim = int(mjm.geom_condim.max()) if mjm.ngeom else 1
+    elliptic = mjm.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+    rows_per_contact = condim if (elliptic or condim == 1) else 2 * (condim - 1)
+    limits = int(np.sum(mjm.jnt_limited)) + int(np.sum(mjm.tendon_limited))
+    equality = 6 * mjm.neq
+    friction = int(np.sum(mjm.dof_frictionloss > 0))
+    return contacts_per_world * rows_per_contact + limits + equality + friction
+
+
+def round_up(value: int, multiple: int) -> int:
+    """The smallest multiple of `multiple` that is >= value."""
+    return int(math.ceil(value / multiple)) * multiple

@@ -1,0 +1,210 @@
+"""N worlds of one MuJoCo model stepped by MuJoCo Warp on one device, exposed to torch."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import torch
+import warp as wp
+
+from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
+
+# Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
+# iteration limits (ITERATIONS, LS_ITERATIONS) are not buffer overflows and do not reset a world.
+_CONTACT_OVERFLOW = int(
+    mjw.OverflowType.BROADPHASE | mjw.OverflowType.NARROWPHASE | mjw.OverflowType.CCD | mjw.OverflowType.HFIELD
+)
+_CONSTRAINT_OVERFLOW = int(mjw.OverflowType.NEFC | mjw.OverflowType.NJMAX_NNZ)
+
+
+@dataclass
+class SimCfg:
+    """Physics settings of a task."""
+
+    dt: float | None = None
+    """Physics timestep in seconds; None keeps the model's `<option timestep>`."""
+    decimation: int = 2
+    """Physics substeps per env step (the policy acts every `decimation * dt` seconds)."""
+    nconmax_per_env: int | None = None
+    """Contact buffer per env (the pool holds num_envs times this, shared by all envs). None: the
+    upper bound computed from the model's collidable geom pairs."""
+    njmax_per_env: int | None = None
+    """Constraint rows per env (hard per-env limit). None: the bound from contacts, limits,
+    equalities and friction loss."""
+    body_forces: bool = False
+    """Compute per-body interaction and external (contact) wrenches, `cfrc_int`/`cfrc_ext`, each step."""
+    graph: bool = True
+    """On CUDA, capture the physics substeps once as a CUDA graph and replay it (off: eager
+    launches, for debugging; about 10x slower)."""
+
+
+def _object_name(mjm: mujoco.MjModel, obj: mujoco.mjtObj, index: int) -> str:
+    """The object's name, or e.g. "body3" when it has none."""
+    return mujoco.mj_id2name(mjm, obj, index) or f"{obj.name[6:].lower()}{index}"
+
+
+class Simulator:
+    """Batched MuJoCo Warp model and data with zero-copy torch views.
+
+    Every tensor attribute below is a view of the Warp array MuJoCo Warp writes; it is created
+    once and stays valid for the simulator's life. Shapes lead with `num_envs`.
+    """
+
+    def __init__(self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg):
+        if num_envs <= 0:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs}")
+        if cfg.decimation < 1:
+            raise ValueError(f"sim.decimation must be >= 1, got {cfg.decimation}")
+        if cfg.dt is not None:
+            mjm.opt.timestep = cfg.dt
+        self.mjm = mjm
+        self.cfg = cfg
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.wp_device = wp.get_device(str(self.device) if self.device.type == "cpu" else f"cuda:{self._cuda_index()}")
+        self.nconmax = cfg.nconmax_per_env if cfg.nconmax_per_env is not None else round_up(contact_capacity(mjm), 4)
+        self.njmax = cfg.njmax_per_env if cfg.njmax_per_env is not None else round_up(
+            constraint_capacity(mjm, self.nconmax), 4
+        )
+        with wp.ScopedDevice(self.wp_device):
+            self.model = mjw.put_model(mjm)
+            self.model.opt.warn_overflow = 0  # overflows are reported by phalanx, per env, with the flag to fix them
+            self.model.opt.run_rne_postconstraint = cfg.body_forces
+            self.data = mjw.make_data(mjm, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
+        self._bind_views()
+        self._bind_names()
+        self.default_qpos = torch.as_tensor(self._home_qpos(), dtype=torch.float32, device=self.device)
+        self._graph = None
+        self._wp_streams: dict[int, wp.Stream] = {}
+
+    @property
+    def dt(self) -> float:
+        """Physics timestep in seconds."""
+        return float(self.mjm.opt.timestep)
+
+    def _cuda_index(self) -> int:
+        return self.device.index if self.device.index is not None else torch.cuda.current_device()
+
+    def _bind_views(self) -> None:
+        d = self.data
+        t = wp.to_torch
+        self.qpos = t(d.qpos)  # (num_envs, nq)
+        self.qvel = t(d.qvel)  # (num_envs, nv)
+        self.qacc = t(d.qacc)  # (num_envs, nv)
+        self.ctrl = t(d.ctrl)  # (num_envs, nu)
+        self.act = t(d.act)  # (num_envs, na)
+        self.qacc_warmstart = t(d.qacc_warmstart)  # (num_envs, nv)
+        self.qfrc_applied = t(d.qfrc_applied)  # (num_envs, nv)
+        self.qfrc_constraint = t(d.qfrc_constraint)  # (num_envs, nv)
+        self.xfrc_applied = t(d.xfrc_applied)  # (num_envs, nbody, 6)
+        self.xpos = t(d.xpos)  # (num_envs, nbody, 3) body frame positions, world
+        self.xquat = t(d.xquat)  # (num_envs, nbody, 4) body orientations (w, x, y, z), world
+        self.cvel = t(d.cvel)  # (num_envs, nbody, 6) com-based velocity (rot, lin)
+        self.cfrc_int = t(d.cfrc_int)  # (num_envs, nbody, 6) wrench from parent (torque, force); body_forces
+        self.cfrc_ext = t(d.cfrc_ext)  # (num_envs, nbody, 6) external (contact) wrench; body_forces
+        self.sensordata = t(d.sensordata)  # (num_envs, nsensordata)
+        self.time = t(d.time)  # (num_envs,)
+        self.overflow = t(d.overflow)  # (num_envs,) OverflowType bits since the env's last reset
+
+    def _bind_names(self) -> None:
+        mjm, dev = self.mjm, self.device
+        name = functools.partial(_object_name, mjm)
+        self.body_names = [name(mujoco.mjtObj.mjOBJ_BODY, i) for i in range(mjm.nbody)]
+        self.actuator_names = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(mjm.nu)]
+        self.actuator_gear = torch.tensor(mjm.actuator_gear[:, 0], dtype=torch.float32, device=dev)  # (nu,)
+        joint_of_actuator = [int(j) if int(t) == int(mujoco.mjtTrn.mjTRN_JOINT) else -1
+                             for j, t in zip(mjm.actuator_trnid[:, 0], mjm.actuator_trntype)]
+        # 1-dof joints (hinges and slides), in model order.
+        hinge_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        joints = [j for j in range(mjm.njnt) if int(mjm.jnt_type[j]) in hinge_slide]
+        self.joint_names = [name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints]
+        self.joint_qposadr = torch.tensor(mjm.jnt_qposadr[joints], dtype=torch.long, device=dev)  # (J,)
+        self.joint_dofadr = torch.tensor(mjm.jnt_dofadr[joints], dtype=torch.long, device=dev)  # (J,)
+        limited = mjm.jnt_limited[joints].astype(bool)[:, None]
+        ranges = np.where(limited, mjm.jnt_range[joints], [-np.inf, np.inf])
+        self.joint_range = torch.tensor(ranges, dtype=torch.float32, device=dev)  # (J, 2)
+        # For each actuator, the index in the 1-dof joint list of the joint it drives (-1: none).
+        self.actuator_joint_ids = torch.tensor(
+            [joints.index(j) if j in joints else -1 for j in joint_of_actuator], dtype=torch.long, device=dev
+        )  # (nu,)
+        free = [j for j in range(mjm.njnt) if int(mjm.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+        self.root_qposadr = int(mjm.jnt_qposadr[free[0]]) if free else None
+        self.root_dofadr = int(mjm.jnt_dofadr[free[0]]) if free else None
+
+    def body_ids(self, names: list[str]) -> torch.Tensor:
+        """Indices of the named bodies; a missing name raises with the model's body names."""
+        missing = [n for n in names if n not in self.body_names]
+        if missing:
+            raise ValueError(f"bodies {missing} not in the model; it has {self.body_names}")
+        return torch.tensor([self.body_names.index(n) for n in names], dtype=torch.long, device=self.device)
+
+    def _home_qpos(self) -> np.ndarray:
+        """The keyframe named "home" if the model has one, else the model's qpos0."""
+        key = mujoco.mj_name2id(self.mjm, mujoco.mjtObj.mjOBJ_KEY, "home")
+        return self.mjm.key_qpos[key].copy() if key >= 0 else self.mjm.qpos0.copy()
+
+    def _warp_stream(self) -> wp.Stream:
+        """Warp's handle on torch's current CUDA stream, one object per stream (created once)."""
+        stream = torch.cuda.current_stream(self.device)
+        ws = self._wp_streams.get(stream.cuda_stream)
+        if ws is None:
+            ws = self._wp_streams[stream.cuda_stream] = wp.stream_from_torch(stream)
+        return ws
+
+    def _substeps(self) -> None:
+        for _ in range(self.cfg.decimation):
+            mjw.step(self.model, self.data)
+
+    def step(self) -> None:
+        """Advances every world by `decimation` physics steps with the current `ctrl`.
+
+        On CUDA the substeps run as one CUDA graph, captured on first use and replayed on torch's
+        current stream, so it orders with the torch ops around it and never syncs the host.
+        """
+        if self.device.type != "cuda" or not self.cfg.graph:
+            with wp.ScopedDevice(self.wp_device):
+                self._substeps()
+            return
+        if self._graph is None:
+            with wp.ScopedDevice(self.wp_device):
+                torch.cuda.current_stream(self.device).synchronize()
+                with wp.ScopedCapture() as capture:
+                    self._substeps()
+            self._graph = capture.graph
+        wp.capture_launch(self._graph, stream=self._warp_stream())
+
+    def reset_(self, mask: torch.Tensor) -> None:
+        """Puts the worlds where `mask` (num_envs,) is True back to the default state, in place.
+
+        Default state: `default_qpos`, zero velocity, control, activation, applied forces and
+        warm start, time 0, overflow bits cleared. Other worlds are not touched. Graph-safe.
+        """
+        m = mask[:, None]
+        self.qpos.copy_(torch.where(m, self.default_qpos, self.qpos))
+        for field in (self.qvel, self.qacc, self.ctrl, self.act, self.qacc_warmstart, self.qfrc_applied):
+            field.masked_fill_(m, 0.0)
+        for field in (self.xfrc_applied, self.cfrc_int, self.cfrc_ext):
+            field.masked_fill_(m[:, :, None], 0.0)
+        self.time.masked_fill_(mask, 0.0)
+        self.overflow.masked_fill_(mask, 0)
+
+    def check_worlds(self) -> torch.Tensor:
+        """(num_envs, 3) bool: per world, [contact buffer overflow, constraint buffer overflow,
+        non-finite qpos/qvel]. A world with any of them must be reset. Graph-safe."""
+        contact = (self.overflow & _CONTACT_OVERFLOW) != 0
+        constraint = (self.overflow & _CONSTRAINT_OVERFLOW) != 0
+        finite = torch.isfinite(self.qpos).all(dim=1) & torch.isfinite(self.qvel).all(dim=1)
+        return torch.stack((contact, constraint, ~finite), dim=1)
+
+    def overflow_hint(self, kind: str) -> str:
+        """Which buffer overflowed ("contact" or "constraint") and the option that enlarges it."""
+        if kind == "contact":
+            return (
+                f"contact buffer full ({self.nconmax} per env, {self.data.naconmax} in all): "
+                f"raise --sim.nconmax-per-env"
+            )
+        return f"constraint rows full ({self.njmax} per env): raise --sim.njmax-per-env"
