@@ -5,7 +5,8 @@
 For each task and env count: the raw physics rate (the same model, world count and buffer sizes,
 stepped by the same captured graph with zero controls and nothing else) and the env rate
 (`env.step` with uniform random actions in [-1, 1]: physics, observations, rewards, terminations,
-auto-reset). Figures are medians over repeats after warm-up. The target ratio is
+auto-reset), with the whole step captured as one CUDA graph (the default) and with eager torch
+around the captured physics graph. Figures are medians over repeats after warm-up. The target ratio is
 env steps/s >= 70 % of raw physics steps/s / decimation.
 """
 
@@ -36,9 +37,23 @@ def _timed(fn, steps: int, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _env_rate(env, steps: int, repeats: int) -> float:
+    """Env steps per second of `env.step` with uniform random actions in [-1, 1]."""
+    env.reset()
+    actions = torch.empty(env.num_envs, env.action_dim, device=env.device)
+
+    def env_step():
+        env.step(actions.uniform_(-1.0, 1.0))
+
+    for _ in range(50):
+        env_step()
+    return env.num_envs / _timed(env_step, steps, repeats)
+
+
 def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
     import phalanx
 
+    eager_sps = _env_rate(phalanx.make(task, num_envs, device="cuda", verbose=False, capture=False), steps, repeats)
     env = phalanx.make(task, num_envs=num_envs, device="cuda", verbose=False)
     sim = env.sim
     decimation = sim.cfg.decimation
@@ -50,16 +65,8 @@ def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
     raw_s = _timed(sim.step, steps, repeats)  # one call = `decimation` physics steps
     raw_physics_sps = num_envs * decimation / raw_s
 
-    env.reset()
-    actions = torch.empty(num_envs, env.action_dim, device=env.device)
-
-    def env_step():
-        env.step(actions.uniform_(-1.0, 1.0))
-
-    for _ in range(50):
-        env_step()
-    env_s = _timed(env_step, steps, repeats)
-    env_sps = num_envs / env_s
+    env_sps = _env_rate(env, steps, repeats)
+    env_s = num_envs / env_sps
     ratio = env_sps / (raw_physics_sps / decimation)
     invalid = env.report_invalid()
     return {
@@ -70,6 +77,7 @@ def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
         "njmax_per_env": sim.njmax,
         "raw_physics_steps_per_s": raw_physics_sps,
         "env_steps_per_s": env_sps,
+        "env_steps_per_s_eager": eager_sps,
         "ratio_to_limit": ratio,
         "env_step_ms": env_s * 1e3,
         "invalid_env_resets": invalid,
@@ -100,8 +108,11 @@ def main() -> None:
     meta["mujoco_warp"] = mujoco_warp.__version__
     print(json.dumps(meta))
     rows = []
-    header = "| task | envs | raw physics M steps/s | limit M env-steps/s (raw / decimation) | env M steps/s | ratio |"
-    print(header + "\n|---|---|---|---|---|---|", flush=True)
+    header = (
+        "| task | envs | raw physics M steps/s | limit M env-steps/s (raw / decimation) "
+        "| env M steps/s, captured step | ratio | env M steps/s, eager torch |"
+    )
+    print(header + "\n|---|---|---|---|---|---|---|", flush=True)
     for task in args.tasks:
         for n in args.num_envs:
             r = bench_task(task, n, args.steps, args.repeats)
@@ -109,7 +120,8 @@ def main() -> None:
             limit = r["raw_physics_steps_per_s"] / r["decimation"]
             print(
                 f"| {task} | {n} | {r['raw_physics_steps_per_s'] / 1e6:.2f} | {limit / 1e6:.2f} | "
-                f"{r['env_steps_per_s'] / 1e6:.2f} | {100 * r['ratio_to_limit']:.0f} % |",
+                f"{r['env_steps_per_s'] / 1e6:.2f} | {100 * r['ratio_to_limit']:.0f} % | "
+                f"{r['env_steps_per_s_eager'] / 1e6:.2f} |",
                 flush=True,
             )
             if r["invalid_env_resets"]:

@@ -37,6 +37,7 @@ def make(
     device: str | torch.device | None = None,
     seed: int = 0,
     verbose: bool = True,
+    capture: bool | None = None,
 ) -> TaskEnv:
     """Builds a `VecEnv` of `num_envs` copies of a task on `device`.
 
@@ -46,9 +47,10 @@ def make(
         device: 'cpu', 'cuda' or 'cuda:K'; None takes 'cuda' when a GPU is visible, else 'cpu'.
         seed: seeds the env's random generator (initial states, events).
         verbose: print the sim summary and the term tables.
+        capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
     """
     cfg = task if isinstance(task, TaskCfg) else task_cfg(task)
     num_envs = cfg.num_envs if num_envs is None else num_envs
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
         raise ValueError(f"num_envs: must be a positive integer, got {num_envs!r}")
-    return TaskEnv(cfg, num_envs=num_envs, device=resolve_device(device), seed=seed, verbose=verbose)
+    return TaskEnv(cfg, num_envs=num_envs, device=resolve_device(device), seed=seed, verbose=verbose, capture=capture)

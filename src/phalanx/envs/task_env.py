@@ -34,12 +34,26 @@ class TaskEnv(VecEnv):
     """Runs a `TaskCfg`: actions -> physics (captured on CUDA) -> terminations, rewards ->
     auto-reset of done envs -> observations. See `VecEnv` for the contract.
 
+    On CUDA the whole step (actions, physics, terms, resets, observations) is captured once as a
+    CUDA graph and replayed (`capture=True`, the default there): the tensors `step` returns are
+    then the graph's static buffers, overwritten by the next step, so copy what you keep.
+
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
     (this step's terminal flags), `rng` (the env's torch generator).
     """
 
-    def __init__(self, cfg: TaskCfg, num_envs: int, device: torch.device, seed: int = 0, verbose: bool = True):
+    def __init__(
+        self,
+        cfg: TaskCfg,
+        num_envs: int,
+        device: torch.device,
+        seed: int = 0,
+        verbose: bool = True,
+        capture: bool | None = None,
+    ):
+        if capture and device.type != "cuda":
+            raise ValueError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
@@ -56,6 +70,10 @@ class TaskEnv(VecEnv):
         self.action_gear = self.sim.actuator_gear[self._actuator_ids]  # (action_dim,)
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
+        self.capture = device.type == "cuda" if capture is None else capture
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._graph_in = torch.zeros(n, self.action_dim, device=dev)
+        self._graph_out: tuple | None = None
         n, dev = num_envs, device
         self.action = torch.zeros(n, self.action_dim, device=dev)
         self.episode_length = torch.zeros(n, dtype=torch.long, device=dev)
@@ -98,6 +116,26 @@ class TaskEnv(VecEnv):
 
     def step(self, actions: torch.Tensor):
         self._check_actions(actions)
+        if not self.capture:
+            return self._step(actions)
+        if self._graph is None:
+            out = self._step(actions)  # eager first step: loads every kernel before the capture
+            self._capture_step()
+            return out
+        self._graph_in.copy_(actions)
+        self._graph.replay()
+        return self._graph_out
+
+    def _capture_step(self) -> None:
+        """Records `_step` reading `_graph_in` into a CUDA graph; its outputs become static buffers."""
+        torch.cuda.synchronize(self.device)
+        graph = torch.cuda.CUDAGraph()
+        graph.register_generator_state(self.rng)
+        with torch.cuda.graph(graph):
+            self._graph_out = self._step(self._graph_in)
+        self._graph = graph
+
+    def _step(self, actions: torch.Tensor):
         # Non-finite actions are treated as 0 (documented); clipping and scaling as the ActionCfg says.
         action = torch.nan_to_num(actions.float(), nan=0.0, posinf=0.0, neginf=0.0)
         clip = self.cfg.actions.clip

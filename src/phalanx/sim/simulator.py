@@ -164,18 +164,37 @@ class Simulator:
 
         On CUDA the substeps run as one CUDA graph, captured on first use and replayed on torch's
         current stream, so it orders with the torch ops around it and never syncs the host.
+        Inside a torch CUDA graph capture (the env's captured step), the substeps are recorded
+        into that graph instead.
         """
         if self.device.type != "cuda" or not self.cfg.graph:
             with wp.ScopedDevice(self.wp_device):
                 self._substeps()
-            return
-        if self._graph is None:
-            with wp.ScopedDevice(self.wp_device):
-                torch.cuda.current_stream(self.device).synchronize()
-                with wp.ScopedCapture() as capture:
-                    self._substeps()
-            self._graph = capture.graph
-        wp.capture_launch(self._graph, stream=self._warp_stream())
+        elif torch.cuda.is_current_stream_capturing():
+            self._record_into_torch_capture()
+        else:
+            if self._graph is None:
+                with wp.ScopedDevice(self.wp_device):
+                    torch.cuda.current_stream(self.device).synchronize()
+                    with wp.ScopedCapture() as capture:
+                        self._substeps()
+                self._graph = capture.graph
+            wp.capture_launch(self._graph, stream=self._warp_stream())
+
+    def _record_into_torch_capture(self) -> None:
+        """Records the substeps into the torch CUDA graph being captured on the current stream.
+
+        Warp must be told about the external capture on the very Warp stream object that is
+        current while stepping: MuJoCo Warp's solver loop looks the capture up by that object
+        and would otherwise fall back to a host-synchronizing loop, which is illegal in capture.
+        """
+        ws = self._warp_stream()
+        wp.capture_begin(device=self.wp_device, stream=ws, external=True, capture_mode=wp.CaptureMode.GLOBAL)
+        try:
+            with wp.ScopedStream(ws, sync_enter=False, sync_exit=False):
+                self._substeps()
+        finally:
+            wp.capture_end(device=self.wp_device, stream=ws)
 
     def reset_(self, mask: torch.Tensor) -> None:
         """Puts the worlds where `mask` (num_envs,) is True back to the default state, in place.
