@@ -72,7 +72,7 @@ class TaskEnv(VecEnv):
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
         self.capture = device.type == "cuda" if capture is None else capture
         self._graph: torch.cuda.CUDAGraph | None = None
-        self._graph_in = torch.zeros(n, self.action_dim, device=dev)
+        self._graph_in = torch.zeros(num_envs, self.action_dim, device=device)
         self._graph_out: tuple | None = None
         n, dev = num_envs, device
         self.action = torch.zeros(n, self.action_dim, device=dev)
