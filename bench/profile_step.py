@@ -1,0 +1,66 @@
+"""Where the GPU time of one eager env step goes, by phase (torch profiler, CUDA activity).
+
+    python bench/profile_step.py --task ant --num-envs 4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+
+import torch
+import warp as wp
+from torch.profiler import ProfilerActivity, profile, record_function
+
+import phalanx
+
+PHASES = {"sim": ["step", "check_worlds", "reset_"], "env": ["_compute_obs", "_compute_rewards",
+                                                             "_compute_terminations", "_reset_envs"]}
+
+
+def _wrap(obj, name: str, label: str) -> None:
+    fn = getattr(obj, name)
+
+    def wrapped(*args, **kwargs):
+        with record_function(label):
+            return fn(*args, **kwargs)
+
+    setattr(obj, name, wrapped)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--task", default="ant")
+    parser.add_argument("--num-envs", type=int, default=4096)
+    parser.add_argument("--steps", type=int, default=20)
+    args = parser.parse_args()
+    wp.config.log_level = wp.LOG_WARNING
+    env = phalanx.make(args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False)
+    for name in PHASES["sim"]:
+        _wrap(env.sim, name, f"sim.{name}")
+    for name in PHASES["env"]:
+        _wrap(env, name, f"env.{name}")
+    actions = torch.empty(env.num_envs, env.action_dim, device=env.device)
+    for _ in range(20):
+        env.step(actions.uniform_(-1, 1))
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        for _ in range(args.steps):
+            env.step(actions.uniform_(-1, 1))
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    total_us = sum(e.device_time for e in kernels)
+    print(f"{args.task} {args.num_envs} envs: {len(kernels) / args.steps:.0f} kernels per step, "
+          f"{total_us / args.steps:.0f} us GPU time per step")
+    by_range = collections.defaultdict(lambda: [0, 0.0])
+    for e in prof.events():
+        if e.name.startswith(("env.", "sim.")):
+            by_range[e.name][0] += 1
+            by_range[e.name][1] += e.device_time_total
+    for name, (calls, us) in sorted(by_range.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name:28s} {calls / args.steps:4.1f} calls/step {us / args.steps:8.0f} us/step")
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=25))
+
+
+if __name__ == "__main__":
+    main()
