@@ -1,6 +1,6 @@
 """Where the GPU time of one eager env step goes, by phase (torch profiler, CUDA activity).
 
-    python bench/profile_step.py --task ant --num-envs 4096
+python bench/profile_step.py --task ant --num-envs 4096
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 import phalanx
 
-PHASES = {"sim": ["step", "check_worlds", "reset_"], "env": ["_compute_obs", "_compute_rewards",
-                                                             "_compute_terminations", "_reset_envs"]}
+PHASES = {
+    "sim": ["step", "check_worlds", "reset_"],
+    "env": ["_compute_obs", "_compute_rewards", "_compute_terminations", "_reset_envs"],
+}
 
 
 def _wrap(obj, name: str, label: str) -> None:
@@ -50,8 +52,10 @@ def main() -> None:
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     total_us = sum(e.device_time for e in kernels)
-    print(f"{args.task} {args.num_envs} envs: {len(kernels) / args.steps:.0f} kernels per step, "
-          f"{total_us / args.steps:.0f} us GPU time per step")
+    print(
+        f"{args.task} {args.num_envs} envs: {len(kernels) / args.steps:.0f} kernels per step, "
+        f"{total_us / args.steps:.0f} us GPU time per step"
+    )
     by_range = collections.defaultdict(lambda: [0, 0.0])
     for e in prof.events():
         if e.name.startswith(("env.", "sim.")):

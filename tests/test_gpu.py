@@ -24,7 +24,9 @@ def test_steps_on_cuda_without_nan(task: str) -> None:
 
 def test_captured_step_matches_eager_step() -> None:
     """Same seed, same actions, resets included: the captured whole-step graph and eager stepping agree."""
-    envs = [phalanx.make("cartpole", num_envs=64, device="cuda", seed=5, verbose=False, capture=c) for c in (True, False)]
+    envs = [
+        phalanx.make("cartpole", num_envs=64, device="cuda", seed=5, verbose=False, capture=c) for c in (True, False)
+    ]
     g = torch.Generator(device="cuda").manual_seed(0)
     dones = 0
     for _ in range(150):

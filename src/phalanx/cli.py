@@ -24,7 +24,9 @@ def list_tasks(console: Console) -> None:
         table.add_column(column)
     for name in TASKS:
         env = make(name, num_envs=1, device="cpu", verbose=False)
-        obs = ", ".join(f"{group} {shape[0] if len(shape) == 1 else shape}" for group, shape in env.observation_spec.items())
+        obs = ", ".join(
+            f"{group} {shape[0] if len(shape) == 1 else shape}" for group, shape in env.observation_spec.items()
+        )
         table.add_row(
             name,
             obs,
@@ -46,8 +48,9 @@ def configure_warp() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     commands = {"list": ListCmd}
-    cmd = tyro.extras.subcommand_cli_from_dict(commands, args=argv, prog="phalanx",
-                                               description="GPU-resident robot RL on MuJoCo Warp.")
+    cmd = tyro.extras.subcommand_cli_from_dict(
+        commands, args=argv, prog="phalanx", description="GPU-resident robot RL on MuJoCo Warp."
+    )
     configure_warp()
     console = Console(width=max(120, Console().width))
     if isinstance(cmd, ListCmd):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -38,6 +38,7 @@ def make(
     seed: int = 0,
     verbose: bool = True,
     capture: bool | None = None,
+    compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
 ) -> TaskEnv:
     """Builds a `VecEnv` of `num_envs` copies of a task on `device`.
 
@@ -48,9 +49,18 @@ def make(
         seed: seeds the env's random generator (initial states, events).
         verbose: print the sim summary and the term tables.
         capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
+        compile: torch.compile the torch part of the step (None: same as capture).
     """
     cfg = task if isinstance(task, TaskCfg) else task_cfg(task)
     num_envs = cfg.num_envs if num_envs is None else num_envs
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
         raise ValueError(f"num_envs: must be a positive integer, got {num_envs!r}")
-    return TaskEnv(cfg, num_envs=num_envs, device=resolve_device(device), seed=seed, verbose=verbose, capture=capture)
+    return TaskEnv(
+        cfg,
+        num_envs=num_envs,
+        device=resolve_device(device),
+        seed=seed,
+        verbose=verbose,
+        capture=capture,
+        compile=compile,
+    )

@@ -44,14 +44,29 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
         title = f"Observations '{group}' shape {env.observation_spec[group]}"
         console.print(_table(title, ["#", "term", "shape", "scale", "clip"], rows))
     actions = cfg.actions
-    action_rows = [[name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]
-                   for name in (env.sim.actuator_names[i] for i in env._actuator_ids.tolist())]
-    console.print(_table(f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action))",
-                         ["#", "actuator", "dim", "scale", "clip"], action_rows))
+    action_rows = [
+        [name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]
+        for name in (env.sim.actuator_names[i] for i in env._actuator_ids.tolist())
+    ]
+    console.print(
+        _table(
+            f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action))",
+            ["#", "actuator", "dim", "scale", "clip"],
+            action_rows,
+        )
+    )
     reward_note = f" x env dt {env.step_dt:g} s" if cfg.reward_scale_by_dt else ""
-    console.print(_table(f"Rewards (weight{reward_note})", ["#", "term", "weight"],
-                         [[name, f"{t.weight:g}"] for name, t in cfg.rewards.items()]))
-    console.print(_table("Terminations", ["#", "term", "time out"],
-                         [[name, str(t.time_out)] for name, t in cfg.terminations.items()]))
+    console.print(
+        _table(
+            f"Rewards (weight{reward_note})",
+            ["#", "term", "weight"],
+            [[name, f"{t.weight:g}"] for name, t in cfg.rewards.items()],
+        )
+    )
+    console.print(
+        _table(
+            "Terminations", ["#", "term", "time out"], [[name, str(t.time_out)] for name, t in cfg.terminations.items()]
+        )
+    )
     if cfg.events:
         console.print(_table("Events", ["#", "term", "mode"], [[name, e.mode] for name, e in cfg.events.items()]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from phalanx.envs.cfg import EventTermCfg, Term, TaskCfg
+from phalanx.envs.cfg import EventTermCfg, TaskCfg, Term
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
 from phalanx.sim import Simulator, load_model
@@ -36,7 +36,9 @@ class TaskEnv(VecEnv):
 
     On CUDA the whole step (actions, physics, terms, resets, observations) is captured once as a
     CUDA graph and replayed (`capture=True`, the default there): the tensors `step` returns are
-    then the graph's static buffers, overwritten by the next step, so copy what you keep.
+    then the graph's static buffers, overwritten by the next step, so copy what you keep. With
+    `compile=True` (default: same as capture) the torch part of the step goes through
+    torch.compile first, which fuses hundreds of small term kernels into a few.
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
@@ -51,6 +53,7 @@ class TaskEnv(VecEnv):
         seed: int = 0,
         verbose: bool = True,
         capture: bool | None = None,
+        compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
     ):
         if capture and device.type != "cuda":
             raise ValueError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
@@ -74,6 +77,10 @@ class TaskEnv(VecEnv):
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_in = torch.zeros(num_envs, self.action_dim, device=device)
         self._graph_out: tuple | None = None
+        # torch.compile fuses the term arithmetic around the physics (which stays Warp's captured
+        # graph) into a few kernels; the whole-step CUDA graph then replays those.
+        self.compile = self.capture if compile is None else compile
+        self._step_fn = torch.compile(self._step, dynamic=False) if self.compile else self._step
         n, dev = num_envs, device
         self.action = torch.zeros(n, self.action_dim, device=dev)
         self.episode_length = torch.zeros(n, dtype=torch.long, device=dev)
@@ -90,10 +97,12 @@ class TaskEnv(VecEnv):
         reward_dt = self.step_dt if cfg.reward_scale_by_dt else 1.0
         self._reward_weights = torch.tensor([t.weight * reward_dt for t in cfg.rewards.values()], device=dev)
         self._termination_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.terminations.items()]
-        self._events = {mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in
-                        ("startup", "reset", "interval")}
-        self._event_timers = {k: self._draw_interval(e, torch.ones(n, dtype=torch.bool, device=dev))
-                              for k, e in self._events["interval"]}
+        self._events = {
+            mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in ("startup", "reset", "interval")
+        }
+        self._event_timers = {
+            k: self._draw_interval(e, torch.ones(n, dtype=torch.bool, device=dev)) for k, e in self._events["interval"]
+        }
 
         all_envs = torch.ones(n, dtype=torch.bool, device=dev)
         for _, event in self._events["startup"]:
@@ -117,9 +126,9 @@ class TaskEnv(VecEnv):
     def step(self, actions: torch.Tensor):
         self._check_actions(actions)
         if not self.capture:
-            return self._step(actions)
+            return self._step_fn(actions)
         if self._graph is None:
-            out = self._step(actions)  # eager first step: loads every kernel before the capture
+            out = self._step_fn(actions)  # first step outside the graph: compiles and loads every kernel
             self._capture_step()
             return out
         self._graph_in.copy_(actions)
@@ -132,7 +141,7 @@ class TaskEnv(VecEnv):
         graph = torch.cuda.CUDAGraph()
         graph.register_generator_state(self.rng)
         with torch.cuda.graph(graph):
-            self._graph_out = self._step(self._graph_in)
+            self._graph_out = self._step_fn(self._graph_in)
         self._graph = graph
 
     def _step(self, actions: torch.Tensor):
@@ -178,9 +187,7 @@ class TaskEnv(VecEnv):
         if contact:
             lines.append(f"{contact} env resets after contact overflow: {self.sim.overflow_hint('contact')}")
         if constraint:
-            lines.append(
-                f"{constraint} env resets after constraint overflow: {self.sim.overflow_hint('constraint')}"
-            )
+            lines.append(f"{constraint} env resets after constraint overflow: {self.sim.overflow_hint('constraint')}")
         if nonfinite:
             lines.append(f"{nonfinite} env resets after non-finite (NaN/inf) physics state")
         return lines

@@ -67,8 +67,8 @@ class Simulator:
         self.device = torch.device(device)
         self.wp_device = wp.get_device(str(self.device) if self.device.type == "cpu" else f"cuda:{self._cuda_index()}")
         self.nconmax = cfg.nconmax_per_env if cfg.nconmax_per_env is not None else round_up(contact_capacity(mjm), 4)
-        self.njmax = cfg.njmax_per_env if cfg.njmax_per_env is not None else round_up(
-            constraint_capacity(mjm, self.nconmax), 4
+        self.njmax = (
+            cfg.njmax_per_env if cfg.njmax_per_env is not None else round_up(constraint_capacity(mjm, self.nconmax), 4)
         )
         with wp.ScopedDevice(self.wp_device):
             self.model = mjw.put_model(mjm)
@@ -116,8 +116,10 @@ class Simulator:
         self.body_names = [name(mujoco.mjtObj.mjOBJ_BODY, i) for i in range(mjm.nbody)]
         self.actuator_names = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(mjm.nu)]
         self.actuator_gear = torch.tensor(mjm.actuator_gear[:, 0], dtype=torch.float32, device=dev)  # (nu,)
-        joint_of_actuator = [int(j) if int(t) == int(mujoco.mjtTrn.mjTRN_JOINT) else -1
-                             for j, t in zip(mjm.actuator_trnid[:, 0], mjm.actuator_trntype)]
+        joint_of_actuator = [
+            int(j) if int(t) == int(mujoco.mjtTrn.mjTRN_JOINT) else -1
+            for j, t in zip(mjm.actuator_trnid[:, 0], mjm.actuator_trntype)
+        ]
         # 1-dof joints (hinges and slides), in model order.
         hinge_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
         joints = [j for j in range(mjm.njnt) if int(mjm.jnt_type[j]) in hinge_slide]
