@@ -35,9 +35,11 @@ def main() -> None:
     parser.add_argument("--task", default="ant")
     parser.add_argument("--num-envs", type=int, default=4096)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--compile", action="store_true", help="torch.compile the term arithmetic")
+    parser.add_argument("--rows", type=int, default=0, help="rows of the per-kernel table (0: none)")
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
-    env = phalanx.make(args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False)
+    env = phalanx.make(args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False, compile=args.compile)
     for name in PHASES["sim"]:
         _wrap(env.sim, name, f"sim.{name}")
     for name in PHASES["env"]:
@@ -56,6 +58,14 @@ def main() -> None:
         f"{args.task} {args.num_envs} envs: {len(kernels) / args.steps:.0f} kernels per step, "
         f"{total_us / args.steps:.0f} us GPU time per step"
     )
+    by_kind = collections.defaultdict(lambda: [0, 0.0])
+    for e in kernels:
+        kind = "warp (physics)" if "cuda_kernel_forward" in e.name else "triton (compiled)" if e.name.startswith(
+            "triton") else "torch eager"
+        by_kind[kind][0] += 1
+        by_kind[kind][1] += e.device_time
+    for kind, (count, us) in by_kind.items():
+        print(f"  {kind:20s} {count / args.steps:5.0f} kernels/step {us / args.steps:8.0f} us/step")
     by_range = collections.defaultdict(lambda: [0, 0.0])
     for e in prof.events():
         if e.name.startswith(("env.", "sim.")):
@@ -63,7 +73,7 @@ def main() -> None:
             by_range[e.name][1] += e.device_time_total
     for name, (calls, us) in sorted(by_range.items(), key=lambda kv: -kv[1][1]):
         print(f"  {name:28s} {calls / args.steps:4.1f} calls/step {us / args.steps:8.0f} us/step")
-    print(prof.key_averages().table(sort_by="device_time_total", row_limit=25))
+    print(prof.key_averages().table(sort_by="device_time_total", row_limit=args.rows))
 
 
 if __name__ == "__main__":

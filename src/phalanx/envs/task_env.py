@@ -118,8 +118,17 @@ class TaskEnv(VecEnv):
 
     # ----------------------------------------------------------------------------- public API
 
-    def reset(self) -> dict[str, torch.Tensor]:
-        self._reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+    def reset(self, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Resets the envs where `mask` (num_envs,) bool is True (all when None) and returns the
+        observations of every env; the others keep their state."""
+        if mask is None:
+            mask = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        elif mask.shape != (self.num_envs,) or mask.dtype != torch.bool or mask.device != self.device:
+            raise ValueError(
+                f"mask: expected a bool tensor of shape ({self.num_envs},) on {self.device}, "
+                f"got {mask.dtype} {tuple(mask.shape)} on {mask.device}"
+            )
+        self._reset_envs(mask)
         self.obs = self._compute_obs()
         return self.obs
 

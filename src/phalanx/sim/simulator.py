@@ -161,6 +161,7 @@ class Simulator:
         for _ in range(self.cfg.decimation):
             mjw.step(self.model, self.data)
 
+    @torch.compiler.disable  # Warp launches are not torch ops: torch.compile runs them as they are
     def step(self) -> None:
         """Advances every world by `decimation` physics steps with the current `ctrl`.
 

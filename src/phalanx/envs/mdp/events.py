@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
 
+@torch.compiler.disable  # one tiny op; compiling it would specialize on every (low, high) pair
 def _uniform(env: TaskEnv, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
     return low + (high - low) * torch.rand(shape, device=env.device, generator=env.rng)
 
