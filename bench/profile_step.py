@@ -39,7 +39,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=0, help="rows of the per-kernel table (0: none)")
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
-    env = phalanx.make(args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False, compile=args.compile)
+    env = phalanx.make(
+        args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False, compile=args.compile
+    )
     for name in PHASES["sim"]:
         _wrap(env.sim, name, f"sim.{name}")
     for name in PHASES["env"]:
@@ -60,8 +62,13 @@ def main() -> None:
     )
     by_kind = collections.defaultdict(lambda: [0, 0.0])
     for e in kernels:
-        kind = "warp (physics)" if "cuda_kernel_forward" in e.name else "triton (compiled)" if e.name.startswith(
-            "triton") else "torch eager"
+        kind = (
+            "warp (physics)"
+            if "cuda_kernel_forward" in e.name
+            else "triton (compiled)"
+            if e.name.startswith("triton")
+            else "torch eager"
+        )
         by_kind[kind][0] += 1
         by_kind[kind][1] += e.device_time
     for kind, (count, us) in by_kind.items():

@@ -36,7 +36,8 @@ class SimCfg:
     """Constraint rows per env (hard per-env limit). None: the bound from contacts, limits,
     equalities and friction loss."""
     body_forces: bool = False
-    """Compute per-body interaction and external (contact) wrenches, `cfrc_int`/`cfrc_ext`, each step."""
+    """Compute per-body interaction and external (contact) wrenches, `cfrc_int`/`cfrc_ext`, once
+    per env step (for the state the last substep's forward pass saw)."""
     graph: bool = True
     """On CUDA, capture the physics substeps once as a CUDA graph and replay it (off: eager
     launches, for debugging; about 10x slower)."""
@@ -73,7 +74,6 @@ class Simulator:
         with wp.ScopedDevice(self.wp_device):
             self.model = mjw.put_model(mjm)
             self.model.opt.warn_overflow = 0  # overflows are reported by phalanx, per env, with the flag to fix them
-            self.model.opt.run_rne_postconstraint = cfg.body_forces
             self.data = mjw.make_data(mjm, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
         self._bind_views()
         self._bind_names()
@@ -160,6 +160,9 @@ class Simulator:
     def _substeps(self) -> None:
         for _ in range(self.cfg.decimation):
             mjw.step(self.model, self.data)
+        if self.cfg.body_forces:
+            # Once per env step, for the last substep's forward pass, instead of in every substep.
+            mjw.rne_postconstraint(self.model, self.data)
 
     @torch.compiler.disable  # Warp launches are not torch ops: torch.compile runs them as they are
     def step(self) -> None:
