@@ -3,12 +3,13 @@
     python bench/env_fps.py --tasks cartpole ant humanoid --num-envs 4096 16384 --out results.json
 
 For each task and env count: the raw physics rate (the same model, world count and buffer sizes,
-stepped by the same captured graph with zero controls and nothing else) and the env rate
-(`env.step` with uniform random actions in [-1, 1]: physics, observations, rewards, terminations,
-auto-reset) in four modes: the default (torch part compiled, whole step captured as one CUDA
-graph), captured without compile, compiled without the whole-step capture (physics graph
-launched on its own), and eager torch around the captured physics graph. Figures are medians over repeats after warm-up. The target ratio is
-env steps/s >= 70 % of raw physics steps/s / decimation.
+stepped by the same captured graph with nothing else; zero controls give the limit, random
+controls show what the env's random actions cost the physics) and the env rate (`env.step` with
+uniform random actions in [-1, 1]: physics, observations, rewards, terminations, auto-reset) in
+four modes: the default (torch part compiled, whole step captured as one CUDA graph), captured
+without compile, compiled without the whole-step capture (physics graph launched on its own),
+and eager torch around the captured physics graph. Figures are medians over repeats after
+warm-up. The target ratio is env steps/s >= 70 % of raw physics steps/s / decimation.
 """
 
 from __future__ import annotations
@@ -56,27 +57,39 @@ def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
     import phalanx
 
     make = functools.partial(phalanx.make, task, num_envs, device="cuda", verbose=False)
+    start = time.perf_counter()
+    env = make()  # the default: compiled and captured; first here so its start-up includes compiling
+    env.step(torch.zeros(num_envs, env.action_dim, device=env.device))
+    torch.cuda.synchronize()
+    startup_s = time.perf_counter() - start
+    env_sps = _env_rate(env, steps, repeats)
+    invalid = env.report_invalid()
+    sim = env.sim
+    decimation = sim.cfg.decimation
+    all_envs = torch.ones(num_envs, dtype=torch.bool, device=env.device)
+
+    # Raw physics: the same Simulator (model, worlds, buffers, graph) and nothing else; one call is
+    # `decimation` physics steps. First with zero controls (the limit), then with uniform random
+    # controls from the default state (the physics the env's random actions cause, without resets).
+    def raw_rate(random_ctrl: bool) -> float:
+        def physics():
+            if random_ctrl:
+                sim.ctrl.uniform_(-1.0, 1.0)
+            sim.step()
+
+        times = []
+        for _ in range(repeats):
+            sim.reset_(all_envs)
+            for _ in range(10):
+                physics()
+            times.append(_timed(physics, steps, 1))
+        return num_envs * decimation / statistics.median(times)
+
+    raw_physics_sps = raw_rate(random_ctrl=False)
+    raw_random_sps = raw_rate(random_ctrl=True)
     eager_sps = _env_rate(make(capture=False, compile=False), steps, repeats)
     captured_sps = _env_rate(make(capture=True, compile=False), steps, repeats)
     compiled_sps = _env_rate(make(capture=False, compile=True), steps, repeats)
-    start = time.perf_counter()
-    env = make()  # the default: captured and compiled
-    env.step(torch.zeros(num_envs, env.action_dim, device=env.device))
-    startup_s = time.perf_counter() - start
-    sim = env.sim
-    decimation = sim.cfg.decimation
-
-    # Raw physics: the same Simulator (model, worlds, buffers, graph) with zero controls.
-    sim.reset_(torch.ones(num_envs, dtype=torch.bool, device=env.device))
-    for _ in range(20):
-        sim.step()
-    raw_s = _timed(sim.step, steps, repeats)  # one call = `decimation` physics steps
-    raw_physics_sps = num_envs * decimation / raw_s
-
-    env_sps = _env_rate(env, steps, repeats)
-    env_s = num_envs / env_sps
-    ratio = env_sps / (raw_physics_sps / decimation)
-    invalid = env.report_invalid()
     return {
         "task": task,
         "num_envs": num_envs,
@@ -84,13 +97,14 @@ def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
         "nconmax_per_env": sim.nconmax,
         "njmax_per_env": sim.njmax,
         "raw_physics_steps_per_s": raw_physics_sps,
+        "raw_physics_steps_per_s_random_ctrl": raw_random_sps,
         "env_steps_per_s": env_sps,
+        "ratio_to_limit": env_sps / (raw_physics_sps / decimation),
+        "ratio_to_random_ctrl_physics": env_sps / (raw_random_sps / decimation),
         "env_steps_per_s_eager": eager_sps,
         "env_steps_per_s_captured_uncompiled": captured_sps,
         "env_steps_per_s_compiled_uncaptured": compiled_sps,
         "startup_s": startup_s,
-        "ratio_to_limit": ratio,
-        "env_step_ms": env_s * 1e3,
         "invalid_env_resets": invalid,
     }
 
@@ -102,6 +116,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200, help="env steps per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="timed blocks; the median is reported")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--commit", default=None, help="the commit measured (default: git rev-parse)")
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
 
@@ -109,7 +124,7 @@ def main() -> None:
     meta = {
         "device": torch.cuda.get_device_name(),
         "date": date.today().isoformat(),
-        "commit": commit or "unknown",
+        "commit": args.commit or commit or "unknown",
         "torch": torch.__version__,
         "warp": wp.__version__,
         "python": platform.python_version(),
@@ -120,22 +135,24 @@ def main() -> None:
     print(json.dumps(meta))
     rows = []
     header = (
-        "| task | envs | raw physics M steps/s | limit M env-steps/s (raw / decimation) "
-        "| env M steps/s (default) | ratio | captured, not compiled | compiled, not captured | eager torch "
-        "| first step s |"
+        "| task | envs | physics limit M env-steps/s (zero ctrl) | env M steps/s | ratio "
+        "| physics, random ctrl | env / random-ctrl physics | captured, not compiled | compiled, not captured "
+        "| eager torch | start-up s |"
     )
-    print(header + "\n|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print(header + "\n" + "|---" * 11 + "|", flush=True)
     for task in args.tasks:
         for n in args.num_envs:
             r = bench_task(task, n, args.steps, args.repeats)
             rows.append(r)
-            limit = r["raw_physics_steps_per_s"] / r["decimation"]
+            d = r["decimation"]
+            m = 1e6
             print(
-                f"| {task} | {n} | {r['raw_physics_steps_per_s'] / 1e6:.2f} | {limit / 1e6:.2f} | "
-                f"{r['env_steps_per_s'] / 1e6:.2f} | {100 * r['ratio_to_limit']:.0f} % | "
-                f"{r['env_steps_per_s_captured_uncompiled'] / 1e6:.2f} | "
-                f"{r['env_steps_per_s_compiled_uncaptured'] / 1e6:.2f} | {r['env_steps_per_s_eager'] / 1e6:.2f} | "
-                f"{r['startup_s']:.0f} |",
+                f"| {task} | {n} | {r['raw_physics_steps_per_s'] / d / m:.2f} | {r['env_steps_per_s'] / m:.2f} | "
+                f"{100 * r['ratio_to_limit']:.0f} % | {r['raw_physics_steps_per_s_random_ctrl'] / d / m:.2f} | "
+                f"{100 * r['ratio_to_random_ctrl_physics']:.0f} % | "
+                f"{r['env_steps_per_s_captured_uncompiled'] / m:.2f} | "
+                f"{r['env_steps_per_s_compiled_uncaptured'] / m:.2f} | "
+                f"{r['env_steps_per_s_eager'] / m:.2f} | {r['startup_s']:.0f} |",
                 flush=True,
             )
             if r["invalid_env_resets"]:
