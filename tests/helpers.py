@@ -7,7 +7,7 @@ import torch
 import phalanx
 
 
-def make_cpu(task: str, num_envs: int = 8, seed: int = 0, **kwargs):
+def make_cpu(task, num_envs: int = 8, seed: int = 0, **kwargs):
     return phalanx.make(task, num_envs=num_envs, device="cpu", seed=seed, verbose=False, **kwargs)
 
 

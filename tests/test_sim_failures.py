@@ -1,0 +1,48 @@
+"""A broken world (buffer overflow, NaN state) is detected per env, reset, counted and reported;
+the other envs and training go on."""
+
+from __future__ import annotations
+
+import torch
+from helpers import make_cpu, random_actions
+
+from phalanx.envs import task_cfg
+
+
+def test_nan_state_resets_only_that_env_and_is_counted() -> None:
+    env = make_cpu("ant", num_envs=4)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        env.step(random_actions(env, g) * 0.1)
+    lengths = env.episode_length.clone()
+    env.sim.qvel[2, 0] = float("nan")
+    obs, reward, terminated, truncated, extras = env.step(random_actions(env, g) * 0.1)
+    assert bool(terminated[2]) and float(reward[2]) == 0.0
+    assert int(env.episode_length[2]) == 0, "the broken env was reset"
+    assert torch.equal(env.episode_length[[0, 1, 3]], lengths[[0, 1, 3]] + 1), "the others stepped on"
+    assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
+    assert int(extras["log"]["invalid_env_resets"]) == 1
+    assert env.report_invalid() == ["1 env resets after non-finite (NaN/inf) physics state"]
+
+
+def test_contact_overflow_is_detected_reset_and_names_the_flag() -> None:
+    cfg = task_cfg("ant")
+    cfg.sim.nconmax_per_env = 1  # a resting ant makes about 4 contacts: the shared pool overflows
+    env = make_cpu(cfg, num_envs=4)
+    for _ in range(60):
+        obs, reward, terminated, truncated, extras = env.step(torch.zeros(4, env.action_dim))
+        assert torch.isfinite(obs["policy"]).all()
+    assert int(extras["log"]["invalid_env_resets"]) > 0
+    report = env.report_invalid()
+    assert len(report) == 1 and "contact overflow" in report[0] and "--sim.nconmax-per-env" in report[0]
+
+
+def test_constraint_overflow_is_detected_reset_and_names_the_flag() -> None:
+    cfg = task_cfg("ant")
+    cfg.sim.njmax_per_env = 4  # one elliptic contact takes 3 rows; the ant's limits take more
+    env = make_cpu(cfg, num_envs=4)
+    for _ in range(60):
+        obs, *_ = env.step(torch.zeros(4, env.action_dim))
+        assert torch.isfinite(obs["policy"]).all()
+    report = env.report_invalid()
+    assert any("constraint overflow" in line and "--sim.njmax-per-env" in line for line in report)
