@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_cpu
 
 import phalanx
+from helpers import make_cpu
 from phalanx.envs import TASKS, UnknownTaskError
 
 

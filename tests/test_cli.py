@@ -11,7 +11,11 @@ from phalanx.cli import main
 def test_list_shows_every_task_with_its_dims(capsys) -> None:
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name, obs, actions in [("cartpole", "policy 4", "1"), ("ant", "policy 60", "8"), ("humanoid", "policy 87", "21")]:
+    for name, obs, actions in [
+        ("cartpole", "policy 4", "1"),
+        ("ant", "policy 60", "8"),
+        ("humanoid", "policy 87", "21"),
+    ]:
         line = next(line for line in out.splitlines() if f" {name} " in line)
         assert obs in line and f" {actions} " in line and "8.33 ms" in line
 

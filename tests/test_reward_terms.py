@@ -6,8 +6,8 @@ import math
 
 import pytest
 import torch
-from helpers import make_cpu
 
+from helpers import make_cpu
 from phalanx.envs.mdp import rewards
 
 TARGET = (1000.0, 0.0, 0.0)

@@ -4,8 +4,8 @@ the other envs and training go on."""
 from __future__ import annotations
 
 import torch
-from helpers import make_cpu, random_actions
 
+from helpers import make_cpu, random_actions
 from phalanx.envs import task_cfg
 
 

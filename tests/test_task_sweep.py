@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import make_cpu, random_actions
 
+from helpers import make_cpu, random_actions
 from phalanx.envs import TASKS
 
 TASK_NAMES = list(TASKS)

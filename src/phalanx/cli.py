@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         commands, args=argv, prog="phalanx", description="GPU-resident robot RL on MuJoCo Warp."
     )
     configure_warp()
-    console = Console(width=max(120, Console().width))
+    console = Console(width=max(160, Console().width))
     if isinstance(cmd, ListCmd):
         list_tasks(console)
     return 0

@@ -64,7 +64,7 @@ def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:
             )
             if compatible:
                 pairs.append((g1, g2))
-    pairs.extend((int(a), int(b)) for a, b in zip(mjm.pair_geom1, mjm.pair_geom2))
+    pairs.extend((int(a), int(b)) for a, b in zip(mjm.pair_geom1, mjm.pair_geom2, strict=True))
     return pairs
 
 

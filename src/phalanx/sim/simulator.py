@@ -118,7 +118,7 @@ class Simulator:
         self.actuator_gear = torch.tensor(mjm.actuator_gear[:, 0], dtype=torch.float32, device=dev)  # (nu,)
         joint_of_actuator = [
             int(j) if int(t) == int(mujoco.mjtTrn.mjTRN_JOINT) else -1
-            for j, t in zip(mjm.actuator_trnid[:, 0], mjm.actuator_trntype)
+            for j, t in zip(mjm.actuator_trnid[:, 0], mjm.actuator_trntype, strict=True)
         ]
         # 1-dof joints (hinges and slides), in model order.
         hinge_slide = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
