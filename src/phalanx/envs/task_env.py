@@ -100,9 +100,7 @@ class TaskEnv(VecEnv):
         self._events = {
             mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in ("startup", "reset", "interval")
         }
-        self._event_timers = {
-            k: self._draw_interval(e, torch.ones(n, dtype=torch.bool, device=dev)) for k, e in self._events["interval"]
-        }
+        self._event_timers = {k: self._draw_interval(e) for k, e in self._events["interval"]}
 
         all_envs = torch.ones(n, dtype=torch.bool, device=dev)
         for _, event in self._events["startup"]:
@@ -285,9 +283,10 @@ class TaskEnv(VecEnv):
         for _, term, _ in self._reward_terms + self._termination_terms:
             term.reset(self, mask)
 
-    def _draw_interval(self, event: EventTermCfg, mask: torch.Tensor) -> torch.Tensor:
+    def _draw_interval(self, event: EventTermCfg) -> torch.Tensor:
+        """(num_envs,) seconds until the event fires next, uniform in its interval range."""
         low, high = event.interval_range_s
-        return low + (high - low) * torch.rand(mask.shape, device=self.device, generator=self.rng)
+        return low + (high - low) * torch.rand(self.num_envs, device=self.device, generator=self.rng)
 
     def _run_interval_events(self) -> None:
         for name, event in self._events["interval"]:
@@ -295,7 +294,7 @@ class TaskEnv(VecEnv):
             timer -= self.step_dt
             fired = timer <= 0.0
             event.func(self, fired, **event.params)
-            timer.copy_(torch.where(fired, self._draw_interval(event, fired), timer))
+            timer.copy_(torch.where(fired, self._draw_interval(event), timer))
 
     def _log(self) -> dict[str, torch.Tensor]:
         return {"invalid_env_resets": self._invalid_counts.sum()}

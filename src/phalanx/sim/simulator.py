@@ -205,12 +205,14 @@ class Simulator:
     def reset_(self, mask: torch.Tensor) -> None:
         """Puts the worlds where `mask` (num_envs,) is True back to the default state, in place.
 
-        Default state: `default_qpos`, zero velocity, control, activation, applied forces and
-        warm start, time 0, overflow bits cleared. Other worlds are not touched. Graph-safe.
+        Default state: `default_qpos`, zero velocity, control, activation, applied forces, warm
+        start, sensor data and body wrenches, time 0, overflow bits cleared. Other worlds are not
+        touched. Graph-safe. (Mocap bodies and equality activations are not reset: phalanx's
+        models have none.)
         """
         m = mask[:, None]
         self.qpos.copy_(torch.where(m, self.default_qpos, self.qpos))
-        for field in (self.qvel, self.qacc, self.ctrl, self.act, self.qacc_warmstart, self.qfrc_applied):
+        for field in (self.qvel, self.qacc, self.ctrl, self.act, self.qacc_warmstart, self.qfrc_applied, self.sensordata):
             field.masked_fill_(m, 0.0)
         for field in (self.xfrc_applied, self.cfrc_int, self.cfrc_ext):
             field.masked_fill_(m[:, :, None], 0.0)
