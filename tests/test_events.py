@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import torch
-from helpers import make_cpu
 
+from helpers import make_cpu
 from phalanx.envs import EventTermCfg, task_cfg
 
 

@@ -212,7 +212,8 @@ class Simulator:
         """
         m = mask[:, None]
         self.qpos.copy_(torch.where(m, self.default_qpos, self.qpos))
-        for field in (self.qvel, self.qacc, self.ctrl, self.act, self.qacc_warmstart, self.qfrc_applied, self.sensordata):
+        per_world = (self.qvel, self.qacc, self.ctrl, self.act, self.qacc_warmstart, self.qfrc_applied, self.sensordata)
+        for field in per_world:
             field.masked_fill_(m, 0.0)
         for field in (self.xfrc_applied, self.cfrc_int, self.cfrc_ext):
             field.masked_fill_(m[:, :, None], 0.0)
