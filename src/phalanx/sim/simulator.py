@@ -52,7 +52,9 @@ class Simulator:
     """Batched MuJoCo Warp model and data with zero-copy torch views.
 
     Every tensor attribute below is a view of the Warp array MuJoCo Warp writes; it is created
-    once and stays valid for the simulator's life. Shapes lead with `num_envs`.
+    once and stays valid for the simulator's life. Shapes lead with `num_envs`. qpos/qvel hold
+    the state after the last step; derived quantities (xpos, xquat, cvel, cfrc_*, sensordata)
+    come from the last substep's forward pass, i.e. one physics step behind qpos.
     """
 
     def __init__(self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg):
