@@ -108,7 +108,7 @@ def test_cartpole_terms_and_weighted_sum() -> None:
     assert float(rewards.joint_pos_l2(env, "hinge")[0]) == pytest.approx(0.25)
     assert float(rewards.joint_vel_l1(env, "hinge")[0]) == pytest.approx(1.0)
     assert float(rewards.joint_vel_l1(env, "slider")[0]) == pytest.approx(2.0)
-    reward = env._compute_rewards(torch.zeros(2, dtype=torch.bool))
+    reward = env._weigh_rewards(env._reward_values(), torch.zeros(2, dtype=torch.bool))
     torch.testing.assert_close(reward, torch.full((2,), 0.725))
 
 

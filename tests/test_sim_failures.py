@@ -22,7 +22,7 @@ def test_nan_state_resets_only_that_env_and_is_counted() -> None:
     assert torch.equal(env.episode_length[[0, 1, 3]], lengths[[0, 1, 3]] + 1), "the others stepped on"
     assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
     assert int(extras["log"]["invalid_env_resets"]) == 1
-    assert env.report_invalid() == ["1 env resets after non-finite (NaN/inf) physics state"]
+    assert env.report_invalid() == ["1 env resets after NaN/inf in physics state, observations or rewards"]
 
 
 def test_contact_overflow_is_detected_reset_and_names_the_flag() -> None:
@@ -46,3 +46,23 @@ def test_constraint_overflow_is_detected_reset_and_names_the_flag() -> None:
         assert torch.isfinite(obs["policy"]).all()
     report = env.report_invalid()
     assert any("constraint overflow" in line and "--sim.njmax-per-env" in line for line in report)
+
+
+def test_nan_observation_or_reward_resets_only_that_env() -> None:
+    from phalanx.envs import ObsTermCfg, RewardTermCfg
+
+    def poisoned(env, column):
+        value = torch.zeros(env.num_envs, 1)
+        value[column] = float("nan")
+        return value
+
+    cfg = task_cfg("cartpole")
+    cfg.observations["policy"]["poisoned"] = ObsTermCfg(func=poisoned, params={"column": 1})
+    cfg.rewards["poisoned"] = RewardTermCfg(func=lambda env: poisoned(env, 2)[:, 0], weight=1.0)
+    env = make_cpu(cfg, num_envs=4)
+    obs, reward, terminated, truncated, extras = env.step(torch.zeros(4, 1))
+    assert terminated.tolist() == [False, True, True, False]
+    assert torch.isfinite(reward).all() and reward[1] == 0 and reward[2] == 0
+    assert torch.isfinite(extras["final_obs"]["policy"]).all(), "final_obs must be safe to bootstrap from"
+    assert env.episode_length.tolist() == [1, 0, 0, 1]
+    assert int(env.invalid_resets) == 2

@@ -1,18 +1,57 @@
-"""The `phalanx` command line: `phalanx list` (training and benchmarks come with their issues)."""
+"""The `phalanx` command line: list, train, play.
+
+    phalanx list
+    phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
+                       [--resume CKPT] [--algo.* ...] [--policy.* ...] [--sim.* ...]
+    phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4]
+
+User errors (unknown task, bad flag values, missing or foreign checkpoints) print one line and
+exit with status 2; anything else is a bug and keeps its traceback.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
 import tyro
 from rich.console import Console
 from rich.table import Table
 
+from phalanx.errors import ConfigError
+
+COMMANDS = ("list", "train", "play")
+
 
 @dataclass
-class ListCmd:
-    """Print the registered tasks: observation dims, action dim, physics dt, decimation."""
+class PlayCfg:
+    """phalanx play: run a trained policy deterministically, report returns, optionally record env 0."""
+
+    task: str
+    """Registered task name."""
+    checkpoint: str
+    """Checkpoint written by `phalanx train` (run_dir/checkpoints/model_last.pt)."""
+    num_envs: int = 16
+    """Parallel envs to evaluate."""
+    steps: int | None = None
+    """Env steps to run; default: one full episode."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    seed: int = 0
+    """Seeds the env's initial states."""
+    video: str | None = None
+    """Write an mp4 of env 0 here."""
+
+
+def configure_warp() -> None:
+    """Keeps Warp's start-up banner and per-module compile lines out of the console."""
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
 
 
 def list_tasks(console: Console) -> None:
@@ -39,22 +78,151 @@ def list_tasks(console: Console) -> None:
     console.print(table)
 
 
-def configure_warp() -> None:
-    """Keeps Warp's start-up banner and per-module compile lines out of the console."""
-    import warp as wp
+def _task_and_flags(command: str, args: list[str]) -> tuple[str, list[str]]:
+    """Splits `TASK --flags...` and checks the task is registered."""
+    from phalanx.envs import TASKS, task_cfg
 
-    wp.config.log_level = wp.LOG_WARNING
+    if not args or args[0].startswith("-"):
+        if args and args[0] in ("-h", "--help"):
+            raise SystemExit(f"usage: phalanx {command} TASK [flags]; TASK is one of: {', '.join(TASKS)}")
+        raise ConfigError(f"{command}: missing TASK; registered tasks: {', '.join(TASKS)}")
+    task_cfg(args[0])  # raises UnknownTaskError listing the registered names
+    return args[0], args[1:]
+
+
+def _positive(name: str, value: int | None) -> None:
+    if value is not None and value <= 0:
+        raise ConfigError(f"--{name}: must be a positive integer, got {value}")
+
+
+def train(args: list[str], console: Console) -> None:
+    from phalanx.devices import resolve_device
+    from phalanx.envs import make, task_cfg
+    from phalanx.envs.tables import sim_summary
+    from phalanx.rl.checkpoint import load_checkpoint, write_text_atomic
+    from phalanx.rl.config import default_train_cfg
+    from phalanx.rl.trainer import Trainer
+
+    task, flags = _task_and_flags("train", args)
+    defaults = default_train_cfg(task)
+    tcfg = task_cfg(task)
+    defaults.sim = tcfg.sim
+    cfg = tyro.cli(type(defaults), default=defaults, args=flags, prog=f"phalanx train {task}")
+    if cfg.task != task:
+        raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
+    for name in ("num-envs", "max-iterations", "num-steps-per-env", "save-interval"):
+        _positive(name, getattr(cfg, name.replace("-", "_")))
+    device = resolve_device(cfg.device)
+    if cfg.num_envs is None:
+        cfg.num_envs = tcfg.num_envs if device.type == "cuda" else cfg.cpu_num_envs
+        if device.type == "cpu" and cfg.device is None:
+            console.print(f"no CUDA GPU visible: training on the CPU with {cfg.num_envs} envs (--device, --num-envs)")
+    cfg.device = str(device)
+    batch = cfg.num_envs * cfg.num_steps_per_env
+    if batch % cfg.algo.num_mini_batches:
+        raise ConfigError(
+            f"--algo.num-mini-batches: {cfg.algo.num_mini_batches} does not divide num_envs x num_steps_per_env "
+            f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}"
+        )
+    resume_state = load_checkpoint(cfg.resume, task) if cfg.resume else None  # fail before building the env
+    run_dir = Path(cfg.run_dir or Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
+    cfg.run_dir = str(run_dir)
+    tcfg.sim = cfg.sim
+    env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed)
+    console.print(f"[bold]phalanx train[/bold] {sim_summary(env)} | run dir {run_dir}")
+    trainer = Trainer(cfg, env, run_dir, console)
+    write_text_atomic(run_dir / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+    if resume_state is not None:
+        trainer.load_state_dict(resume_state)
+        console.print(f"resumed from {cfg.resume} at iteration {trainer.iteration}")
+    trainer.learn()
+    console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
+
+
+def play(args: list[str], console: Console) -> None:
+    import torch
+
+    from phalanx.devices import resolve_device
+    from phalanx.envs import make, task_cfg
+    from phalanx.rl.checkpoint import load_checkpoint
+    from phalanx.rl.config import PolicyCfg
+    from phalanx.rl.models import ActorCritic
+    from phalanx.rl.normalizer import EmpiricalNormalizer
+    from phalanx.sim.video import EnvRecorder
+
+    task, flags = _task_and_flags("play", args)
+    cfg = tyro.cli(PlayCfg, default=PlayCfg(task=task, checkpoint=""), args=flags, prog=f"phalanx play {task}")
+    if not cfg.checkpoint:
+        raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
+    _positive("num-envs", cfg.num_envs)
+    _positive("steps", cfg.steps)
+    state = load_checkpoint(cfg.checkpoint, task)
+    device = resolve_device(cfg.device)
+    tcfg = task_cfg(task)
+    tcfg.sim = type(tcfg.sim)(**state["config"]["sim"])
+    env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed, verbose=False)
+    train_cfg = state["config"]
+    p = PolicyCfg(**{k: tuple(v) if isinstance(v, list) else v for k, v in train_cfg["policy"].items()})
+    obs_dim = env.observation_spec["policy"][0]
+    critic_group = "critic" if "critic" in env.observation_spec else "policy"
+    policy = ActorCritic(
+        obs_dim,
+        env.observation_spec[critic_group][0],
+        env.action_dim,
+        p.actor_hidden_dims,
+        p.critic_hidden_dims,
+        p.activation,
+        p.init_noise_std,
+    ).to(device)
+    policy.load_state_dict(state["policy"])
+    normalizer = EmpiricalNormalizer(obs_dim).to(device)
+    normalizer.load_state_dict(state["obs_norm"])
+    normalize = normalizer if train_cfg["empirical_normalization"] else (lambda x: x)
+    recorder = EnvRecorder(env.sim) if cfg.video else None
+    steps = cfg.steps or env.max_episode_length
+    returns, lengths = [], []
+    obs = env.reset()
+    with torch.no_grad():
+        for _ in range(steps):
+            if recorder is not None:
+                recorder.capture()
+            obs, _, _, _, extras = env.step(policy.act_deterministic(normalize(obs["policy"])))
+            done = extras["episode"]["done"]
+            returns += extras["episode"]["return"][done].tolist()
+            lengths += extras["episode"]["length"][done].tolist()
+    summary = f"{len(returns)} episodes finished in {steps} steps x {env.num_envs} envs"
+    if returns:
+        summary += (
+            f": mean return {sum(returns) / len(returns):.2f}, mean episode length {sum(lengths) / len(lengths):.1f}"
+        )
+    summary += f" (max {env.max_episode_length})"
+    console.print(summary)
+    if recorder is not None:
+        path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
+        console.print(f"video of env 0: {path} ({len(recorder.frames)} frames)")
 
 
 def main(argv: list[str] | None = None) -> int:
-    commands = {"list": ListCmd}
-    cmd = tyro.extras.subcommand_cli_from_dict(
-        commands, args=argv, prog="phalanx", description="GPU-resident robot RL on MuJoCo Warp."
-    )
-    configure_warp()
+    args = sys.argv[1:] if argv is None else list(argv)
     console = Console(width=max(160, Console().width))
-    if isinstance(cmd, ListCmd):
-        list_tasks(console)
+    if not args or args[0] in ("-h", "--help"):
+        console.print(__doc__.strip())
+        return 0 if args else 2
+    command, rest = args[0], args[1:]
+    if command not in COMMANDS:
+        print(f"phalanx: error: unknown command {command!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    configure_warp()
+    try:
+        if command == "list":
+            list_tasks(console)
+        elif command == "train":
+            train(rest, console)
+        else:
+            play(rest, console)
+    except ConfigError as error:
+        print(f"phalanx {command}: error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -6,6 +6,8 @@ import re
 
 import torch
 
+from phalanx.errors import ConfigError
+
 _ALLOWED = "'cpu', 'cuda' or 'cuda:K'"
 
 
@@ -18,19 +20,19 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     """Validates `device` and returns it with an explicit CUDA index.
 
     Raises:
-        ValueError: the string is not one of 'cpu', 'cuda', 'cuda:K', or names a GPU that is not there.
+        ConfigError: the string is not one of 'cpu', 'cuda', 'cuda:K', or names a GPU that is not there.
     """
     if device is None:
         device = default_device()
     text = str(device)
     if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
-        raise ValueError(f"device: got {text!r}; allowed: {_ALLOWED}")
+        raise ConfigError(f"device: got {text!r}; allowed: {_ALLOWED}")
     if text == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise ValueError(f"device: got {text!r}, but torch sees no CUDA GPU on this machine; use 'cpu'")
+        raise ConfigError(f"device: got {text!r}, but torch sees no CUDA GPU on this machine; use 'cpu'")
     index = int(text.split(":")[1]) if ":" in text else torch.cuda.current_device()
     count = torch.cuda.device_count()
     if index >= count:
-        raise ValueError(f"device: got {text!r}, but this machine has {count} GPU(s): cuda:0..cuda:{count - 1}")
+        raise ConfigError(f"device: got {text!r}, but this machine has {count} GPU(s): cuda:0..cuda:{count - 1}")
     return torch.device("cuda", index)

@@ -12,6 +12,7 @@ from phalanx.envs.cfg import TaskCfg
 from phalanx.envs.task_env import TaskEnv
 from phalanx.envs.tasks.cartpole import cartpole_cfg
 from phalanx.envs.tasks.locomotion import ant_cfg, humanoid_cfg
+from phalanx.errors import ConfigError
 
 TASKS: dict[str, Callable[[], TaskCfg]] = {
     "cartpole": cartpole_cfg,
@@ -20,7 +21,7 @@ TASKS: dict[str, Callable[[], TaskCfg]] = {
 }
 
 
-class UnknownTaskError(ValueError):
+class UnknownTaskError(ConfigError):
     """A task name that is not registered."""
 
 
@@ -54,7 +55,7 @@ def make(
     cfg = task if isinstance(task, TaskCfg) else task_cfg(task)
     num_envs = cfg.num_envs if num_envs is None else num_envs
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
-        raise ValueError(f"num_envs: must be a positive integer, got {num_envs!r}")
+        raise ConfigError(f"num_envs: must be a positive integer, got {num_envs!r}")
     return TaskEnv(
         cfg,
         num_envs=num_envs,

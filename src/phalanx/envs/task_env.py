@@ -11,6 +11,7 @@ import torch
 from phalanx.envs.cfg import EventTermCfg, TaskCfg, Term
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
+from phalanx.errors import ConfigError
 from phalanx.sim import Simulator, load_model
 
 
@@ -22,6 +23,11 @@ class _FunctionTerm(Term):
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
         return self._func(env, **self._params)
+
+
+def _tensors(term: Term) -> dict[str, torch.Tensor]:
+    """Copies of a term's tensor attributes (its state, if it keeps any)."""
+    return {name: value.clone() for name, value in vars(term).items() if isinstance(value, torch.Tensor)}
 
 
 def _bind(env: TaskEnv, func: Any, params: dict[str, Any]) -> Term:
@@ -56,7 +62,7 @@ class TaskEnv(VecEnv):
         compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
     ):
         if capture and device.type != "cuda":
-            raise ValueError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
+            raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
@@ -162,16 +168,25 @@ class TaskEnv(VecEnv):
         self.sim.step()
         self.episode_length += 1
 
+        # A broken env (buffer overflow; NaN/inf in its physics, observations or rewards) ends its
+        # episode without reward or bootstrap, is reset below and counted.
         reasons = self.sim.check_worlds()  # (num_envs, 3): contact overflow, constraint overflow, non-finite
+        final_obs = self._compute_obs()
+        for value in final_obs.values():
+            reasons[:, 2] |= ~torch.isfinite(value).all(dim=1)
+        terminated, time_out = self._compute_terminations()
+        self.terminated.copy_(terminated | reasons.any(dim=1))
+        values = self._reward_values()
+        reasons[:, 2] |= ~torch.isfinite(values).all(dim=1)
         invalid = reasons.any(dim=1)
         self._invalid_counts += reasons.sum(dim=0)
-        terminated, time_out = self._compute_terminations()
-        self.terminated.copy_(terminated | invalid)
+        self.terminated |= invalid
         truncated = time_out & ~self.terminated
-        reward = self._compute_rewards(invalid)
+        reward = self._weigh_rewards(values, invalid)
         done = self.terminated | truncated
-
-        final_obs = self._compute_obs()
+        final_obs = {
+            group: torch.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0) for group, value in final_obs.items()
+        }
         episode = {
             "done": done,
             "return": self.episode_return.clone(),
@@ -183,6 +198,11 @@ class TaskEnv(VecEnv):
         self.obs = self._compute_obs()
         extras = {"final_obs": final_obs, "episode": episode, "log": self._log()}
         return self.obs, reward, self.terminated.clone(), truncated, extras
+
+    @property
+    def invalid_resets(self) -> torch.Tensor:
+        """Device scalar: envs reset so far because their simulation broke (no host sync)."""
+        return self._invalid_counts.sum()
 
     def report_invalid(self) -> list[str]:
         """Host-side summary of envs reset because the simulation broke, with the option to fix it.
@@ -196,8 +216,36 @@ class TaskEnv(VecEnv):
         if constraint:
             lines.append(f"{constraint} env resets after constraint overflow: {self.sim.overflow_hint('constraint')}")
         if nonfinite:
-            lines.append(f"{nonfinite} env resets after non-finite (NaN/inf) physics state")
+            lines.append(f"{nonfinite} env resets after NaN/inf in physics state, observations or rewards")
         return lines
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that decides the next steps: simulator state, episode buffers, the state of
+        stateful terms, event timers, the last observations and the random generator."""
+        return {
+            "num_envs": self.num_envs,
+            "sim": self.sim.state_dict(),
+            "buffers": {name: getattr(self, name).clone() for name in self._BUFFERS},
+            "terms": {key: _tensors(term) for key, term in self._all_terms()},
+            "event_timers": {name: timer.clone() for name, timer in self._event_timers.items()},
+            "obs": {group: value.clone() for group, value in self.obs.items()},
+            "rng": self.rng.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores a `state_dict` in place; the env then continues exactly where it was saved."""
+        if state["num_envs"] != self.num_envs:
+            raise ValueError(f"the saved env state has {state['num_envs']} envs, this env has {self.num_envs}")
+        self.sim.load_state_dict(state["sim"])
+        for name in self._BUFFERS:
+            getattr(self, name).copy_(state["buffers"][name])
+        for key, term in self._all_terms():
+            for attr, value in state["terms"][key].items():
+                getattr(term, attr).copy_(value)
+        for name, timer in self._event_timers.items():
+            timer.copy_(state["event_timers"][name])
+        self.obs = {group: value.to(self.device) for group, value in state["obs"].items()}
+        self.rng.set_state(state["rng"])
 
     def constant(self, values: tuple[float, ...]) -> torch.Tensor:
         """A float32 tensor of `values` on the env's device, made once (no host copy per step)."""
@@ -218,6 +266,13 @@ class TaskEnv(VecEnv):
         return ids
 
     # ----------------------------------------------------------------------------- internals
+
+    _BUFFERS = ("action", "episode_length", "episode_return", "terminated", "_episode_terms", "_invalid_counts")
+
+    def _all_terms(self) -> list[tuple[str, Term]]:
+        terms = [(f"obs/{group}/{name}", term) for group, ts in self._obs_terms.items() for name, term, _ in ts]
+        terms += [(f"reward/{name}", term) for name, term, _ in self._reward_terms]
+        return terms + [(f"termination/{name}", term) for name, term, _ in self._termination_terms]
 
     def _select_actuators(self, pattern: str) -> torch.Tensor:
         names = self.sim.actuator_names
@@ -261,8 +316,12 @@ class TaskEnv(VecEnv):
                 terminated |= term(self)
         return terminated, time_out
 
-    def _compute_rewards(self, invalid: torch.Tensor) -> torch.Tensor:
-        values = torch.stack([term(self) for _, term, _ in self._reward_terms], dim=1)
+    def _reward_values(self) -> torch.Tensor:
+        """(num_envs, num_terms) the reward terms' values before weights."""
+        return torch.stack([term(self) for _, term, _ in self._reward_terms], dim=1)
+
+    def _weigh_rewards(self, values: torch.Tensor, invalid: torch.Tensor) -> torch.Tensor:
+        """Weighted sum per env (0 for invalid envs); accumulates the episode sums."""
         weighted = torch.nan_to_num(values * self._reward_weights).masked_fill_(invalid[:, None], 0.0)
         self._episode_terms += weighted
         reward = weighted.sum(dim=1)
@@ -297,4 +356,4 @@ class TaskEnv(VecEnv):
             timer.copy_(torch.where(fired, self._draw_interval(event), timer))
 
     def _log(self) -> dict[str, torch.Tensor]:
-        return {"invalid_env_resets": self._invalid_counts.sum()}
+        return {"invalid_env_resets": self.invalid_resets}

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from phalanx.errors import ConfigError
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
@@ -59,9 +60,9 @@ class Simulator:
 
     def __init__(self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg):
         if num_envs <= 0:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs}")
+            raise ConfigError(f"num_envs: must be a positive integer, got {num_envs}")
         if cfg.decimation < 1:
-            raise ValueError(f"sim.decimation must be >= 1, got {cfg.decimation}")
+            raise ConfigError(f"sim.decimation: must be >= 1, got {cfg.decimation}")
         if cfg.dt is not None:
             mjm.opt.timestep = cfg.dt
         self.mjm = mjm
@@ -221,6 +222,26 @@ class Simulator:
             field.masked_fill_(m[:, :, None], 0.0)
         self.time.masked_fill_(mask, 0.0)
         self.overflow.masked_fill_(mask, 0)
+
+    # The views that carry state from one step to the next, plus derived ones the observations read.
+    STATE_FIELDS = (
+        "qpos", "qvel", "act", "ctrl", "qacc", "qacc_warmstart", "qfrc_applied", "xfrc_applied", "qfrc_constraint",
+        "xpos", "xquat", "cvel", "cfrc_int", "cfrc_ext", "sensordata", "time", "overflow",
+    )  # fmt: skip
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Copies of every world's state: with `load_state_dict` the next steps repeat exactly."""
+        return {name: getattr(self, name).clone() for name in self.STATE_FIELDS}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Writes a `state_dict` back into the views, in place (captured graphs stay valid)."""
+        for name in self.STATE_FIELDS:
+            view = getattr(self, name)
+            if state[name].shape != view.shape:
+                raise ValueError(
+                    f"sim state {name}: saved shape {tuple(state[name].shape)}, env has {tuple(view.shape)}"
+                )
+            view.copy_(state[name])
 
     def check_worlds(self) -> torch.Tensor:
         """(num_envs, 3) bool: per world, [contact buffer overflow, constraint buffer overflow,

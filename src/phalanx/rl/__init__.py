@@ -1,0 +1,1 @@
+"""PPO on device: actor-critic models, observation normalization, rollout storage, the trainer."""

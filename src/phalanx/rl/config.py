@@ -1,0 +1,78 @@
+"""Training configuration: the dataclasses `phalanx train` turns into flags, and per-task defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from phalanx.rl.ppo import PPOCfg
+from phalanx.sim import SimCfg
+
+
+@dataclass
+class PolicyCfg:
+    """Actor-critic network."""
+
+    actor_hidden_dims: tuple[int, ...] = (256, 128, 64)
+    """Hidden layer widths of the actor MLP."""
+    critic_hidden_dims: tuple[int, ...] = (256, 128, 64)
+    """Hidden layer widths of the critic MLP."""
+    activation: str = "elu"
+    """Activation between layers: elu, relu, tanh, selu or silu."""
+    init_noise_std: float = 1.0
+    """Initial standard deviation of the Gaussian policy."""
+
+
+@dataclass
+class TrainCfg:
+    """phalanx train: PPO on one device."""
+
+    task: str
+    """Registered task name (see `phalanx list`)."""
+    num_envs: int | None = None
+    """Parallel envs; default: the task's GPU default, or `cpu_num_envs` on the CPU."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    max_iterations: int = 150
+    """PPO iterations (each: num_steps_per_env env steps, then the update)."""
+    seed: int = 42
+    """Seeds the env, the policy initialization and minibatch sampling."""
+    run_dir: str | None = None
+    """Where config.json, metrics.jsonl, checkpoints/ and TensorBoard events go; default runs/TASK/TIME."""
+    resume: str | None = None
+    """Checkpoint to continue from exactly (model, optimizer, normalizer, env state, RNG, iteration)."""
+    num_steps_per_env: int = 16
+    """Rollout length: env steps per env per iteration."""
+    save_interval: int = 50
+    """Write a checkpoint every this many iterations (and at the end)."""
+    empirical_normalization: bool = False
+    """Normalize observations with running statistics on the device."""
+    cpu_num_envs: int = 256
+    """Default num_envs when running on the CPU."""
+    algo: PPOCfg = field(default_factory=PPOCfg)
+    policy: PolicyCfg = field(default_factory=PolicyCfg)
+    sim: SimCfg | None = None
+    """Physics settings; default: the task's own."""
+
+
+def default_train_cfg(task: str) -> TrainCfg:
+    """Per-task defaults that learn out of the box (rsl_rl's settings for the Isaac Lab tasks)."""
+    if task == "cartpole":
+        return TrainCfg(
+            task=task,
+            max_iterations=150,
+            num_steps_per_env=16,
+            cpu_num_envs=256,
+            policy=PolicyCfg(actor_hidden_dims=(32, 32), critic_hidden_dims=(32, 32)),
+            algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
+        )
+    if task in ("ant", "humanoid"):
+        return TrainCfg(
+            task=task,
+            max_iterations=1000,
+            num_steps_per_env=32,
+            cpu_num_envs=256,
+            empirical_normalization=True,
+            policy=PolicyCfg(actor_hidden_dims=(400, 200, 100), critic_hidden_dims=(400, 200, 100)),
+            algo=PPOCfg(learning_rate=5e-4, entropy_coef=0.0),
+        )
+    return TrainCfg(task=task)

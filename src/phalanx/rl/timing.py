@@ -1,0 +1,42 @@
+"""Timing GPU work without syncing the host inside the loop."""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+
+class IntervalTimer:
+    """Sums the durations of begin()/end() intervals. On CUDA each interval is a pair of events
+    recorded on the current stream (no sync); `seconds()` syncs once and adds them up."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.reset()
+
+    def reset(self) -> None:
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+        self._seconds = 0.0
+        self._start = None
+
+    def begin(self) -> None:
+        if self.cuda:
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._start.record()
+        else:
+            self._start = time.perf_counter()
+
+    def end(self) -> None:
+        if self.cuda:
+            stop = torch.cuda.Event(enable_timing=True)
+            stop.record()
+            self._events.append((self._start, stop))
+        else:
+            self._seconds += time.perf_counter() - self._start
+
+    def seconds(self) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+            return self._seconds + sum(a.elapsed_time(b) for a, b in self._events) / 1e3
+        return self._seconds

@@ -1,0 +1,258 @@
+"""The PPO training loop on one device: collect, compute returns, update, log, checkpoint.
+
+Nothing in the rollout or the update reads device values on the host. Episode statistics,
+losses and counters accumulate on the device and are read once per iteration, together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from phalanx.envs.task_env import TaskEnv
+from phalanx.rl.checkpoint import load_checkpoint, save_checkpoint
+from phalanx.rl.config import TrainCfg
+from phalanx.rl.logger import RunLogger
+from phalanx.rl.models import ActorCritic
+from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.ppo import PPO
+from phalanx.rl.storage import RolloutStorage, compute_gae
+from phalanx.rl.timing import IntervalTimer
+
+
+class Trainer:
+    """Trains an actor-critic on `env` with PPO as `cfg` says; writes into `run_dir` if given."""
+
+    def __init__(self, cfg: TrainCfg, env: TaskEnv, run_dir: Path | None, console: Console | None = None):
+        self.cfg, self.env, self.run_dir = cfg, env, run_dir
+        self.console = console or Console()
+        self.device = env.device
+        torch.manual_seed(cfg.seed)  # the networks' initial weights
+        obs_dim = env.observation_spec["policy"][0]
+        self.critic_group = "critic" if "critic" in env.observation_spec else "policy"
+        critic_dim = env.observation_spec[self.critic_group][0]
+        p = cfg.policy
+        self.policy = ActorCritic(
+            obs_dim,
+            critic_dim,
+            env.action_dim,
+            p.actor_hidden_dims,
+            p.critic_hidden_dims,
+            p.activation,
+            p.init_noise_std,
+        ).to(self.device)
+        self.obs_norm = EmpiricalNormalizer(obs_dim).to(self.device)
+        self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed)
+        self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator)
+        self.storage = RolloutStorage(
+            cfg.num_steps_per_env, env.num_envs, obs_dim, critic_dim, env.action_dim, self.device
+        )
+        self.iteration = 0
+        self.frames = 0
+        self.elapsed_s = 0.0
+        self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
+        reward_terms = list(env.cfg.rewards)
+        self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
+        self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
+        self._stop_requested = False
+
+    # ----------------------------------------------------------------------------- rollout
+
+    def _normalized(self, obs: dict[str, torch.Tensor], update: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        actor_obs, critic_obs = obs["policy"], obs[self.critic_group]
+        if not self.cfg.empirical_normalization:
+            return actor_obs, critic_obs
+        if update:
+            self.obs_norm.update(actor_obs)
+            self.critic_norm.update(critic_obs)
+        return self.obs_norm(actor_obs), self.critic_norm(critic_obs)
+
+    @torch.no_grad()
+    def _collect(self, step_timer: IntervalTimer) -> None:
+        env, storage, gamma = self.env, self.storage, self.cfg.algo.gamma
+        obs = env.obs
+        for t in range(self.cfg.num_steps_per_env):
+            actor_obs, critic_obs = self._normalized(obs, update=True)
+            dist = self.policy.distribution(actor_obs)
+            noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
+            actions = dist.mean + dist.stddev * noise
+            storage.obs[t] = actor_obs
+            storage.critic_obs[t] = critic_obs
+            storage.actions[t] = actions
+            storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
+            storage.values[t] = self.policy.value(critic_obs)
+            storage.action_mean[t] = dist.mean
+            storage.action_std[t] = dist.stddev
+
+            step_timer.begin()
+            obs, reward, terminated, truncated, extras = env.step(actions)
+            step_timer.end()
+
+            # Time-outs are not terminal: bootstrap from the value of the observation the episode ended on.
+            _, final_critic_obs = self._normalized(extras["final_obs"], update=False)
+            storage.rewards[t] = reward + gamma * self.policy.value(final_critic_obs) * truncated
+            storage.dones[t] = (terminated | truncated).float()
+            self._accumulate_episodes(extras["episode"])
+        _, critic_obs = self._normalized(obs, update=False)
+        storage.advantages[:], storage.returns[:] = compute_gae(
+            storage.rewards, storage.values, storage.dones, self.policy.value(critic_obs), gamma, self.cfg.algo.lam
+        )
+
+    def _accumulate_episodes(self, episode: dict[str, Any]) -> None:
+        done = episode["done"].float()
+        columns = [done, episode["return"], episode["length"].float(), *episode["terms"].values()]
+        self._episode_stats += (torch.stack(columns, dim=1) * done[:, None]).sum(dim=0)
+
+    # ----------------------------------------------------------------------------- loop
+
+    def learn(self) -> None:
+        """Runs iterations up to `cfg.max_iterations`; Ctrl-C finishes the iteration, saves, stops."""
+        logger = RunLogger(self.run_dir, self.console)
+        previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        try:
+            with progress:
+                bar = progress.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
+                while self.iteration < self.cfg.max_iterations and not self._stop_requested:
+                    metrics = self._iterate()
+                    logger.log(metrics)
+                    progress.console.print(logger.line(metrics, self.cfg.max_iterations))
+                    for line in self.env.report_invalid() if metrics["invalid_env_resets"] else []:
+                        progress.console.print(f"[yellow]warning:[/yellow] {line}")
+                    if metrics["skipped_updates"]:
+                        progress.console.print(
+                            f"[yellow]warning:[/yellow] {metrics['skipped_updates']:.0f} minibatch updates "
+                            "skipped so far: non-finite loss or gradient"
+                        )
+                    progress.update(bar, completed=self.iteration)
+                    if self.iteration % self.cfg.save_interval == 0:
+                        self.save()
+            self.save()
+            if self._stop_requested:
+                self.console.print(f"interrupted: saved {self.checkpoint_path()} at iteration {self.iteration}")
+        finally:
+            signal.signal(signal.SIGINT, previous_handler)
+            logger.close()
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self._stop_requested:
+            raise KeyboardInterrupt
+        self._stop_requested = True
+        self.console.print("Ctrl-C: finishing this iteration, then saving a checkpoint (Ctrl-C again to abort)")
+
+    def _iterate(self) -> dict[str, Any]:
+        step_timer, collect_timer, total_timer = (IntervalTimer(self.device) for _ in range(3))
+        total_timer.begin()
+        collect_timer.begin()
+        self._episode_stats.zero_()
+        self._collect(step_timer)
+        collect_timer.end()
+        losses = self.ppo.update(self.storage)
+        total_timer.end()
+
+        # The one host read of the iteration.
+        names = [*self._stat_names, *losses, "invalid_env_resets"]
+        device_values = [*self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float()]
+        values = torch.stack(device_values).tolist()
+        stats = dict(zip(names, values, strict=True))
+        frames = self.cfg.num_steps_per_env * self.env.num_envs
+        step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
+        self.frames += frames
+        self.elapsed_s += total_s
+        if stats["episodes"] > 0:
+            self.last_episode = {
+                "mean_reward": stats["return"] / stats["episodes"],
+                "mean_episode_length": stats["length"] / stats["episodes"],
+            }
+        metrics = {
+            "iteration": self.iteration,
+            "frames": self.frames,
+            "time_s": self.elapsed_s,
+            "fps_step": frames / step_s,
+            "fps_step_inference": frames / collect_s,
+            "fps_total": frames / total_s,
+            **self.last_episode,
+            "episodes": int(stats["episodes"]),
+            "invalid_env_resets": int(stats["invalid_env_resets"]),
+        }
+        metrics.update({k: v for k, v in stats.items() if k.startswith("loss/")})
+        metrics["learning_rate"] = stats["learning_rate"]
+        metrics["skipped_updates"] = int(stats["skipped_updates"])
+        if stats["episodes"] > 0:
+            metrics.update({k: v / stats["episodes"] for k, v in stats.items() if k.startswith("reward_terms/")})
+        self.iteration += 1
+        return metrics
+
+    # ----------------------------------------------------------------------------- checkpoints
+
+    def checkpoint_path(self) -> Path | None:
+        return None if self.run_dir is None else self.run_dir / "checkpoints" / "model_last.pt"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.cfg.task,
+            "config": dataclasses.asdict(self.cfg),
+            "iteration": self.iteration,
+            "frames": self.frames,
+            "elapsed_s": self.elapsed_s,
+            "last_episode": self.last_episode,
+            "policy": self.policy.state_dict(),
+            "obs_norm": self.obs_norm.state_dict(),
+            "critic_norm": self.critic_norm.state_dict(),
+            "ppo": self.ppo.state_dict(),
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            "env": self.env.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.iteration, self.frames, self.elapsed_s = state["iteration"], state["frames"], state["elapsed_s"]
+        self.last_episode = state["last_episode"]
+        self.policy.load_state_dict(state["policy"])
+        self.obs_norm.load_state_dict(state["obs_norm"])
+        self.critic_norm.load_state_dict(state["critic_norm"])
+        self.ppo.load_state_dict(state["ppo"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.env.load_state_dict(_to_device(state["env"], self.device))
+
+    def save(self) -> None:
+        path = self.checkpoint_path()
+        if path is None:
+            return
+        state = self.state_dict()
+        save_checkpoint(path, state)
+        save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
+
+    def resume(self, path: str | Path) -> None:
+        """Continues exactly from a checkpoint of the same task and env count."""
+        self.load_state_dict(load_checkpoint(path, self.cfg.task))
+        self.console.print(f"resumed from {path} at iteration {self.iteration}")
+
+
+def _to_device(value: Any, device: torch.device) -> Any:
+    """Moves the tensors of a nested state to `device` (generator states stay on the CPU)."""
+    if isinstance(value, dict):
+        return {k: v if k == "rng" else _to_device(v, device) for k, v in value.items()}
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    return value

@@ -1,0 +1,68 @@
+"""GAE, PPO losses and the observation normalizer against hand-computed values and numpy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.ppo import gaussian_kl, surrogate_loss, value_loss
+from phalanx.rl.storage import compute_gae
+
+
+def test_gae_by_hand() -> None:
+    # One env, 3 steps, gamma 0.9, lambda 0.5; the episode ends after step 1 (d = 0, 1, 0).
+    # r = (1, 2, 3), V = (0.5, 1.0, 1.5), V(s_3) = 2.0.
+    # delta_2 = 3 + 0.9 * 2.0 - 1.5 = 3.3             A_2 = 3.3
+    # delta_1 = 2 + 0 - 1.0 = 1.0 (done: no bootstrap) A_1 = 1.0 (done: no carry)
+    # delta_0 = 1 + 0.9 * 1.0 - 0.5 = 1.4             A_0 = 1.4 + 0.9 * 0.5 * 1.0 = 1.85
+    # returns = A + V = (2.35, 2.0, 4.8)
+    rewards = torch.tensor([[1.0], [2.0], [3.0]])
+    values = torch.tensor([[0.5], [1.0], [1.5]])
+    dones = torch.tensor([[0.0], [1.0], [0.0]])
+    advantages, returns = compute_gae(rewards, values, dones, torch.tensor([2.0]), gamma=0.9, lam=0.5)
+    torch.testing.assert_close(advantages[:, 0], torch.tensor([1.85, 1.0, 3.3]))
+    torch.testing.assert_close(returns[:, 0], torch.tensor([2.35, 2.0, 4.8]))
+
+
+def test_surrogate_loss_by_hand() -> None:
+    # ratios r = exp(logp - logp_old) = (1.5, 0.5), advantages (1, -1), clip 0.2:
+    # sample 0: max(-1 * 1.5, -1 * 1.2) = -1.2; sample 1: max(1 * 0.5, 1 * 0.8) = 0.8; mean = -0.2.
+    old = torch.zeros(2)
+    new = torch.log(torch.tensor([1.5, 0.5]))
+    loss = surrogate_loss(new, old, torch.tensor([1.0, -1.0]), clip=0.2)
+    torch.testing.assert_close(loss, torch.tensor(-0.2))
+
+
+def test_value_loss_by_hand() -> None:
+    # old values (0, 0), new (1, -0.1), returns (2, 0), clip 0.2:
+    # unclipped errors: (1 - 2)^2 = 1, (-0.1)^2 = 0.01
+    # clipped values: 0 + clamp(1, +-0.2) = 0.2 -> (0.2 - 2)^2 = 3.24; -0.1 -> 0.01
+    # clipped loss: mean(max(1, 3.24), max(0.01, 0.01)) = 1.625; plain: mean(1, 0.01) = 0.505
+    old, new, returns = torch.zeros(2), torch.tensor([1.0, -0.1]), torch.tensor([2.0, 0.0])
+    torch.testing.assert_close(value_loss(new, old, returns, 0.2, clipped=True), torch.tensor(1.625))
+    torch.testing.assert_close(value_loss(new, old, returns, 0.2, clipped=False), torch.tensor(0.505))
+
+
+def test_gaussian_kl_by_hand() -> None:
+    # KL(N(0, 1) || N(1, 2)) = ln 2 + (1 + 1) / (2 * 4) - 0.5 = 0.69315 + 0.25 - 0.5 = 0.44315, per dim;
+    # two dims sum to 0.88629.
+    kl = gaussian_kl(torch.zeros(1, 2), torch.ones(1, 2), torch.ones(1, 2), torch.full((1, 2), 2.0))
+    torch.testing.assert_close(kl, torch.tensor(2 * (math.log(2.0) + 0.25 - 0.5)))
+
+
+def test_normalizer_matches_numpy() -> None:
+    rng = np.random.default_rng(0)
+    batches = [rng.normal(loc=3.0, scale=2.0, size=(n, 5)) * rng.uniform(0.5, 2, 5) for n in (7, 64, 1, 300)]
+    norm = EmpiricalNormalizer(5)
+    for batch in batches:
+        norm.update(torch.as_tensor(batch, dtype=torch.float32))
+    data = np.concatenate(batches)
+    np.testing.assert_allclose(norm.mean.numpy(), data.mean(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(norm.var.numpy(), data.var(axis=0), rtol=1e-4)
+    assert int(norm.count) == len(data)
+    x = torch.as_tensor(data[:3], dtype=torch.float32)
+    expected = (data[:3] - data.mean(axis=0)) / np.sqrt(data.var(axis=0) + 1e-8)
+    np.testing.assert_allclose(norm(x).numpy(), expected, rtol=1e-4, atol=1e-5)

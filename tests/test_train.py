@@ -1,0 +1,113 @@
+"""phalanx train and play end to end on the CPU: run directory, exact resume, learning, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from phalanx.cli import main
+
+TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "5"]
+
+
+def _train(run_dir: Path, *flags: str) -> int:
+    return main(["train", "cartpole", *TINY, "--run-dir", str(run_dir), *flags])
+
+
+def test_run_directory_contents(tmp_path: Path) -> None:
+    assert _train(tmp_path, "--max-iterations", "3") == 0
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["task"] == "cartpole" and config["num_envs"] == 16 and config["device"] == "cpu"
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [0, 1, 2]
+    required = {"iteration", "frames", "time_s", "fps_step", "fps_step_inference", "fps_total", "mean_reward"}
+    assert required | {"mean_episode_length", "loss/surrogate", "loss/value", "learning_rate"} <= set(rows[-1])
+    assert any(key.startswith("reward_terms/") for key in rows[-1])
+    for r in rows:
+        assert r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"]
+    assert rows[-1]["frames"] == 3 * 16 * 8
+    assert (tmp_path / "checkpoints" / "model_last.pt").is_file()
+    assert list(tmp_path.glob("events.out.tfevents.*")), "TensorBoard events"
+
+
+def test_resume_continues_bit_identically(tmp_path: Path) -> None:
+    """10 iterations straight == 5 iterations, then --resume for 5 more: identical parameters,
+    optimizer state and env state."""
+    straight, first, resumed = tmp_path / "straight", tmp_path / "first", tmp_path / "resumed"
+    assert _train(straight, "--max-iterations", "10") == 0
+    assert _train(first, "--max-iterations", "5") == 0
+    checkpoint = first / "checkpoints" / "model_5.pt"
+    assert _train(resumed, "--max-iterations", "10", "--resume", str(checkpoint)) == 0
+    a = torch.load(straight / "checkpoints" / "model_10.pt", weights_only=False)
+    b = torch.load(resumed / "checkpoints" / "model_10.pt", weights_only=False)
+    assert a["iteration"] == b["iteration"] == 10
+    for name, tensor in a["policy"].items():
+        assert torch.equal(tensor, b["policy"][name]), name
+    for key in ("exp_avg", "exp_avg_sq"):
+        for i, state in a["ppo"]["optimizer"]["state"].items():
+            assert torch.equal(state[key], b["ppo"]["optimizer"]["state"][i][key])
+    assert torch.equal(a["ppo"]["learning_rate"], b["ppo"]["learning_rate"])
+    for name, tensor in a["env"]["sim"].items():
+        assert torch.equal(tensor, b["env"]["sim"][name]), name
+
+
+def test_play_writes_a_video(tmp_path: Path, capsys) -> None:
+    assert _train(tmp_path, "--max-iterations", "1") == 0
+    video = tmp_path / "play.mp4"
+    checkpoint = tmp_path / "checkpoints" / "model_last.pt"
+    assert main(["play", "cartpole", "--checkpoint", str(checkpoint), "--steps", "30", "--video", str(video)]) == 0
+    assert "mean return" in capsys.readouterr().out
+    import imageio.v3 as iio
+
+    frames = iio.imread(video)
+    assert frames.shape[0] == 30 and frames.shape[-1] == 3 and frames.std() > 1.0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "cartpol"], "unknown task 'cartpol'; registered tasks: cartpole, ant, humanoid"),
+        (["train", "cartpole", "--num-envs", "-4"], "--num-envs: must be a positive integer, got -4"),
+        (["train", "cartpole", "--device", "gpu0"], "device: got 'gpu0'; allowed: 'cpu', 'cuda' or 'cuda:K'"),
+        (["train", "cartpole", "--resume", "nope.pt"], "checkpoint: no file nope.pt"),
+        (["play", "cartpole", "--checkpoint", "nope.pt"], "checkpoint: no file nope.pt"),
+        (["train"], "train: missing TASK"),
+        (["bogus"], "unknown command 'bogus'"),
+    ],
+)
+def test_bad_cli_input_is_one_line_and_exit_2(args: list[str], message: str, capsys) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+
+
+def test_checkpoint_of_another_task(tmp_path: Path, capsys) -> None:
+    checkpoint = tmp_path / "ant.pt"
+    torch.save({"task": "ant"}, checkpoint)
+    assert main(["play", "cartpole", "--checkpoint", str(checkpoint)]) == 2
+    assert "was trained on task 'ant', not 'cartpole'" in capsys.readouterr().err
+
+
+def test_cli_error_has_no_traceback_in_a_real_process() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "phalanx", "train", "cartpole", "--num-envs", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "--num-envs" in run.stderr
+
+
+@pytest.mark.slow
+def test_cartpole_learns_with_cpu_defaults(tmp_path: Path) -> None:
+    """`phalanx train cartpole` with its CPU defaults: mean episode length reaches 95 % of the
+    5 s (300 steps) maximum."""
+    assert main(["train", "cartpole", "--device", "cpu", "--run-dir", str(tmp_path)]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert max(r["mean_episode_length"] for r in rows) >= 0.95 * 300
+    assert rows[-1]["mean_episode_length"] >= 0.95 * 300
