@@ -42,3 +42,25 @@ def test_captured_step_matches_eager_step(compile: bool) -> None:
         dones += int(term_c.sum())
     assert envs[0]._graph is not None and envs[1]._graph is None
     assert dones > 0, "the comparison must cover auto-resets"
+
+
+def test_training_iteration_never_syncs_the_host(tmp_path) -> None:
+    """Rollout and PPO update under torch's sync debug mode "error": any host sync raises."""
+    from phalanx.rl.config import default_train_cfg
+    from phalanx.rl.timing import IntervalTimer
+    from phalanx.rl.trainer import Trainer
+
+    for task in ("cartpole", "ant"):
+        cfg = default_train_cfg(task)
+        cfg.num_steps_per_env = 8
+        env = phalanx.make(task, num_envs=512, device="cuda", verbose=False)
+        trainer = Trainer(cfg, env, run_dir=None)
+        trainer._iterate()  # first iteration: compiles and captures the env step
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            trainer._collect(IntervalTimer(env.device))
+            trainer.ppo.update(trainer.storage)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        assert torch.isfinite(trainer.storage.returns).all()

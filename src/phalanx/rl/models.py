@@ -44,7 +44,7 @@ class ActorCritic(nn.Module):
     def distribution(self, obs: torch.Tensor) -> Normal:
         """The policy for obs (N, obs_dim): independent Gaussians per action dimension."""
         mean = self.actor(obs)
-        return Normal(mean, self.log_std.exp().expand_as(mean))
+        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)  # validation syncs the host
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         """(N,) state values."""
