@@ -13,5 +13,8 @@ for task in ${TASKS-cartpole ant}; do
     | tee "$out/train_$task.log"
   cp "/tmp/runs/$task/metrics.jsonl" "$out/metrics_$task.jsonl"
 done
+# what the rollout and update graphs buy: the same cartpole run with both off
+python3 -m phalanx train cartpole --max-iterations 30 --capture-update False --capture-rollout False \
+  --run-dir /tmp/runs/cartpole-eager 2>&1 | grep -E "epoch: (10|20|30)/" | tee "$out/train_cartpole_uncaptured.log"
 python3 -m phalanx play cartpole --checkpoint /tmp/runs/cartpole/checkpoints/model_last.pt --num-envs 64 2>&1 \
   | tail -2 | tee "$out/play_cartpole.log"

@@ -44,7 +44,8 @@ def test_captured_step_matches_eager_step(compile: bool) -> None:
     assert dones > 0, "the comparison must cover auto-resets"
 
 
-def test_training_iteration_never_syncs_the_host(tmp_path) -> None:
+@pytest.mark.parametrize("capture", [False, True])
+def test_training_iteration_never_syncs_the_host(capture: bool) -> None:
     """Rollout and PPO update under torch's sync debug mode "error": any host sync raises."""
     from phalanx.rl.config import default_train_cfg
     from phalanx.rl.timing import IntervalTimer
@@ -53,9 +54,11 @@ def test_training_iteration_never_syncs_the_host(tmp_path) -> None:
     for task in ("cartpole", "ant"):
         cfg = default_train_cfg(task)
         cfg.num_steps_per_env = 8
+        cfg.capture_update = cfg.capture_rollout = capture
         env = phalanx.make(task, num_envs=512, device="cuda", verbose=False)
         trainer = Trainer(cfg, env, run_dir=None)
-        trainer._iterate()  # first iteration: compiles and captures the env step
+        for _ in range(3):  # compile, warm up and capture
+            trainer._iterate()
         torch.cuda.synchronize()
         torch.cuda.set_sync_debug_mode("error")
         try:
@@ -64,3 +67,20 @@ def test_training_iteration_never_syncs_the_host(tmp_path) -> None:
         finally:
             torch.cuda.set_sync_debug_mode("default")
         assert torch.isfinite(trainer.storage.returns).all()
+
+
+def test_captured_training_matches_eager_training() -> None:
+    """Rollout and update graphs change where the kernels are launched from, not what they compute."""
+    from phalanx.rl.config import default_train_cfg
+    from phalanx.rl.trainer import Trainer
+
+    params = []
+    for capture in (True, False):
+        cfg = default_train_cfg("cartpole")
+        cfg.capture_update = cfg.capture_rollout = capture
+        env = phalanx.make("cartpole", num_envs=256, device="cuda", seed=1, verbose=False)
+        trainer = Trainer(cfg, env, run_dir=None)
+        for _ in range(4):
+            trainer._iterate()
+        params.append(torch.cat([p.detach().flatten() for p in trainer.policy.parameters()]))
+    torch.testing.assert_close(params[0], params[1], atol=1e-5, rtol=1e-5)

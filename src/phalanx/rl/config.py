@@ -48,6 +48,11 @@ class TrainCfg:
     """Normalize observations with running statistics on the device."""
     cpu_num_envs: int = 256
     """Default num_envs when running on the CPU."""
+    capture_update: bool | None = None
+    """Record the whole PPO update as one CUDA graph and replay it; default: on for CUDA."""
+    capture_rollout: bool | None = None
+    """Replay each rollout step's policy inference and bookkeeping as CUDA graphs (the env step
+    has its own); default: on for CUDA."""
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     sim: SimCfg | None = None

@@ -75,9 +75,21 @@ def gaussian_kl(mu_old: torch.Tensor, std_old: torch.Tensor, mu: torch.Tensor, s
 
 
 class PPO:
-    """Updates an `ActorCritic` from a `RolloutStorage`."""
+    """Updates an `ActorCritic` from a `RolloutStorage`.
 
-    def __init__(self, policy: ActorCritic, cfg: PPOCfg, device: torch.device, generator: torch.Generator):
+    With `capture` (CUDA only) the whole update — epochs, minibatch sampling, forward, backward,
+    optimizer steps, learning-rate adaptation — is recorded once as a CUDA graph after one eager
+    warm-up update, and replayed every iteration after that.
+    """
+
+    def __init__(
+        self,
+        policy: ActorCritic,
+        cfg: PPOCfg,
+        device: torch.device,
+        generator: torch.Generator,
+        capture: bool = False,
+    ):
         if cfg.schedule not in ("adaptive", "fixed"):
             raise ConfigError(f"algo.schedule: got {cfg.schedule!r}; allowed: 'adaptive', 'fixed'")
         self.policy, self.cfg, self.device, self.generator = policy, cfg, device, generator
@@ -87,6 +99,12 @@ class PPO:
         )
         self.optimizer.found_inf = torch.zeros((), device=device)  # 1: skip this step (non-finite)
         self.skipped_updates = torch.zeros((), dtype=torch.long, device=device)
+        if capture and device.type != "cuda":
+            raise ConfigError(f"capture_update: CUDA graph capture needs a CUDA device, got {device}")
+        self.capture = capture
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._graph_out: dict[str, torch.Tensor] | None = None
+        self._warm = False
 
     def state_dict(self) -> dict[str, torch.Tensor | dict]:
         return {
@@ -104,7 +122,29 @@ class PPO:
         self.skipped_updates.copy_(state["skipped_updates"])
 
     def update(self, storage: RolloutStorage) -> dict[str, torch.Tensor]:
-        """Epochs x minibatches of clipped PPO on the rollout; returns device scalars (means)."""
+        """Epochs x minibatches of clipped PPO on the rollout; returns device scalars (means).
+
+        With capture the returned tensors are the graph's static outputs (overwritten next time)."""
+        if not self.capture:
+            return self._update(storage)
+        if not self._warm:  # one eager update on a side stream: creates optimizer state, warms autograd
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(torch.cuda.current_stream(self.device))
+            with torch.cuda.stream(side):
+                out = self._update(storage)
+            torch.cuda.current_stream(self.device).wait_stream(side)
+            self._warm = True
+            return out
+        if self._graph is None:
+            torch.cuda.synchronize(self.device)
+            self._graph = torch.cuda.CUDAGraph()
+            self._graph.register_generator_state(self.generator)
+            with torch.cuda.graph(self._graph):
+                self._graph_out = self._update(storage)
+        self._graph.replay()
+        return self._graph_out
+
+    def _update(self, storage: RolloutStorage) -> dict[str, torch.Tensor]:
         cfg = self.cfg
         total = storage.steps * storage.num_envs
         batch = total // cfg.num_mini_batches

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from phalanx.envs.task_env import TaskEnv
+from phalanx.errors import ConfigError
 from phalanx.rl.checkpoint import load_checkpoint, save_checkpoint
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
@@ -51,7 +52,14 @@ class Trainer:
         self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
-        self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator)
+        capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
+        self.capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
+        if self.capture_rollout and not env.capture:
+            raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
+        self._graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, Any]] = {}
+        self._rollout_warm = False
+        self._obs_in: dict[str, torch.Tensor] | None = None
+        self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator, capture=capture_update)
         self.storage = RolloutStorage(
             cfg.num_steps_per_env, env.num_envs, obs_dim, critic_dim, env.action_dim, self.device
         )
@@ -77,33 +85,72 @@ class Trainer:
 
     @torch.no_grad()
     def _collect(self, step_timer: IntervalTimer) -> None:
-        env, storage, gamma = self.env, self.storage, self.cfg.algo.gamma
-        obs = env.obs
+        """T env steps into the storage, then returns and advantages. With rollout capture each
+        step's agent work before and after `env.step` replays a CUDA graph of its own (captured
+        in the second iteration), and the env step replays the env's graph between them."""
+        obs = self.env.obs
         for t in range(self.cfg.num_steps_per_env):
-            actor_obs, critic_obs = self._normalized(obs, update=True)
-            dist = self.policy.distribution(actor_obs)
-            noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
-            actions = dist.mean + dist.stddev * noise
-            storage.obs[t] = actor_obs
-            storage.critic_obs[t] = critic_obs
-            storage.actions[t] = actions
-            storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
-            storage.values[t] = self.policy.value(critic_obs)
-            storage.action_mean[t] = dist.mean
-            storage.action_std[t] = dist.stddev
-
+            self._copy_obs_in(obs)
+            actions = self._staged(("act", t), self._act, t)
             step_timer.begin()
-            obs, reward, terminated, truncated, extras = env.step(actions)
+            obs, reward, terminated, truncated, extras = self.env.step(actions)
             step_timer.end()
+            self._staged(("record", t), self._record, t, reward, terminated, truncated, extras)
+        self._copy_obs_in(obs)
+        self._staged(("returns",), self._returns)
+        self._rollout_warm = True
 
-            # Time-outs are not terminal: bootstrap from the value of the observation the episode ended on.
-            _, final_critic_obs = self._normalized(extras["final_obs"], update=False)
-            storage.rewards[t] = reward + gamma * self.policy.value(final_critic_obs) * truncated
-            storage.dones[t] = (terminated | truncated).float()
-            self._accumulate_episodes(extras["episode"])
-        _, critic_obs = self._normalized(obs, update=False)
+    def _copy_obs_in(self, obs: dict[str, torch.Tensor]) -> None:
+        if self._obs_in is None:
+            self._obs_in = {group: value.clone() for group, value in obs.items()}
+        for group, value in obs.items():
+            self._obs_in[group].copy_(value)
+
+    def _staged(self, key: tuple, fn, *args):
+        """fn(*args) eagerly; with rollout capture, from the second iteration on, a CUDA graph of it."""
+        if not (self.capture_rollout and self._rollout_warm):
+            return fn(*args)
+        if key not in self._graphs:
+            graph = torch.cuda.CUDAGraph()
+            graph.register_generator_state(self.generator)
+            with torch.cuda.graph(graph):
+                out = fn(*args)
+            self._graphs[key] = (graph, out)
+        graph, out = self._graphs[key]
+        graph.replay()
+        return out
+
+    def _act(self, t: int) -> torch.Tensor:
+        """Samples actions for the observations in `_obs_in` and stores step t's policy outputs."""
+        storage = self.storage
+        actor_obs, critic_obs = self._normalized(self._obs_in, update=True)
+        dist = self.policy.distribution(actor_obs)
+        noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
+        actions = dist.mean + dist.stddev * noise
+        storage.obs[t] = actor_obs
+        storage.critic_obs[t] = critic_obs
+        storage.actions[t] = actions
+        storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
+        storage.values[t] = self.policy.value(critic_obs)
+        storage.action_mean[t] = dist.mean
+        storage.action_std[t] = dist.stddev
+        return actions
+
+    def _record(self, t: int, reward, terminated, truncated, extras) -> None:
+        """Stores step t's outcome. Time-outs are not terminal: their reward gains the discounted
+        value of the observation the episode ended on."""
+        _, final_critic_obs = self._normalized(extras["final_obs"], update=False)
+        bootstrap = self.cfg.algo.gamma * self.policy.value(final_critic_obs) * truncated
+        self.storage.rewards[t] = reward + bootstrap
+        self.storage.dones[t] = (terminated | truncated).float()
+        self._accumulate_episodes(extras["episode"])
+
+    def _returns(self) -> None:
+        storage, algo = self.storage, self.cfg.algo
+        _, critic_obs = self._normalized(self._obs_in, update=False)
+        last_values = self.policy.value(critic_obs)
         storage.advantages[:], storage.returns[:] = compute_gae(
-            storage.rewards, storage.values, storage.dones, self.policy.value(critic_obs), gamma, self.cfg.algo.lam
+            storage.rewards, storage.values, storage.dones, last_values, algo.gamma, algo.lam
         )
 
     def _accumulate_episodes(self, episode: dict[str, Any]) -> None:
