@@ -111,3 +111,36 @@ def test_cartpole_learns_with_cpu_defaults(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert max(r["mean_episode_length"] for r in rows) >= 0.95 * 300
     assert rows[-1]["mean_episode_length"] >= 0.95 * 300
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "phalanx",
+            "train",
+            "cartpole",
+            *TINY,
+            "--max-iterations",
+            "100000",
+            "--run-dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.time() + 240
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert "interrupted: saved" in out
+    saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=False)
+    assert 3 <= saved["iteration"] < 100000

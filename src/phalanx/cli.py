@@ -95,7 +95,7 @@ def _positive(name: str, value: int | None) -> None:
         raise ConfigError(f"--{name}: must be a positive integer, got {value}")
 
 
-def train(args: list[str], console: Console) -> None:
+def train(args: list[str], console: Console) -> int:
     from phalanx.devices import resolve_device
     from phalanx.envs import make, task_cfg
     from phalanx.envs.tables import sim_summary
@@ -136,7 +136,10 @@ def train(args: list[str], console: Console) -> None:
         trainer.load_state_dict(resume_state)
         console.print(f"resumed from {cfg.resume} at iteration {trainer.iteration}")
     trainer.learn()
+    if trainer.interrupted:
+        return 130  # the shell's code for "stopped by Ctrl-C"; the checkpoint is saved
     console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
+    return 0
 
 
 def play(args: list[str], console: Console) -> None:
@@ -217,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         if command == "list":
             list_tasks(console)
         elif command == "train":
-            train(rest, console)
+            return train(rest, console)
         else:
             play(rest, console)
     except ConfigError as error:

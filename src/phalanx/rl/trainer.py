@@ -70,7 +70,7 @@ class Trainer:
         reward_terms = list(env.cfg.rewards)
         self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
-        self._stop_requested = False
+        self.interrupted = False
 
     # ----------------------------------------------------------------------------- rollout
 
@@ -176,7 +176,7 @@ class Trainer:
         try:
             with progress:
                 bar = progress.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
-                while self.iteration < self.cfg.max_iterations and not self._stop_requested:
+                while self.iteration < self.cfg.max_iterations and not self.interrupted:
                     metrics = self._iterate()
                     logger.log(metrics)
                     progress.console.print(logger.line(metrics, self.cfg.max_iterations))
@@ -191,16 +191,16 @@ class Trainer:
                     if self.iteration % self.cfg.save_interval == 0:
                         self.save()
             self.save()
-            if self._stop_requested:
+            if self.interrupted:
                 self.console.print(f"interrupted: saved {self.checkpoint_path()} at iteration {self.iteration}")
         finally:
             signal.signal(signal.SIGINT, previous_handler)
             logger.close()
 
     def _on_sigint(self, signum, frame) -> None:
-        if self._stop_requested:
+        if self.interrupted:
             raise KeyboardInterrupt
-        self._stop_requested = True
+        self.interrupted = True
         self.console.print("Ctrl-C: finishing this iteration, then saving a checkpoint (Ctrl-C again to abort)")
 
     def _iterate(self) -> dict[str, Any]:
