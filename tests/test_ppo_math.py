@@ -10,6 +10,7 @@ import torch
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.ppo import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.storage import compute_gae
+from phalanx.rl.timing import IntervalTimer
 
 
 def test_gae_by_hand() -> None:
@@ -66,3 +67,49 @@ def test_normalizer_matches_numpy() -> None:
     x = torch.as_tensor(data[:3], dtype=torch.float32)
     expected = (data[:3] - data.mean(axis=0)) / np.sqrt(data.var(axis=0) + 1e-8)
     np.testing.assert_allclose(norm(x).numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def _tiny_trainer(task: str = "cartpole", num_envs: int = 8):
+    from helpers import make_cpu
+    from phalanx.rl.config import default_train_cfg
+    from phalanx.rl.trainer import Trainer
+
+    cfg = default_train_cfg(task)
+    cfg.num_steps_per_env = 4
+    return Trainer(cfg, make_cpu(task, num_envs=num_envs), run_dir=None)
+
+
+def test_non_finite_loss_skips_the_update_and_counts_it() -> None:
+    trainer = _tiny_trainer()
+    trainer._iterate()
+    before = [p.detach().clone() for p in trainer.policy.parameters()]
+    trainer.storage.advantages.fill_(float("nan"))
+    stats = trainer.ppo.update(trainer.storage)
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters(), strict=True))
+    cfg = trainer.cfg.algo
+    assert int(stats["skipped_updates"]) == cfg.num_learning_epochs * cfg.num_mini_batches
+    assert all(torch.isfinite(p).all() for p in trainer.policy.parameters())
+
+
+def test_time_outs_bootstrap_from_the_final_observation() -> None:
+    """A truncated step's stored reward is r + gamma * V(final_obs); a terminal one is r alone."""
+    trainer = _tiny_trainer()
+    env = trainer.env
+    env.max_episode_length = 2  # every episode that survives 2 steps times out
+    gamma = trainer.cfg.algo.gamma
+    seen = {}
+    step = env.step
+
+    def spy(actions):
+        out = step(actions)
+        seen.setdefault("outs", []).append((out[1].clone(), out[2].clone(), out[3].clone()))
+        return out
+
+    env.step = spy
+    trainer.policy.value = lambda obs: torch.full((obs.shape[0],), 10.0)  # V = 10 everywhere
+    trainer._collect(IntervalTimer(env.device))
+    for t, (reward, terminated, truncated) in enumerate(seen["outs"]):
+        expected = reward + gamma * 10.0 * truncated.float()
+        torch.testing.assert_close(trainer.storage.rewards[t], expected)
+        torch.testing.assert_close(trainer.storage.dones[t], (terminated | truncated).float())
+    assert any(bool(tr.any()) for _, _, tr in seen["outs"]), "the test must see time-outs"
