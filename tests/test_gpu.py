@@ -84,3 +84,15 @@ def test_captured_training_matches_eager_training() -> None:
             trainer._iterate()
         params.append(torch.cat([p.detach().flatten() for p in trainer.policy.parameters()]))
     torch.testing.assert_close(params[0], params[1], atol=1e-5, rtol=1e-5)
+
+
+def test_video_frames_render_on_cuda() -> None:
+    from phalanx.sim.video import EnvRecorder
+
+    env = phalanx.make("ant", num_envs=4, device="cuda", verbose=False)
+    recorder = EnvRecorder(env.sim, width=160, height=120)
+    for _ in range(3):
+        env.step(torch.zeros(4, env.action_dim, device="cuda"))
+        recorder.capture()
+    frames = recorder.frames
+    assert len(frames) == 3 and frames[0].shape == (120, 160, 3) and frames[-1].std() > 1.0

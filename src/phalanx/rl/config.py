@@ -55,8 +55,8 @@ class TrainCfg:
     has its own); default: on for CUDA."""
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
-    sim: SimCfg | None = None
-    """Physics settings; default: the task's own."""
+    sim: SimCfg = field(default_factory=SimCfg)
+    """Physics settings; `phalanx train` starts from the task's own."""
 
 
 def default_train_cfg(task: str) -> TrainCfg:
