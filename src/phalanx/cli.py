@@ -143,14 +143,10 @@ def train(args: list[str], console: Console) -> int:
 
 
 def play(args: list[str], console: Console) -> None:
-    import torch
-
     from phalanx.devices import resolve_device
     from phalanx.envs import make, task_cfg
     from phalanx.rl.checkpoint import load_checkpoint
-    from phalanx.rl.config import PolicyCfg
-    from phalanx.rl.models import ActorCritic
-    from phalanx.rl.normalizer import EmpiricalNormalizer
+    from phalanx.rl.play import load_actor, run_episodes
     from phalanx.sim.video import EnvRecorder
 
     task, flags = _task_and_flags("play", args)
@@ -160,46 +156,18 @@ def play(args: list[str], console: Console) -> None:
     _positive("num-envs", cfg.num_envs)
     _positive("steps", cfg.steps)
     state = load_checkpoint(cfg.checkpoint, task)
-    device = resolve_device(cfg.device)
     tcfg = task_cfg(task)
     tcfg.sim = type(tcfg.sim)(**state["config"]["sim"])
-    env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed, verbose=False)
-    train_cfg = state["config"]
-    p = PolicyCfg(**{k: tuple(v) if isinstance(v, list) else v for k, v in train_cfg["policy"].items()})
-    obs_dim = env.observation_spec["policy"][0]
-    critic_group = "critic" if "critic" in env.observation_spec else "policy"
-    policy = ActorCritic(
-        obs_dim,
-        env.observation_spec[critic_group][0],
-        env.action_dim,
-        p.actor_hidden_dims,
-        p.critic_hidden_dims,
-        p.activation,
-        p.init_noise_std,
-    ).to(device)
-    policy.load_state_dict(state["policy"])
-    normalizer = EmpiricalNormalizer(obs_dim).to(device)
-    normalizer.load_state_dict(state["obs_norm"])
-    normalize = normalizer if train_cfg["empirical_normalization"] else (lambda x: x)
+    env = make(tcfg, num_envs=cfg.num_envs, device=resolve_device(cfg.device), seed=cfg.seed, verbose=False)
     recorder = EnvRecorder(env.sim) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
-    returns, lengths = [], []
-    obs = env.reset()
-    with torch.no_grad():
-        for _ in range(steps):
-            if recorder is not None:
-                recorder.capture()
-            obs, _, _, _, extras = env.step(policy.act_deterministic(normalize(obs["policy"])))
-            done = extras["episode"]["done"]
-            returns += extras["episode"]["return"][done].tolist()
-            lengths += extras["episode"]["length"][done].tolist()
+    returns, lengths = run_episodes(env, load_actor(state, env), steps, recorder)
     summary = f"{len(returns)} episodes finished in {steps} steps x {env.num_envs} envs"
     if returns:
         summary += (
             f": mean return {sum(returns) / len(returns):.2f}, mean episode length {sum(lengths) / len(lengths):.1f}"
         )
-    summary += f" (max {env.max_episode_length})"
-    console.print(summary)
+    console.print(summary + f" (max {env.max_episode_length})")
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env 0: {path} ({len(recorder.frames)} frames)")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 from torch.distributions import Normal
+
+if TYPE_CHECKING:
+    from phalanx.rl.config import PolicyCfg
 
 from phalanx.errors import ConfigError
 
@@ -21,6 +26,11 @@ def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str) -> 
         layers += [nn.Linear(a, b), ACTIVATIONS[activation]()]
     layers.append(nn.Linear(dims[-1], out_dim))
     return nn.Sequential(*layers)
+
+
+def critic_group(observation_spec: dict[str, tuple[int, ...]]) -> str:
+    """The observation group the critic sees: "critic" (privileged) if the env has one, else "policy"."""
+    return "critic" if "critic" in observation_spec else "policy"
 
 
 class ActorCritic(nn.Module):
@@ -40,6 +50,21 @@ class ActorCritic(nn.Module):
         self.actor = mlp(obs_dim, actor_hidden, action_dim, activation)
         self.critic = mlp(critic_obs_dim, critic_hidden, 1, activation)
         self.log_std = nn.Parameter(torch.full((action_dim,), float(torch.log(torch.tensor(init_noise_std)))))
+
+    @classmethod
+    def for_env(cls, observation_spec: dict[str, tuple[int, ...]], action_dim: int, cfg: PolicyCfg) -> ActorCritic:
+        """Networks sized for an env's observation groups and action dimension."""
+        obs_dim = observation_spec["policy"][0]
+        critic_dim = observation_spec[critic_group(observation_spec)][0]
+        return cls(
+            obs_dim,
+            critic_dim,
+            action_dim,
+            cfg.actor_hidden_dims,
+            cfg.critic_hidden_dims,
+            cfg.activation,
+            cfg.init_noise_std,
+        )
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         """The policy for obs (N, obs_dim): independent Gaussians per action dimension."""

@@ -20,7 +20,7 @@ from phalanx.errors import ConfigError
 from phalanx.rl.checkpoint import load_checkpoint, save_checkpoint
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
-from phalanx.rl.models import ActorCritic
+from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.ppo import PPO
 from phalanx.rl.storage import RolloutStorage, compute_gae
@@ -36,18 +36,9 @@ class Trainer:
         self.device = env.device
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         obs_dim = env.observation_spec["policy"][0]
-        self.critic_group = "critic" if "critic" in env.observation_spec else "policy"
+        self.critic_group = critic_group(env.observation_spec)
         critic_dim = env.observation_spec[self.critic_group][0]
-        p = cfg.policy
-        self.policy = ActorCritic(
-            obs_dim,
-            critic_dim,
-            env.action_dim,
-            p.actor_hidden_dims,
-            p.critic_hidden_dims,
-            p.activation,
-            p.init_noise_std,
-        ).to(self.device)
+        self.policy = ActorCritic.for_env(env.observation_spec, env.action_dim, cfg.policy).to(self.device)
         self.obs_norm = EmpiricalNormalizer(obs_dim).to(self.device)
         self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device)
         self.generator = torch.Generator(device=self.device)
