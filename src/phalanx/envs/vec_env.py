@@ -41,6 +41,9 @@ class VecEnv(abc.ABC):
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Applies `actions` (num_envs, action_dim) and advances every env by one step.
 
+        The returned tensors may be buffers the next call overwrites (a captured CUDA graph's
+        outputs): copy what you keep across steps.
+
         Returns:
             obs: group -> (num_envs, *shape), after the auto-reset of done envs.
             reward: (num_envs,) float.
