@@ -4,6 +4,9 @@
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
                        [--resume CKPT] [--algo.* ...] [--policy.* ...] [--sim.* ...]
     phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4]
+    phalanx bench throughput|envs TASK [--num-envs 4096,16384] [--device D] [--iterations K]
+                                       [--run-dir DIR] [--telemetry]
+    phalanx bench report DIR [DIR ...] [--out DIR]
 
 User errors (unknown task, bad flag values, missing or foreign checkpoints) print one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -24,7 +27,7 @@ from rich.table import Table
 
 from phalanx.errors import ConfigError
 
-COMMANDS = ("list", "train", "play")
+COMMANDS = ("list", "train", "play", "bench")
 
 
 @dataclass
@@ -189,8 +192,12 @@ def main(argv: list[str] | None = None) -> int:
             list_tasks(console)
         elif command == "train":
             return train(rest, console)
-        else:
+        elif command == "play":
             play(rest, console)
+        else:
+            from phalanx.bench.command import bench
+
+            bench(rest, console)
     except ConfigError as error:
         print(f"phalanx {command}: error: {error}", file=sys.stderr)
         return 2

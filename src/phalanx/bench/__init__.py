@@ -1,0 +1,1 @@
+"""phalanx bench: throughput breakdowns, env-count sweeps, telemetry and reports."""

@@ -1,0 +1,132 @@
+"""`phalanx bench throughput | envs | report`."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+
+import tyro
+from rich.console import Console
+
+from phalanx.errors import ConfigError
+
+SWEEP = "256,512,1024,2048,4096,8192,16384,32768,65536"
+
+
+@dataclass
+class BenchCfg:
+    """phalanx bench throughput|envs: train a task with its defaults and time it."""
+
+    task: str
+    """Registered task name."""
+    num_envs: str = "4096,16384"
+    """Comma-separated env counts (bench envs defaults to 256 ... 65536)."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    iterations: int = 20
+    """Timed training iterations per env count (medians are reported)."""
+    warmup: int = 3
+    """Untimed iterations after the first (graph captures happen here on CUDA)."""
+    num_steps_per_env: int | None = None
+    """Rollout length; default: the task's training default."""
+    run_dir: str | None = None
+    """Where bench.json, report.md and the plots go; default runs/bench/KIND-TASK-TIME."""
+    telemetry: bool = False
+    """Sample GPU (NVML) and CPU load in the background into gpu_metrics.csv and cpu_metrics.csv."""
+    telemetry_interval_s: float = 0.5
+    """Seconds between telemetry samples."""
+
+
+@dataclass
+class ReportCfg:
+    """phalanx bench report: rebuild the report of a run, or compare several runs."""
+
+    run_dirs: tyro.conf.Positional[tuple[str, ...]]
+    """Run directories holding bench.json."""
+    out: str = "runs/bench/comparison"
+    """Where the comparison of several runs goes."""
+
+
+def _env_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) <= 0:
+        raise ConfigError(f"--num-envs: expected comma-separated positive integers, got {text!r}")
+    return counts
+
+
+def run_bench(kind: str, args: list[str], console: Console) -> None:
+    from phalanx.bench.machine import machine_info
+    from phalanx.bench.report import write_run
+    from phalanx.bench.telemetry import Telemetry
+    from phalanx.bench.throughput import measure
+    from phalanx.cli import _positive, _task_and_flags
+    from phalanx.devices import resolve_device
+
+    task, flags = _task_and_flags(f"bench {kind}", args)
+    default = BenchCfg(task=task, num_envs=SWEEP if kind == "envs" else BenchCfg.num_envs)
+    cfg = tyro.cli(BenchCfg, default=default, args=flags, prog=f"phalanx bench {kind} {task}")
+    counts = _env_counts(cfg.num_envs)
+    _positive("iterations", cfg.iterations)
+    _positive("num-steps-per-env", cfg.num_steps_per_env)
+    device = resolve_device(cfg.device)
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"{kind}-{task}-{stamp}")
+    telemetry = Telemetry(run_dir, cfg.telemetry_interval_s) if cfg.telemetry else None
+    if telemetry is not None and telemetry.note:
+        console.print(f"telemetry: {telemetry.note}")
+    results = []
+    with telemetry if telemetry is not None else contextlib.nullcontext():
+        for n in counts:
+            r = measure(task, n, device, cfg.iterations, cfg.warmup, cfg.num_steps_per_env)
+            results.append(r)
+            if r["valid"]:
+                console.print(
+                    f"{task} {n} envs: fps step {r['fps_step']:,.0f}, step+inference {r['fps_step_inference']:,.0f}, "
+                    f"total {r['fps_total']:,.0f}; step / physics limit {100 * r['ratio_step_to_limit']:.0f} %"
+                )
+            else:
+                console.print(f"{task} {n} envs: invalid: {r['reason']}")
+    bench = {
+        "kind": kind,
+        "task": task,
+        "command": " ".join(["phalanx", "bench", kind, *args]),
+        "date": date.today().isoformat(),
+        "device": str(device),
+        "machine": machine_info(),
+        "config": dataclasses.asdict(cfg),
+        "results": results,
+        "telemetry": telemetry.summary() if telemetry is not None else None,
+    }
+    write_run(run_dir, bench)
+    console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
+
+
+def run_report(args: list[str], console: Console) -> None:
+    from phalanx.bench.report import compare, render
+
+    cfg = tyro.cli(ReportCfg, args=args, prog="phalanx bench report")
+    dirs = [Path(d) for d in cfg.run_dirs]
+    if not dirs:
+        raise ConfigError("bench report: give at least one run directory")
+    if len(dirs) == 1:
+        render(dirs[0])
+        console.print(f"rebuilt {dirs[0] / 'report.md'}")
+    else:
+        console.print(f"wrote {compare(dirs, Path(cfg.out))}")
+
+
+def bench(args: list[str], console: Console) -> None:
+    kinds = ("throughput", "envs", "report")
+    if not args or args[0] not in kinds:
+        got = repr(args[0]) if args else "nothing"
+        raise ConfigError(f"bench: expected one of {', '.join(kinds)}, got {got}")
+    if args[0] == "report":
+        run_report(args[1:], console)
+    else:
+        run_bench(args[0], args[1:], console)

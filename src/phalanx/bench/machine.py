@@ -1,0 +1,73 @@
+"""What a benchmark ran on: machine, accelerator, library versions, commit."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    """Short commit of the phalanx checkout, or "unknown" outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    """Host, CPU, GPUs (name, count, driver), versions and commit, as JSON-ready values."""
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    driver = "none"
+    if gpus:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            driver = pynvml.nvmlSystemGetDriverVersion()
+        except Exception:  # noqa: BLE001 (NVML missing or failing only hides the driver version)
+            driver = "unknown (no NVML)"
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "gpu": gpus[0] if gpus else "none",
+        "gpu_count": len(gpus),
+        "driver": driver,
+        "versions": {
+            "python": platform.python_version(),
+            **{name: _version(name) for name in ("phalanx", "torch", "warp-lang", "mujoco", "mujoco-warp")},
+        },
+        "commit": git_commit(),
+    }

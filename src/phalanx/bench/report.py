@@ -1,0 +1,142 @@
+"""bench.json, report.md and PNG plots of a benchmark run; merged comparisons of several runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from phalanx.rl.checkpoint import write_text_atomic
+
+PHASES = ("physics", "obs_reward_reset", "policy_inference", "ppo_update")
+
+
+def write_run(run_dir: Path, bench: dict[str, Any]) -> None:
+    """Writes bench.json and, from it, report.md and the plots."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_dir / "bench.json", json.dumps(bench, indent=2) + "\n")
+    render(run_dir)
+
+
+def load(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / "bench.json"
+    if not path.is_file():
+        from phalanx.errors import ConfigError
+
+        raise ConfigError(f"bench report: no bench.json in {run_dir}")
+    return json.loads(path.read_text())
+
+
+def render(run_dir: Path) -> None:
+    """(Re)builds report.md and the PNGs of a run directory from its bench.json."""
+    bench = load(run_dir)
+    valid = [r for r in bench["results"] if r["valid"]]
+    plots = [_plot_phases(run_dir, valid)]
+    if bench["kind"] == "envs" and len(valid) > 1:
+        plots.append(_plot_sweep(run_dir, valid))
+    m = bench["machine"]
+    lines = [
+        f"# phalanx bench {bench['kind']}: {bench['task']}",
+        "",
+        f"- command: `{bench['command']}`",
+        f"- date: {bench['date']}; commit: {m['commit']}",
+        f"- device: {bench['device']} ({m['gpu']} x {m['gpu_count']}, driver {m['driver']}; CPU {m['cpu']}, "
+        f"{m['cpu_count']} cores)",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in m['versions'].items())}",
+        "",
+        _table(bench["results"]),
+        "",
+    ]
+    if bench["device"] == "cpu":
+        lines += ["On the CPU, memory per env is the growth of the process's peak resident memory.", ""]
+    if bench.get("telemetry"):
+        lines += ["## Telemetry averages", "", "```", json.dumps(bench["telemetry"], indent=2), "```", ""]
+    lines += [f"![{p.stem}]({p.name})" for p in plots if p is not None]
+    write_text_atomic(run_dir / "report.md", "\n".join(lines) + "\n")
+
+
+def _table(results: list[dict[str, Any]]) -> str:
+    head = (
+        "| envs | fps step | fps step+inference | fps total | iteration ms | physics | obs/reward/reset | "
+        "inference | update | physics limit | step / limit | memory per env |\n" + "|---" * 12 + "|"
+    )
+    rows = []
+    for r in results:
+        if not r["valid"]:
+            rows.append(f"| {r['num_envs']} | invalid: {r['reason']} |" + " |" * 10)
+            continue
+        ms = {k: 1e3 * v for k, v in r["phases_s"].items()}
+        rows.append(
+            f"| {r['num_envs']} | {r['fps_step']:,.0f} | {r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | "
+            f"{1e3 * r['iteration_s']:.1f} | {ms['physics']:.1f} | {ms['obs_reward_reset']:.1f} | "
+            f"{ms['policy_inference']:.1f} | {ms['ppo_update']:.1f} | {r['physics_limit_env_steps_per_s']:,.0f} | "
+            f"{100 * r['ratio_step_to_limit']:.0f} % | {r['memory_per_env_bytes'] / 1024:.1f} KiB |"
+        )
+    return head + "\n" + "\n".join(rows)
+
+
+def _plot_phases(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
+    if not results:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    labels = [str(r["num_envs"]) for r in results]
+    bottom = [0.0] * len(results)
+    for phase in PHASES:
+        values = [1e3 * r["phases_s"][phase] for r in results]
+        ax.bar(labels, values, bottom=bottom, label=phase.replace("_", " "))
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_xlabel("envs")
+    ax.set_ylabel("ms per training iteration")
+    ax.set_title("where an iteration's time goes")
+    ax.legend()
+    path = run_dir / "phases.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _plot_sweep(run_dir: Path, results: list[dict[str, Any]]) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = [r["num_envs"] for r in results]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for key in ("fps_step", "fps_step_inference", "fps_total"):
+        left.plot(envs, [r[key] for r in results], marker="o", label=key)
+    left.plot(envs, [r["physics_limit_env_steps_per_s"] for r in results], "k--", label="physics limit")
+    left.set(xscale="log", yscale="log", xlabel="envs", ylabel="env steps / s", title="throughput")
+    left.legend()
+    right.plot(envs, [r["memory_per_env_bytes"] / 1024 for r in results], marker="o")
+    right.set(xscale="log", xlabel="envs", ylabel="KiB per env", title="memory per env")
+    path = run_dir / "envs.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def compare(run_dirs: list[Path], out_dir: Path) -> Path:
+    """One table of every valid result of several runs (machines, tasks, env counts)."""
+    head = "| device | gpu | task | envs | fps step | fps step+inference | fps total | step / limit | commit | date |"
+    lines = ["# phalanx bench comparison", "", head, "|---" * 10 + "|"]
+    for run_dir in run_dirs:
+        bench = load(run_dir)
+        m = bench["machine"]
+        for r in bench["results"]:
+            if r["valid"]:
+                lines.append(
+                    f"| {bench['device']} | {m['gpu']} | {r['task']} | {r['num_envs']} | {r['fps_step']:,.0f} | "
+                    f"{r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | {100 * r['ratio_step_to_limit']:.0f} % "
+                    f"| {m['commit']} | {bench['date']} |"
+                )
+    path = out_dir / "report.md"
+    write_text_atomic(path, "\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,99 @@
+"""Training throughput of one task at one env count, broken down by phase and start-up step."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+from typing import Any
+
+import torch
+from rich.console import Console
+
+from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
+
+
+def _device_memory_used(device: torch.device) -> int:
+    """Bytes in use on the GPU (every allocator: torch and Warp), or the process's peak RSS on CPU."""
+    if device.type == "cuda":
+        free, total = torch.cuda.mem_get_info(device)
+        return total - free
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def measure(
+    task: str, num_envs: int, device: torch.device, iterations: int, warmup: int, num_steps_per_env: int | None = None
+) -> dict[str, Any]:
+    """Trains `task` with its defaults for `warmup` + `iterations` iterations and returns medians
+    of the timed ones: fps (step, step + inference, total), the iteration time split into
+    physics, observation/reward/reset, policy inference and PPO update, the start-up split, memory,
+    and the raw physics limit with the ratio fps_step / limit. An env count the trainer cannot run
+    (minibatches that do not divide the batch, out of memory) comes back with `valid: False` and
+    the reason."""
+    start = time.perf_counter()
+    from phalanx.envs import make
+    from phalanx.rl.config import default_train_cfg
+    from phalanx.rl.trainer import Trainer
+
+    import_s = time.perf_counter() - start
+    cfg = default_train_cfg(task)
+    cfg.num_envs, cfg.device = num_envs, str(device)
+    cfg.num_steps_per_env = num_steps_per_env or cfg.num_steps_per_env
+    steps = cfg.num_steps_per_env
+    row: dict[str, Any] = {"task": task, "num_envs": num_envs, "num_steps_per_env": steps, "valid": True}
+    if (num_envs * steps) % cfg.algo.num_mini_batches:
+        reason = (
+            f"num_envs x num_steps_per_env = {num_envs * steps} is not divisible into "
+            f"{cfg.algo.num_mini_batches} minibatches"
+        )
+        return {**row, "valid": False, "reason": reason}
+    memory_before = _device_memory_used(device)
+    try:
+        start = time.perf_counter()
+        env = make(task, num_envs=num_envs, device=device, seed=cfg.seed, verbose=False)
+        build_s = time.perf_counter() - start
+        trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
+        start = time.perf_counter()
+        trainer._iterate()  # compiles kernels, captures the env step
+        first_iteration_s = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(warmup):
+            trainer._iterate()  # captures the rollout and update graphs on CUDA
+        warmup_s = time.perf_counter() - start
+        rows = [trainer._iterate() for _ in range(iterations)]
+    except torch.cuda.OutOfMemoryError as error:
+        return {**row, "valid": False, "reason": f"out of GPU memory ({str(error).splitlines()[0]})"}
+    memory_after = _device_memory_used(device)
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    frames = num_envs * steps
+    iteration_s, collect_s, step_s = (frames / median(k) for k in ("fps_total", "fps_step_inference", "fps_step"))
+    physics_s = steps * seconds_per_call(env.sim.step, steps, device)  # with the policy's last controls
+    sim = env.sim
+    limit_env_steps_per_s = physics_steps_per_s(sim, calls=steps, repeats=3, random_ctrl=False) / sim.cfg.decimation
+    return {
+        **row,
+        "fps_step": median("fps_step"),
+        "fps_step_inference": median("fps_step_inference"),
+        "fps_total": median("fps_total"),
+        "iteration_s": iteration_s,
+        "phases_s": {
+            "physics": min(physics_s, step_s),
+            "obs_reward_reset": max(step_s - physics_s, 0.0),
+            "policy_inference": collect_s - step_s,
+            "ppo_update": iteration_s - collect_s,
+        },
+        "startup_s": {
+            "import": import_s,
+            "model_build": build_s,
+            "first_iteration": first_iteration_s,
+            "warmup_and_capture": warmup_s,
+        },
+        "memory_bytes": memory_after - memory_before if device.type == "cuda" else memory_after,
+        "memory_per_env_bytes": (memory_after - memory_before) / num_envs,
+        "physics_limit_env_steps_per_s": limit_env_steps_per_s,
+        "ratio_step_to_limit": median("fps_step") / limit_env_steps_per_s,
+        "iterations_timed": iterations,
+    }

@@ -1,0 +1,87 @@
+"""phalanx bench on the CPU: each subcommand end to end, the schema and the consistency of figures."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from phalanx.cli import main
+
+QUICK = ["--device", "cpu", "--iterations", "2", "--warmup", "1"]
+
+
+@pytest.fixture(scope="module")
+def throughput_run(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("throughput")
+    args = ["bench", "throughput", "cartpole", "--num-envs", "32,64", *QUICK, "--run-dir", str(run_dir), "--telemetry"]
+    assert main(args) == 0
+    return run_dir
+
+
+def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None:
+    bench = json.loads((throughput_run / "bench.json").read_text())
+    assert bench["kind"] == "throughput" and bench["task"] == "cartpole" and bench["device"] == "cpu"
+    assert bench["command"].startswith("phalanx bench throughput cartpole")
+    assert {"host", "cpu", "gpu", "gpu_count", "driver", "versions", "commit"} <= set(bench["machine"])
+    assert [r["num_envs"] for r in bench["results"]] == [32, 64]
+    for r in bench["results"]:
+        assert r["valid"]
+        assert 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"]
+        assert r["physics_limit_env_steps_per_s"] > 0 and r["ratio_step_to_limit"] > 0
+        phases = r["phases_s"]
+        assert set(phases) == {"physics", "obs_reward_reset", "policy_inference", "ppo_update"}
+        assert all(v >= 0 for v in phases.values())
+        assert sum(phases.values()) == pytest.approx(r["iteration_s"], rel=1e-6)
+        assert set(r["startup_s"]) == {"import", "model_build", "first_iteration", "warmup_and_capture"}
+        assert all(v >= 0 for v in r["startup_s"].values()) and r["memory_bytes"] > 0
+    report = (throughput_run / "report.md").read_text()
+    assert "| 32 |" in report and "| 64 |" in report and "phases.png" in report
+    assert (throughput_run / "phases.png").stat().st_size > 1000
+
+
+def test_telemetry_without_gpu_records_the_cpu_and_says_so(throughput_run: Path) -> None:
+    bench = json.loads((throughput_run / "bench.json").read_text())
+    assert bench["telemetry"]["note"] == "no GPU visible through NVML: CPU telemetry only"
+    assert bench["telemetry"]["gpus"] == [] and bench["telemetry"]["samples"] > 0
+    with open(throughput_run / "cpu_metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and {"timestamp", "thread", "cpu_pct"} == set(rows[0])
+    assert any(r["thread"] == "process" for r in rows)
+    with open(throughput_run / "gpu_metrics.csv") as f:
+        assert next(csv.reader(f))[:3] == ["timestamp", "gpu", "utilization_pct"]
+
+
+def test_env_sweep_reports_invalid_settings_and_plots(tmp_path: Path) -> None:
+    # 5 envs x 3 steps = 15 transitions cannot be split into 4 minibatches; 8 x 3 = 24 can.
+    args = ["bench", "envs", "cartpole", "--num-envs", "5,8,16", "--num-steps-per-env", "3", *QUICK]
+    assert main([*args, "--run-dir", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "bench.json").read_text())["results"]
+    assert [r["valid"] for r in results] == [False, True, True]
+    assert "15 is not divisible into 4 minibatches" in results[0]["reason"]
+    assert (tmp_path / "envs.png").is_file() and "invalid: num_envs" in (tmp_path / "report.md").read_text()
+
+
+def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> None:
+    (throughput_run / "report.md").unlink()
+    assert main(["bench", "report", str(throughput_run)]) == 0
+    assert (throughput_run / "report.md").is_file()
+    out = tmp_path / "comparison"
+    assert main(["bench", "report", str(throughput_run), str(throughput_run), "--out", str(out)]) == 0
+    table = (out / "report.md").read_text()
+    assert table.count("| cpu | none | cartpole |") == 4
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bench"], "bench: expected one of throughput, envs, report, got nothing"),
+        (["bench", "throughput", "cartpole", "--num-envs", "4096,x"], "--num-envs: expected comma-separated"),
+        (["bench", "report", "/nonexistent"], "no bench.json in /nonexistent"),
+    ],
+)
+def test_bench_bad_input(args: list[str], message: str, capsys) -> None:
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
