@@ -16,7 +16,8 @@ QUICK = ["--device", "cpu", "--iterations", "2", "--warmup", "1"]
 @pytest.fixture(scope="module")
 def throughput_run(tmp_path_factory) -> Path:
     run_dir = tmp_path_factory.mktemp("throughput")
-    args = ["bench", "throughput", "cartpole", "--num-envs", "32,64", *QUICK, "--run-dir", str(run_dir), "--telemetry"]
+    args = ["bench", "throughput", "cartpole", "--num-envs", "32,64", *QUICK, "--telemetry", "--profile", "1"]
+    args += ["--run-dir", str(run_dir)]
     assert main(args) == 0
     return run_dir
 
@@ -40,6 +41,12 @@ def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None
     report = (throughput_run / "report.md").read_text()
     assert "| 32 |" in report and "| 64 |" in report and "phases.png" in report
     assert (throughput_run / "phases.png").stat().st_size > 1000
+
+
+def test_profile_trace_names_the_phases(throughput_run: Path) -> None:
+    trace = json.loads((throughput_run / "trace-64.json").read_text())
+    names = {event.get("name") for event in trace["traceEvents"]}
+    assert {"rollout", "env_step", "ppo_update"} <= names
 
 
 def test_telemetry_without_gpu_records_the_cpu_and_says_so(throughput_run: Path) -> None:

@@ -38,6 +38,9 @@ class BenchCfg:
     """Sample GPU (NVML) and CPU load in the background into gpu_metrics.csv and cpu_metrics.csv."""
     telemetry_interval_s: float = 0.5
     """Seconds between telemetry samples."""
+    profile: int = 0
+    """After the timed iterations, run this many more under the torch profiler and write a Chrome
+    trace per env count (trace-ENVS.json; open in chrome://tracing or Perfetto)."""
 
 
 @dataclass
@@ -74,6 +77,8 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     counts = _env_counts(cfg.num_envs)
     _positive("iterations", cfg.iterations)
     _positive("num-steps-per-env", cfg.num_steps_per_env)
+    if cfg.profile < 0:
+        raise ConfigError(f"--profile: must be >= 0, got {cfg.profile}")
     device = resolve_device(cfg.device)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"{kind}-{task}-{stamp}")
@@ -83,7 +88,8 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     results = []
     with telemetry if telemetry is not None else contextlib.nullcontext():
         for n in counts:
-            r = measure(task, n, device, cfg.iterations, cfg.warmup, cfg.num_steps_per_env)
+            trace = run_dir / f"trace-{n}.json"
+            r = measure(task, n, device, cfg.iterations, cfg.warmup, cfg.num_steps_per_env, trace, cfg.profile)
             results.append(r)
             if r["valid"]:
                 console.print(

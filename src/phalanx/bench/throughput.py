@@ -5,12 +5,26 @@ from __future__ import annotations
 import resource
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 from rich.console import Console
 
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
+
+
+def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> None:
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    trainer.profiling = True
+    with torch.profiler.profile(activities=activities) as profiler:
+        for _ in range(iterations):
+            trainer._iterate()
+    trainer.profiling = False
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    profiler.export_chrome_trace(str(trace))
 
 
 def _device_memory_used(device: torch.device) -> int:
@@ -22,12 +36,21 @@ def _device_memory_used(device: torch.device) -> int:
 
 
 def measure(
-    task: str, num_envs: int, device: torch.device, iterations: int, warmup: int, num_steps_per_env: int | None = None
+    task: str,
+    num_envs: int,
+    device: torch.device,
+    iterations: int,
+    warmup: int,
+    num_steps_per_env: int | None = None,
+    profile_trace: Path | None = None,
+    profile_iterations: int = 0,
 ) -> dict[str, Any]:
     """Trains `task` with its defaults for `warmup` + `iterations` iterations and returns medians
     of the timed ones: fps (step, step + inference, total), the iteration time split into
     physics, observation/reward/reset, policy inference and PPO update, the start-up split, memory,
-    and the raw physics limit with the ratio fps_step / limit. An env count the trainer cannot run
+    and the raw physics limit with the ratio fps_step / limit. With `profile_iterations`, that many
+    more iterations run under the torch profiler and its trace goes to `profile_trace` (Chrome
+    trace JSON; phases are named ranges, also NVTX ranges for Nsight Systems). An env count the trainer cannot run
     (minibatches that do not divide the batch, out of memory) comes back with `valid: False` and
     the reason."""
     start = time.perf_counter()
@@ -64,6 +87,8 @@ def measure(
     except torch.cuda.OutOfMemoryError as error:
         return {**row, "valid": False, "reason": f"out of GPU memory ({str(error).splitlines()[0]})"}
     memory_after = _device_memory_used(device)
+    if profile_iterations:
+        _profile(trainer, device, profile_iterations, profile_trace)
 
     def median(key: str) -> float:
         return statistics.median(r[key] for r in rows)
@@ -75,6 +100,7 @@ def measure(
     limit_env_steps_per_s = physics_steps_per_s(sim, calls=steps, repeats=3, random_ctrl=False) / sim.cfg.decimation
     return {
         **row,
+        "profile_trace": str(profile_trace) if profile_iterations else None,
         "fps_step": median("fps_step"),
         "fps_step_inference": median("fps_step_inference"),
         "fps_total": median("fps_total"),

@@ -2,9 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 
 import torch
+
+
+@contextlib.contextmanager
+def phase_range(name: str, torch_profiler: bool = False) -> Iterator[None]:
+    """Marks a phase for profilers: an NVTX range (Nsight Systems) always on CUDA, and a torch
+    profiler range when `torch_profiler` (only while profiling: graphs are never captured then).
+    Host-side markers only: nothing is added to the GPU stream."""
+    nvtx = torch.cuda.is_available()
+    if nvtx:
+        torch.cuda.nvtx.range_push(name)
+    try:
+        with torch.profiler.record_function(name) if torch_profiler else contextlib.nullcontext():
+            yield
+    finally:
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
 
 
 class IntervalTimer:

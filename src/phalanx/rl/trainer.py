@@ -24,7 +24,7 @@ from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.ppo import PPO
 from phalanx.rl.storage import RolloutStorage, compute_gae
-from phalanx.rl.timing import IntervalTimer
+from phalanx.rl.timing import IntervalTimer, phase_range
 
 
 class Trainer:
@@ -62,6 +62,7 @@ class Trainer:
         self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
         self.interrupted = False
+        self.profiling = False  # name the phases for the torch profiler (set while it records)
 
     # ----------------------------------------------------------------------------- rollout
 
@@ -84,7 +85,8 @@ class Trainer:
             self._copy_obs_in(obs)
             actions = self._staged(("act", t), self._act, t)
             step_timer.begin()
-            obs, reward, terminated, truncated, extras = self.env.step(actions)
+            with phase_range("env_step", self.profiling):
+                obs, reward, terminated, truncated, extras = self.env.step(actions)
             step_timer.end()
             self._staged(("record", t), self._record, t, reward, terminated, truncated, extras)
         self._copy_obs_in(obs)
@@ -199,9 +201,11 @@ class Trainer:
         total_timer.begin()
         collect_timer.begin()
         self._episode_stats.zero_()
-        self._collect(step_timer)
+        with phase_range("rollout", self.profiling):
+            self._collect(step_timer)
         collect_timer.end()
-        losses = self.ppo.update(self.storage)
+        with phase_range("ppo_update", self.profiling):
+            losses = self.ppo.update(self.storage)
         total_timer.end()
 
         # The one host read of the iteration.
