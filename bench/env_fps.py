@@ -26,18 +26,7 @@ from datetime import date
 import torch
 import warp as wp
 
-
-def _timed(fn, steps: int, repeats: int) -> float:
-    """Median seconds per call of fn over `repeats` blocks of `steps` calls."""
-    times = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(steps):
-            fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) / steps)
-    return statistics.median(times)
+from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
 
 
 def _env_rate(env, steps: int, repeats: int) -> float:
@@ -50,7 +39,7 @@ def _env_rate(env, steps: int, repeats: int) -> float:
 
     for _ in range(50):
         env_step()
-    return env.num_envs / _timed(env_step, steps, repeats)
+    return env.num_envs / statistics.median(seconds_per_call(env_step, steps, env.device) for _ in range(repeats))
 
 
 def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
@@ -66,27 +55,10 @@ def bench_task(task: str, num_envs: int, steps: int, repeats: int) -> dict:
     invalid = env.report_invalid()
     sim = env.sim
     decimation = sim.cfg.decimation
-    all_envs = torch.ones(num_envs, dtype=torch.bool, device=env.device)
-
-    # Raw physics: the same Simulator (model, worlds, buffers, graph) and nothing else; one call is
-    # `decimation` physics steps. First with zero controls (the limit), then with uniform random
-    # controls from the default state (the physics the env's random actions cause, without resets).
-    def raw_rate(random_ctrl: bool) -> float:
-        def physics():
-            if random_ctrl:
-                sim.ctrl.uniform_(-1.0, 1.0)
-            sim.step()
-
-        times = []
-        for _ in range(repeats):
-            sim.reset_(all_envs)
-            for _ in range(10):
-                physics()
-            times.append(_timed(physics, steps, 1))
-        return num_envs * decimation / statistics.median(times)
-
-    raw_physics_sps = raw_rate(random_ctrl=False)
-    raw_random_sps = raw_rate(random_ctrl=True)
+    # Raw physics: the same Simulator (model, worlds, buffers, graph) and nothing else; zero
+    # controls give the limit, random controls what the env's random actions cost the physics.
+    raw_physics_sps = physics_steps_per_s(sim, steps, repeats, random_ctrl=False)
+    raw_random_sps = physics_steps_per_s(sim, steps, repeats, random_ctrl=True)
     eager_sps = _env_rate(make(capture=False, compile=False), steps, repeats)
     captured_sps = _env_rate(make(capture=True, compile=False), steps, repeats)
     compiled_sps = _env_rate(make(capture=False, compile=True), steps, repeats)
