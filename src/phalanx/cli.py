@@ -98,8 +98,47 @@ def _positive(name: str, value: int | None) -> None:
         raise ConfigError(f"--{name}: must be a positive integer, got {value}")
 
 
+def _launch_torchrun(task: str, flags: list[str], gpus: str) -> int:
+    """Runs this same command as a torchrun job of N local processes with --distributed."""
+    import subprocess
+
+    import torch
+
+    count = torch.cuda.device_count() if gpus == "all" else int(gpus) if gpus.isdigit() else 0
+    if count <= 0:
+        raise ConfigError(
+            f"--gpus: got {gpus!r}; allowed: a positive integer or 'all' (this machine has "
+            f"{torch.cuda.device_count()} GPUs)"
+        )
+    rest, skip = [], False
+    for flag in flags:
+        if skip:
+            skip = False
+        elif flag == "--gpus":
+            skip = True
+        elif not flag.startswith("--gpus="):
+            rest.append(flag)
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={count}",
+        "-m",
+        "phalanx",
+        "train",
+        task,
+        *rest,
+        "--distributed",
+    ]
+    return subprocess.call(command)
+
+
 def train(args: list[str], console: Console) -> int:
+    import torch
+
     from phalanx.devices import resolve_device
+    from phalanx.dist import DistContext, init_distributed
     from phalanx.envs import make, task_cfg
     from phalanx.envs.tables import sim_summary
     from phalanx.rl.checkpoint import load_checkpoint, write_text_atomic
@@ -113,6 +152,13 @@ def train(args: list[str], console: Console) -> int:
     cfg = tyro.cli(type(defaults), default=defaults, args=flags, prog=f"phalanx train {task}")
     if cfg.task != task:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
+    if cfg.gpus is not None:
+        return _launch_torchrun(task, flags, cfg.gpus)
+    dist = DistContext()
+    if cfg.distributed:
+        dist, cfg.device = init_distributed(cfg.device)
+        if not dist.is_main:
+            console = Console(quiet=True)
     for name in ("num-envs", "max-iterations", "num-steps-per-env", "save-interval"):
         _positive(name, getattr(cfg, name.replace("-", "_")))
     device = resolve_device(cfg.device)
@@ -131,14 +177,29 @@ def train(args: list[str], console: Console) -> int:
     run_dir = Path(cfg.run_dir or Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
     cfg.run_dir = str(run_dir)
     tcfg.sim = cfg.sim
-    env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed)
-    console.print(f"[bold]phalanx train[/bold] {sim_summary(env)} | run dir {run_dir}")
-    trainer = Trainer(cfg, env, run_dir, console)
-    write_text_atomic(run_dir / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
+    env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
+    ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
+    console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
+    trainer = Trainer(cfg, env, run_dir, console, dist)
+    if dist.is_main:
+        write_text_atomic(run_dir / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
     if resume_state is not None:
         trainer.load_state_dict(resume_state)
+        dist.broadcast_module(trainer.policy)
         console.print(f"resumed from {cfg.resume} at iteration {trainer.iteration}")
-    trainer.learn()
+    try:
+        trainer.learn()
+    except (RuntimeError, torch.distributed.DistError) as error:
+        if not dist.active:
+            raise
+        print(
+            f"phalanx train: rank {dist.rank}: lost the other ranks, stopping ({error})".splitlines()[0],
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        if dist.active:
+            torch.distributed.destroy_process_group()
     if trainer.interrupted:
         return 130  # the shell's code for "stopped by Ctrl-C"; the checkpoint is saved
     console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")

@@ -53,6 +53,12 @@ class TrainCfg:
     capture_rollout: bool | None = None
     """Replay each rollout step's policy inference and bookkeeping as CUDA graphs (the env step
     has its own); default: on for CUDA."""
+    distributed: bool = False
+    """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
+    seed + rank, gradients averaged over ranks, only rank 0 writes."""
+    gpus: str | None = None
+    """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
+    --distributed; on a machine without GPUs the processes train on the CPU."""
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     sim: SimCfg = field(default_factory=SimCfg)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from phalanx.dist import DistContext
 
 
 class EmpiricalNormalizer(nn.Module):
@@ -19,11 +24,19 @@ class EmpiricalNormalizer(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
-        """Folds the batch x (batch, dim) into the running statistics."""
+    def update(self, x: torch.Tensor, dist: DistContext | None = None) -> None:
+        """Folds the batch x (batch, dim) into the running statistics; with `dist`, the batches of
+        all ranks together, so every rank keeps the same statistics."""
         batch_count = x.shape[0]
         batch_mean = x.mean(dim=0)
         batch_var = x.var(dim=0, unbiased=False)
+        if dist is not None and dist.active:
+            # Global batch moments from each rank's count, mean and mean of squares (float64).
+            moments = torch.cat([batch_mean, batch_var + batch_mean.square()]).double()
+            dist.mean_(moments)  # equal batch sizes on every rank: the mean of means is the global mean
+            batch_mean = moments[: x.shape[1]].float()
+            batch_var = (moments[x.shape[1] :] - moments[: x.shape[1]].square()).clamp_min(0).float()
+            batch_count *= dist.world_size
         total = self.count + batch_count
         weight = (batch_count / total).float()
         delta = batch_mean - self.mean

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from phalanx.dist import DistContext
 from phalanx.errors import ConfigError
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.storage import RolloutStorage
@@ -89,10 +90,12 @@ class PPO:
         device: torch.device,
         generator: torch.Generator,
         capture: bool = False,
+        dist: DistContext | None = None,
     ):
         if cfg.schedule not in ("adaptive", "fixed"):
             raise ConfigError(f"algo.schedule: got {cfg.schedule!r}; allowed: 'adaptive', 'fixed'")
         self.policy, self.cfg, self.device, self.generator = policy, cfg, device, generator
+        self.dist = dist or DistContext()
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
         self.optimizer = torch.optim.Adam(
             policy.parameters(), lr=self.learning_rate, fused=True, capturable=device.type == "cuda"
@@ -171,7 +174,7 @@ class PPO:
         entropy = dist.entropy().sum(dim=-1).mean()
         values = self.policy.value(mb["critic_obs"])
         with torch.no_grad():
-            kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
+            kl = self.dist.mean_(gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev))
             if cfg.schedule == "adaptive":
                 # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it.
                 factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
@@ -185,6 +188,7 @@ class PPO:
 
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
+        self.dist.average_gradients(list(self.policy.parameters()))
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
         self.optimizer.found_inf.copy_(bad.float())

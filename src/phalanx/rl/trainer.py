@@ -15,6 +15,7 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from phalanx.dist import DistContext
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
 from phalanx.rl.checkpoint import load_checkpoint, save_checkpoint
@@ -30,8 +31,17 @@ from phalanx.rl.timing import IntervalTimer, phase_range
 class Trainer:
     """Trains an actor-critic on `env` with PPO as `cfg` says; writes into `run_dir` if given."""
 
-    def __init__(self, cfg: TrainCfg, env: TaskEnv, run_dir: Path | None, console: Console | None = None):
-        self.cfg, self.env, self.run_dir = cfg, env, run_dir
+    def __init__(
+        self,
+        cfg: TrainCfg,
+        env: TaskEnv,
+        run_dir: Path | None,
+        console: Console | None = None,
+        dist: DistContext | None = None,
+    ):
+        self.dist = dist or DistContext()
+        self.cfg, self.env = cfg, env
+        self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
         self.console = console or Console()
         self.device = env.device
         torch.manual_seed(cfg.seed)  # the networks' initial weights
@@ -39,10 +49,11 @@ class Trainer:
         self.critic_group = critic_group(env.observation_spec)
         critic_dim = env.observation_spec[self.critic_group][0]
         self.policy = ActorCritic.for_env(env.observation_spec, env.action_dim, cfg.policy).to(self.device)
+        self.dist.broadcast_module(self.policy)
         self.obs_norm = EmpiricalNormalizer(obs_dim).to(self.device)
         self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device)
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(cfg.seed)
+        self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         self.capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if self.capture_rollout and not env.capture:
@@ -50,7 +61,10 @@ class Trainer:
         self._graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, Any]] = {}
         self._rollout_warm = False
         self._obs_in: dict[str, torch.Tensor] | None = None
-        self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator, capture=capture_update)
+        if self.dist.active and self.device.type == "cuda" and (capture_update or self.capture_rollout):
+            # Collectives inside the trainer's graphs are not validated yet: multi-GPU runs eager.
+            capture_update = self.capture_rollout = False
+        self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator, capture=capture_update, dist=self.dist)
         self.storage = RolloutStorage(
             cfg.num_steps_per_env, env.num_envs, obs_dim, critic_dim, env.action_dim, self.device
         )
@@ -71,8 +85,8 @@ class Trainer:
         if not self.cfg.empirical_normalization:
             return actor_obs, critic_obs
         if update:
-            self.obs_norm.update(actor_obs)
-            self.critic_norm.update(critic_obs)
+            self.obs_norm.update(actor_obs, self.dist)
+            self.critic_norm.update(critic_obs, self.dist)
         return self.obs_norm(actor_obs), self.critic_norm(critic_obs)
 
     @torch.no_grad()
@@ -208,13 +222,19 @@ class Trainer:
             losses = self.ppo.update(self.storage)
         total_timer.end()
 
-        # The one host read of the iteration.
+        # The one host read of the iteration (after one sum over ranks when distributed).
         names = [*self._stat_names, *losses, "invalid_env_resets"]
         device_values = [*self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float()]
-        values = torch.stack(device_values).tolist()
-        stats = dict(zip(names, values, strict=True))
-        frames = self.cfg.num_steps_per_env * self.env.num_envs
+        summed = self.dist.sum_(torch.stack(device_values))
+        stats = dict(zip(names, summed.tolist(), strict=True))
+        for key in losses:  # losses and the learning rate: the mean over ranks
+            stats[key] /= self.dist.world_size
         step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
+        local_frames = self.cfg.num_steps_per_env * self.env.num_envs
+        # FPS are sums over ranks, frames the total over ranks.
+        rates = [local_frames / step_s, local_frames / collect_s, local_frames / total_s]
+        fps = self.dist.sum_(torch.tensor(rates, device=self.device)).tolist()
+        frames = local_frames * self.dist.world_size
         self.frames += frames
         self.elapsed_s += total_s
         if stats["episodes"] > 0:
@@ -226,9 +246,9 @@ class Trainer:
             "iteration": self.iteration,
             "frames": self.frames,
             "time_s": self.elapsed_s,
-            "fps_step": frames / step_s,
-            "fps_step_inference": frames / collect_s,
-            "fps_total": frames / total_s,
+            "fps_step": fps[0],
+            "fps_step_inference": fps[1],
+            "fps_total": fps[2],
             **self.last_episode,
             "episodes": int(stats["episodes"]),
             "invalid_env_resets": int(stats["invalid_env_resets"]),
@@ -271,11 +291,12 @@ class Trainer:
         self.obs_norm.load_state_dict(state["obs_norm"])
         self.critic_norm.load_state_dict(state["critic_norm"])
         self.ppo.load_state_dict(state["ppo"])
-        self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         if state["cuda_rng"] is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
-        self.env.load_state_dict(_to_device(state["env"], self.device))
+        if self.dist.is_main:  # the checkpoint holds rank 0's envs; other ranks keep their own
+            self.generator.set_state(state["generator"])
+            self.env.load_state_dict(_to_device(state["env"], self.device))
 
     def save(self) -> None:
         path = self.checkpoint_path()
