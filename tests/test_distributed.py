@@ -85,3 +85,18 @@ def test_gpus_flag_launches_torchrun(tmp_path: Path) -> None:
     assert "ranks, 16 envs each" in run.stdout
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert rows[-1]["frames"] == 2 * 8 * 16 * 2
+
+
+def test_resume_last_continues_a_restarted_job(tmp_path: Path) -> None:
+    """What torchrun --max-restarts does after a failure: the same command again. With
+    `--resume last` the first start begins fresh and a restart continues from the last checkpoint."""
+    train = ["--standalone", "--nproc_per_node", "2", "-m", "phalanx", "train", "cartpole", "--distributed"]
+    train += ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "1"]
+    train += ["--run-dir", str(tmp_path), "--resume", "last"]
+    first = _torchrun(*train, "--max-iterations", "2")
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _torchrun(*train, "--max-iterations", "4")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed from" in second.stdout and "at iteration 2" in second.stdout
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [0, 1, 2, 3]

@@ -173,9 +173,15 @@ def train(args: list[str], console: Console) -> int:
             f"--algo.num-mini-batches: {cfg.algo.num_mini_batches} does not divide num_envs x num_steps_per_env "
             f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}"
         )
-    resume_state = load_checkpoint(cfg.resume, task) if cfg.resume else None  # fail before building the env
+    if cfg.resume == "last" and not cfg.run_dir:
+        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
     run_dir = Path(cfg.run_dir or Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
     cfg.run_dir = str(run_dir)
+    resume = cfg.resume
+    if resume == "last":
+        last = run_dir / "checkpoints" / "model_last.pt"
+        resume = str(last) if last.is_file() else None
+    resume_state = load_checkpoint(resume, task) if resume else None  # fail before building the env
     tcfg.sim = cfg.sim
     env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
     ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
@@ -186,7 +192,7 @@ def train(args: list[str], console: Console) -> int:
     if resume_state is not None:
         trainer.load_state_dict(resume_state)
         dist.broadcast_module(trainer.policy)
-        console.print(f"resumed from {cfg.resume} at iteration {trainer.iteration}")
+        console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     try:
         trainer.learn()
     except (RuntimeError, torch.distributed.DistError) as error:

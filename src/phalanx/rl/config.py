@@ -39,7 +39,9 @@ class TrainCfg:
     run_dir: str | None = None
     """Where config.json, metrics.jsonl, checkpoints/ and TensorBoard events go; default runs/TASK/TIME."""
     resume: str | None = None
-    """Checkpoint to continue from exactly (model, optimizer, normalizer, env state, RNG, iteration)."""
+    """Checkpoint to continue from exactly (model, optimizer, normalizer, env state, RNG,
+    iteration); 'last': run_dir/checkpoints/model_last.pt if it exists, else start fresh (for
+    torchrun --max-restarts)."""
     num_steps_per_env: int = 16
     """Rollout length: env steps per env per iteration."""
     save_interval: int = 50
