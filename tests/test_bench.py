@@ -92,3 +92,24 @@ def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> N
 def test_bench_bad_input(args: list[str], message: str, capsys) -> None:
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:
+    args = ["bench", "scaling", "cartpole", "--mode", "weak", "--gpus", "1,2", "--num-envs", "16", "--device", "cpu"]
+    assert main([*args, "--iterations", "2", "--warmup", "1", "--run-dir", str(tmp_path)]) == 0
+    bench = json.loads((tmp_path / "bench.json").read_text())
+    one, two = bench["results"]
+    assert one["valid"] and two["valid"] and two["envs_per_rank"] == 16 and two["total_envs"] == 32
+    for r in (one, two):
+        assert 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"] and r["epoch_s"] > 0
+    assert one["speedup"] == 1.0 and one["efficiency"] == 1.0
+    assert two["efficiency"] == pytest.approx(two["fps_total"] / (2 * one["fps_total"]))
+    report = (tmp_path / "report.md").read_text()
+    assert "| GPUs | envs per GPU | FPS step |" in report and (tmp_path / "scaling.png").is_file()
+
+
+def test_strong_scaling_says_when_envs_do_not_split() -> None:
+    from phalanx.bench.scaling import envs_per_rank
+
+    assert envs_per_rank("strong", 4096, 4) == 1024 and envs_per_rank("weak", 4096, 4) == 4096
+    assert envs_per_rank("strong", 33, 2) is None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
+import torch
 import tyro
 from rich.console import Console
 
@@ -41,6 +42,30 @@ class BenchCfg:
     profile: int = 0
     """After the timed iterations, run this many more under the torch profiler and write a Chrome
     trace per env count (trace-ENVS.json; open in chrome://tracing or Perfetto)."""
+
+
+@dataclass
+class ScalingCfg:
+    """phalanx bench scaling: the same training job under torchrun with several process counts."""
+
+    task: str
+    """Registered task name."""
+    mode: str = "weak"
+    """'strong': num_envs in all, split over the GPUs; 'weak': num_envs on every GPU."""
+    gpus: str = "1,2,4"
+    """Comma-separated process (GPU) counts; each runs one torchrun --standalone job."""
+    num_envs: int = 4096
+    """Total envs (strong) or envs per GPU (weak)."""
+    device: str | None = None
+    """'cpu' runs the processes on the CPU with gloo; default: cuda when a GPU is visible, else cpu."""
+    iterations: int = 20
+    """Timed training iterations per process count (medians are reported)."""
+    warmup: int = 3
+    """Untimed iterations after the first."""
+    run_dir: str | None = None
+    """Where bench.json, report.md, scaling.png and each job's run directory go."""
+    telemetry: bool = False
+    """Sample GPU (NVML) and CPU load in the background into gpu_metrics.csv and cpu_metrics.csv."""
 
 
 @dataclass
@@ -113,6 +138,51 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 
 
+def run_scaling(args: list[str], console: Console) -> None:
+    from phalanx.bench import scaling
+    from phalanx.bench.machine import machine_info
+    from phalanx.bench.report import write_run
+    from phalanx.bench.telemetry import Telemetry
+    from phalanx.cli import _positive, _task_and_flags
+    from phalanx.devices import resolve_device
+
+    task, flags = _task_and_flags("bench scaling", args)
+    cfg = tyro.cli(ScalingCfg, default=ScalingCfg(task=task), args=flags, prog=f"phalanx bench scaling {task}")
+    if cfg.mode not in ("strong", "weak"):
+        raise ConfigError(f"--mode: got {cfg.mode!r}; allowed: 'strong', 'weak'")
+    counts = _env_counts(cfg.gpus).copy()
+    _positive("num-envs", cfg.num_envs)
+    _positive("iterations", cfg.iterations)
+    device = resolve_device(cfg.device)
+    if device.type == "cuda" and max(counts) > torch.cuda.device_count():
+        raise ConfigError(f"--gpus: asks for {max(counts)} GPUs, this machine has {torch.cuda.device_count()}")
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"scaling-{cfg.mode}-{task}-{stamp}")
+    telemetry = Telemetry(run_dir, 0.5) if cfg.telemetry else None
+    results = []
+    with telemetry if telemetry is not None else contextlib.nullcontext():
+        for k in counts:
+            r = scaling.run_point(task, cfg.mode, k, cfg.num_envs, device.type, cfg.iterations, cfg.warmup, run_dir)
+            results.append(r)
+            status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
+            console.print(f"{task} {cfg.mode} scaling, {k} GPU(s): {status}")
+    scaling.add_efficiency(results)
+    bench = {
+        "kind": "scaling",
+        "task": task,
+        "command": " ".join(["phalanx", "bench", "scaling", *args]),
+        "date": date.today().isoformat(),
+        "device": device.type,
+        "machine": machine_info(),
+        "config": dataclasses.asdict(cfg),
+        "results": results,
+        "telemetry": telemetry.summary() if telemetry is not None else None,
+    }
+    write_run(run_dir, bench)
+    console.print(scaling.table(results))
+    console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
+
+
 def run_report(args: list[str], console: Console) -> None:
     from phalanx.bench.report import compare, render
 
@@ -128,11 +198,13 @@ def run_report(args: list[str], console: Console) -> None:
 
 
 def bench(args: list[str], console: Console) -> None:
-    kinds = ("throughput", "envs", "report")
+    kinds = ("throughput", "envs", "scaling", "report")
     if not args or args[0] not in kinds:
         got = repr(args[0]) if args else "nothing"
         raise ConfigError(f"bench: expected one of {', '.join(kinds)}, got {got}")
     if args[0] == "report":
         run_report(args[1:], console)
+    elif args[0] == "scaling":
+        run_scaling(args[1:], console)
     else:
         run_bench(args[0], args[1:], console)

@@ -31,7 +31,12 @@ def render(run_dir: Path) -> None:
     """(Re)builds report.md and the PNGs of a run directory from its bench.json."""
     bench = load(run_dir)
     valid = [r for r in bench["results"] if r["valid"]]
-    plots = [_plot_phases(run_dir, valid)]
+    if bench["kind"] == "scaling":
+        from phalanx.bench import scaling
+
+        plots, body = [scaling.plot(run_dir, bench["results"])], scaling.table(bench["results"])
+    else:
+        plots, body = [_plot_phases(run_dir, valid)], _table(bench["results"])
     if bench["kind"] == "envs" and len(valid) > 1:
         plots.append(_plot_sweep(run_dir, valid))
     m = bench["machine"]
@@ -44,7 +49,7 @@ def render(run_dir: Path) -> None:
         f"{m['cpu_count']} cores)",
         f"- versions: {', '.join(f'{k} {v}' for k, v in m['versions'].items())}",
         "",
-        _table(bench["results"]),
+        body,
         "",
     ]
     if bench["device"] == "cpu":
@@ -125,17 +130,21 @@ def _plot_sweep(run_dir: Path, results: list[dict[str, Any]]) -> Path:
 
 def compare(run_dirs: list[Path], out_dir: Path) -> Path:
     """One table of every valid result of several runs (machines, tasks, env counts)."""
-    head = "| device | gpu | task | envs | fps step | fps step+inference | fps total | step / limit | commit | date |"
-    lines = ["# phalanx bench comparison", "", head, "|---" * 10 + "|"]
+    head = (
+        "| device | gpu | task | GPUs | envs | fps step | fps step+inference | fps total | step / limit | commit "
+        "| date |"
+    )
+    lines = ["# phalanx bench comparison", "", head, "|---" * 11 + "|"]
     for run_dir in run_dirs:
         bench = load(run_dir)
         m = bench["machine"]
         for r in bench["results"]:
             if r["valid"]:
+                ratio = f"{100 * r['ratio_step_to_limit']:.0f} %" if "ratio_step_to_limit" in r else "-"
                 lines.append(
-                    f"| {bench['device']} | {m['gpu']} | {r['task']} | {r['num_envs']} | {r['fps_step']:,.0f} | "
-                    f"{r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | {100 * r['ratio_step_to_limit']:.0f} % "
-                    f"| {m['commit']} | {bench['date']} |"
+                    f"| {bench['device']} | {m['gpu']} | {bench['task']} | {r.get('gpus', 1)} | "
+                    f"{r.get('num_envs', r.get('total_envs'))} | {r['fps_step']:,.0f} | "
+                    f"{r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | {ratio} | {m['commit']} | {bench['date']} |"
                 )
     path = out_dir / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")

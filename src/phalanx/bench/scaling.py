@@ -1,0 +1,112 @@
+"""Strong and weak scaling: the same training job under torchrun with 1, 2, 4, ... processes."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def envs_per_rank(mode: str, num_envs: int, ranks: int) -> int | None:
+    """strong: `num_envs` in all, split over the ranks (None if it does not split evenly);
+    weak: `num_envs` on every rank."""
+    if mode == "weak":
+        return num_envs
+    return num_envs // ranks if num_envs % ranks == 0 else None
+
+
+def run_point(
+    task: str, mode: str, ranks: int, num_envs: int, device: str, iterations: int, warmup: int, run_dir: Path
+) -> dict[str, Any]:
+    """Trains `task` for warmup + 1 + iterations iterations on `ranks` processes and returns
+    medians of the timed iterations (FPS are sums over ranks, as rank 0 logs them)."""
+    per_rank = envs_per_rank(mode, num_envs, ranks)
+    row: dict[str, Any] = {"gpus": ranks, "envs_per_rank": per_rank, "total_envs": (per_rank or 0) * ranks}
+    if per_rank is None:
+        return {**row, "valid": False, "reason": f"{num_envs} envs do not split evenly over {ranks} ranks"}
+    out = run_dir / f"gpus-{ranks}"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
+    command += ["-m", "phalanx", "train", task, "--distributed", "--device", device, "--num-envs", str(per_rank)]
+    command += ["--max-iterations", str(warmup + 1 + iterations), "--save-interval", "1000000", "--run-dir", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = " / ".join(done.stderr.strip().splitlines()[-3:])
+        return {**row, "valid": False, "reason": f"torchrun exited {done.returncode}: {tail}"}
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][warmup + 1 :]
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in rows)
+
+    frames = rows[-1]["frames"] - rows[-2]["frames"] if len(rows) > 1 else rows[-1]["frames"]
+    return {
+        **row,
+        "valid": True,
+        "fps_step": median("fps_step"),
+        "fps_step_inference": median("fps_step_inference"),
+        "fps_total": median("fps_total"),
+        "epoch_s": frames / median("fps_total"),
+    }
+
+
+def add_efficiency(results: list[dict[str, Any]]) -> None:
+    """Speed-up and parallel efficiency of fps_total against the smallest valid rank count:
+    efficiency = fps_total(k) / (k / k0 * fps_total(k0)), for strong and weak scaling alike."""
+    valid = [r for r in results if r["valid"]]
+    if not valid:
+        return
+    base = min(valid, key=lambda r: r["gpus"])
+    for r in valid:
+        r["speedup"] = r["fps_total"] / base["fps_total"]
+        r["efficiency"] = r["speedup"] / (r["gpus"] / base["gpus"])
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """Seed 000's layout: GPUs | FPS step | step & inference FPS | FPS total | per-epoch time."""
+    head = (
+        "| GPUs | envs per GPU | FPS step | step & inference FPS | FPS total | per-epoch time | speed-up "
+        "| efficiency |\n" + "|---" * 8 + "|"
+    )
+    rows = []
+    for r in results:
+        if not r["valid"]:
+            rows.append(f"| {r['gpus']} | invalid: {r['reason']} |" + " |" * 6)
+            continue
+        rows.append(
+            f"| {r['gpus']} | {r['envs_per_rank']} | {r['fps_step']:,.0f} | {r['fps_step_inference']:,.0f} | "
+            f"{r['fps_total']:,.0f} | {r['epoch_s']:.3f} s | {r['speedup']:.2f}x | {100 * r['efficiency']:.0f} % |"
+        )
+    return head + "\n" + "\n".join(rows)
+
+
+def plot(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
+    """FPS vs GPUs with the ideal line, efficiency vs GPUs, epoch time vs GPUs."""
+    valid = [r for r in results if r["valid"]]
+    if not valid:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gpus = [r["gpus"] for r in valid]
+    base = valid[0]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for key in ("fps_step", "fps_step_inference", "fps_total"):
+        axes[0].plot(gpus, [r[key] for r in valid], marker="o", label=key)
+    axes[0].plot(gpus, [base["fps_total"] * g / base["gpus"] for g in gpus], "k--", label="ideal (fps_total)")
+    axes[0].set(xlabel="GPUs", ylabel="env steps / s", title="throughput")
+    axes[0].legend()
+    axes[1].plot(gpus, [100 * r["efficiency"] for r in valid], marker="o")
+    axes[1].set(xlabel="GPUs", ylabel="%", title="parallel efficiency", ylim=(0, 110))
+    axes[2].plot(gpus, [r["epoch_s"] for r in valid], marker="o")
+    axes[2].set(xlabel="GPUs", ylabel="s", title="time per training iteration")
+    for ax in axes:
+        ax.set_xticks(gpus)
+    path = run_dir / "scaling.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
