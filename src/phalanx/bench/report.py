@@ -144,7 +144,8 @@ def compare(run_dirs: list[Path], out_dir: Path) -> Path:
                 lines.append(
                     f"| {bench['device']} | {m['gpu']} | {bench['task']} | {r.get('gpus', 1)} | "
                     f"{r.get('num_envs', r.get('total_envs'))} | {r['fps_step']:,.0f} | "
-                    f"{r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | {ratio} | {m['commit']} | {bench['date']} |"
+                    f"{r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | {ratio} | {m['commit']} | "
+                    f"{bench['date']} |"
                 )
     path = out_dir / "report.md"
     write_text_atomic(path, "\n".join(lines) + "\n")
