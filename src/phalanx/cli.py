@@ -141,7 +141,8 @@ def train(args: list[str], console: Console) -> int:
     from phalanx.dist import DistContext, init_distributed
     from phalanx.envs import make, task_cfg
     from phalanx.envs.tables import sim_summary
-    from phalanx.rl.checkpoint import load_checkpoint, write_text_atomic
+    from phalanx.files import write_text_atomic
+    from phalanx.rl.checkpoint import load_checkpoint
     from phalanx.rl.config import default_train_cfg
     from phalanx.rl.trainer import Trainer
 

@@ -88,9 +88,26 @@ def _env_counts(text: str) -> list[int]:
     return counts
 
 
-def run_bench(kind: str, args: list[str], console: Console) -> None:
+def _save(kind: str, task: str, args: list[str], device: str, cfg, results: list, telemetry, run_dir: Path) -> None:
+    """Writes bench.json (figures, machine, versions, commit, command), report.md and the plots."""
     from phalanx.bench.machine import machine_info
     from phalanx.bench.report import write_run
+
+    bench = {
+        "kind": kind,
+        "task": task,
+        "command": " ".join(["phalanx", "bench", kind, *args]),
+        "date": date.today().isoformat(),
+        "device": device,
+        "machine": machine_info(),
+        "config": dataclasses.asdict(cfg),
+        "results": results,
+        "telemetry": telemetry.summary() if telemetry is not None else None,
+    }
+    write_run(run_dir, bench)
+
+
+def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
     from phalanx.cli import _positive, _task_and_flags
@@ -123,25 +140,12 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
                 )
             else:
                 console.print(f"{task} {n} envs: invalid: {r['reason']}")
-    bench = {
-        "kind": kind,
-        "task": task,
-        "command": " ".join(["phalanx", "bench", kind, *args]),
-        "date": date.today().isoformat(),
-        "device": str(device),
-        "machine": machine_info(),
-        "config": dataclasses.asdict(cfg),
-        "results": results,
-        "telemetry": telemetry.summary() if telemetry is not None else None,
-    }
-    write_run(run_dir, bench)
+    _save(kind, task, args, str(device), cfg, results, telemetry, run_dir)
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 
 
 def run_scaling(args: list[str], console: Console) -> None:
     from phalanx.bench import scaling
-    from phalanx.bench.machine import machine_info
-    from phalanx.bench.report import write_run
     from phalanx.bench.telemetry import Telemetry
     from phalanx.cli import _positive, _task_and_flags
     from phalanx.devices import resolve_device
@@ -167,18 +171,7 @@ def run_scaling(args: list[str], console: Console) -> None:
             status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
             console.print(f"{task} {cfg.mode} scaling, {k} GPU(s): {status}")
     scaling.add_efficiency(results)
-    bench = {
-        "kind": "scaling",
-        "task": task,
-        "command": " ".join(["phalanx", "bench", "scaling", *args]),
-        "date": date.today().isoformat(),
-        "device": device.type,
-        "machine": machine_info(),
-        "config": dataclasses.asdict(cfg),
-        "results": results,
-        "telemetry": telemetry.summary() if telemetry is not None else None,
-    }
-    write_run(run_dir, bench)
+    _save("scaling", task, args, device.type, cfg, results, telemetry, run_dir)
     console.print(scaling.table(results))
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from phalanx.rl.checkpoint import write_text_atomic
+from phalanx.files import write_text_atomic
 
 PHASES = ("physics", "obs_reward_reset", "policy_inference", "ppo_update")
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from phalanx.errors import ConfigError
+from phalanx.files import atomic_path
 
 
 class CheckpointError(ConfigError):
@@ -17,17 +16,9 @@ class CheckpointError(ConfigError):
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Writes `state` to a temp file beside `path`, then renames it: a crash never leaves half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Writes `state` through a temp file and a rename: a crash never leaves half a checkpoint."""
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
 
 
 def load_checkpoint(path: str | Path, task: str) -> dict[str, Any]:
@@ -44,13 +35,3 @@ def load_checkpoint(path: str | Path, task: str) -> dict[str, Any]:
     if state["task"] != task:
         raise CheckpointError(f"checkpoint: {path} was trained on task {state['task']!r}, not {task!r}")
     return state
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Writes a text file through a temp file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600
-    os.replace(tmp, path)

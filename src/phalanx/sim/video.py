@@ -3,14 +3,13 @@ CPU and GPU alike)."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import mujoco_warp as mjw
 import numpy as np
 import warp as wp
 
+from phalanx.files import atomic_path
 from phalanx.sim.simulator import Simulator
 
 
@@ -54,15 +53,6 @@ class EnvRecorder:
         """Encodes the frames as H.264 mp4, through a temp file and a rename."""
         import imageio.v3 as iio
 
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".mp4")
-        os.close(fd)
-        try:
+        with atomic_path(path, suffix=".mp4") as tmp:
             iio.imwrite(tmp, np.stack(self.frames), fps=fps, codec="libx264", macro_block_size=8)
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return Path(path)
