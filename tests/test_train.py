@@ -144,3 +144,11 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path: Path) -> None:
     assert "interrupted: saved" in out
     saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=False)
     assert 3 <= saved["iteration"] < 100000
+
+
+def test_resume_with_another_env_count_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    assert _train(tmp_path / "a", "--max-iterations", "1") == 0
+    checkpoint = tmp_path / "a" / "checkpoints" / "model_last.pt"
+    args = ["train", "cartpole", "--device", "cpu", "--num-envs", "32", "--num-steps-per-env", "8"]
+    assert main([*args, "--run-dir", str(tmp_path / "b"), "--resume", str(checkpoint)]) == 2
+    assert "--num-envs: the checkpoint was trained with 16 envs, this run has 32" in capsys.readouterr().err

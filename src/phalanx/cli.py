@@ -104,6 +104,8 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str) -> int:
 
     import torch
 
+    if gpus == "all" and torch.cuda.device_count() == 0:
+        raise ConfigError("--gpus all: this machine has no GPU; give a number of CPU processes instead")
     count = torch.cuda.device_count() if gpus == "all" else int(gpus) if gpus.isdigit() else 0
     if count <= 0:
         raise ConfigError(
@@ -196,7 +198,7 @@ def train(args: list[str], console: Console) -> int:
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     try:
         trainer.learn()
-    except (RuntimeError, torch.distributed.DistError) as error:
+    except torch.distributed.DistError as error:
         if not dist.active:
             raise
         print(

@@ -35,12 +35,13 @@ def run_point(
     if done.returncode != 0:
         tail = " / ".join(done.stderr.strip().splitlines()[-3:])
         return {**row, "valid": False, "reason": f"torchrun exited {done.returncode}: {tail}"}
-    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][warmup + 1 :]
+    all_rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    frames = all_rows[0]["frames"]  # per iteration, summed over ranks
+    rows = all_rows[warmup + 1 :]
 
     def median(key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
-    frames = rows[-1]["frames"] - rows[-2]["frames"] if len(rows) > 1 else rows[-1]["frames"]
     return {
         **row,
         "valid": True,

@@ -63,6 +63,9 @@ class TaskEnv(VecEnv):
     ):
         if capture and device.type != "cuda":
             raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
+        if device.type == "cuda":
+            # CUDA graphs capture on the current device's stream: make it this env's device.
+            torch.cuda.set_device(device)
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = device
@@ -94,6 +97,7 @@ class TaskEnv(VecEnv):
         self.terminated = torch.zeros(n, dtype=torch.bool, device=dev)
         self._episode_terms = torch.zeros(n, len(cfg.rewards), device=dev)
         self._invalid_counts = torch.zeros(3, dtype=torch.long, device=dev)  # contact, constraint, non-finite
+        self._invalid_envs = torch.zeros((), dtype=torch.long, device=dev)
 
         self._obs_terms = {
             group: [(name, _bind(self, t.func, t.params), t) for name, t in terms.items()]
@@ -133,7 +137,7 @@ class TaskEnv(VecEnv):
                 f"got {mask.dtype} {tuple(mask.shape)} on {mask.device}"
             )
         self._reset_envs(mask)
-        self.obs = self._compute_obs()
+        self._store_obs(self._compute_obs())
         return self.obs
 
     def step(self, actions: torch.Tensor):
@@ -151,11 +155,23 @@ class TaskEnv(VecEnv):
     def _capture_step(self) -> None:
         """Records `_step` reading `_graph_in` into a CUDA graph; its outputs become static buffers."""
         torch.cuda.synchronize(self.device)
+        current = self.obs
         graph = torch.cuda.CUDAGraph()
         graph.register_generator_state(self.rng)
         with torch.cuda.graph(graph):
             self._graph_out = self._step_fn(self._graph_in)
         self._graph = graph
+        self._store_obs(current)  # the capture computed nothing: keep the real observations
+
+    def _store_obs(self, obs: dict[str, torch.Tensor]) -> None:
+        """Makes `obs` the current observations; once the step is captured, by copying them into
+        the graph's output buffers, which every replay updates."""
+        if self._graph_out is None:
+            self.obs = obs
+            return
+        for group, value in obs.items():
+            self._graph_out[0][group].copy_(value)
+        self.obs = self._graph_out[0]
 
     def _step(self, actions: torch.Tensor):
         # Non-finite actions are treated as 0 (documented); clipping and scaling as the ActionCfg says.
@@ -180,6 +196,7 @@ class TaskEnv(VecEnv):
         reasons[:, 2] |= ~torch.isfinite(values).all(dim=1)
         invalid = reasons.any(dim=1)
         self._invalid_counts += reasons.sum(dim=0)
+        self._invalid_envs += invalid.sum()
         self.terminated |= invalid
         truncated = time_out & ~self.terminated
         reward = self._weigh_rewards(values, invalid)
@@ -202,10 +219,11 @@ class TaskEnv(VecEnv):
     @property
     def invalid_resets(self) -> torch.Tensor:
         """Device scalar: envs reset so far because their simulation broke (no host sync)."""
-        return self._invalid_counts.sum()
+        return self._invalid_envs.clone()
 
     def report_invalid(self) -> list[str]:
-        """Host-side summary of envs reset because the simulation broke, with the option to fix it.
+        """Host-side summary of envs reset because the simulation broke, by reason (an env with
+        several reasons counts under each), with the option to fix it.
 
         Reads three counters from the device (a sync): call it once per iteration, not per step.
         """
@@ -235,7 +253,9 @@ class TaskEnv(VecEnv):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores a `state_dict` in place; the env then continues exactly where it was saved."""
         if state["num_envs"] != self.num_envs:
-            raise ValueError(f"the saved env state has {state['num_envs']} envs, this env has {self.num_envs}")
+            raise ConfigError(
+                f"--num-envs: the checkpoint's env state has {state['num_envs']} envs, this run has {self.num_envs}"
+            )
         self.sim.load_state_dict(state["sim"])
         for name in self._BUFFERS:
             getattr(self, name).copy_(state["buffers"][name])
@@ -244,7 +264,7 @@ class TaskEnv(VecEnv):
                 getattr(term, attr).copy_(value)
         for name, timer in self._event_timers.items():
             timer.copy_(state["event_timers"][name])
-        self.obs = {group: value.to(self.device) for group, value in state["obs"].items()}
+        self._store_obs({group: value.to(self.device) for group, value in state["obs"].items()})
         self.rng.set_state(state["rng"])
 
     def constant(self, values: tuple[float, ...]) -> torch.Tensor:
@@ -267,7 +287,10 @@ class TaskEnv(VecEnv):
 
     # ----------------------------------------------------------------------------- internals
 
-    _BUFFERS = ("action", "episode_length", "episode_return", "terminated", "_episode_terms", "_invalid_counts")
+    _BUFFERS = (
+        "action", "episode_length", "episode_return", "terminated",
+        "_episode_terms", "_invalid_counts", "_invalid_envs",
+    )  # fmt: skip
 
     def _all_terms(self) -> list[tuple[str, Term]]:
         terms = [(f"obs/{group}/{name}", term) for group, ts in self._obs_terms.items() for name, term, _ in ts]

@@ -32,7 +32,8 @@ class EmpiricalNormalizer(nn.Module):
         batch_var = x.var(dim=0, unbiased=False)
         if dist is not None and dist.active:
             # Global batch moments from each rank's count, mean and mean of squares (float64).
-            moments = torch.cat([batch_mean, batch_var + batch_mean.square()]).double()
+            mean64 = batch_mean.double()
+            moments = torch.cat([mean64, batch_var.double() + mean64.square()])
             dist.mean_(moments)  # equal batch sizes on every rank: the mean of means is the global mean
             batch_mean = moments[: x.shape[1]].float()
             batch_var = (moments[x.shape[1] :] - moments[: x.shape[1]].square()).clamp_min(0).float()

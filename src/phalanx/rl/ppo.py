@@ -191,6 +191,7 @@ class PPO:
         self.dist.average_gradients(list(self.policy.parameters()))
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
+        bad = self.dist.sum_(bad.float()) > 0  # skip on every rank, or the ranks' parameters diverge
         self.optimizer.found_inf.copy_(bad.float())
         self.skipped_updates += bad.long()
         self.optimizer.step()

@@ -30,6 +30,7 @@ class IntervalTimer:
     recorded on the current stream (no sync); `seconds()` syncs once and adds them up."""
 
     def __init__(self, device: torch.device):
+        self.device = device
         self.cuda = device.type == "cuda"
         self.reset()
 
@@ -41,20 +42,20 @@ class IntervalTimer:
     def begin(self) -> None:
         if self.cuda:
             self._start = torch.cuda.Event(enable_timing=True)
-            self._start.record()
+            self._start.record(torch.cuda.current_stream(self.device))
         else:
             self._start = time.perf_counter()
 
     def end(self) -> None:
         if self.cuda:
             stop = torch.cuda.Event(enable_timing=True)
-            stop.record()
+            stop.record(torch.cuda.current_stream(self.device))
             self._events.append((self._start, stop))
         else:
             self._seconds += time.perf_counter() - self._start
 
     def seconds(self) -> float:
         if self.cuda:
-            torch.cuda.synchronize()
+            torch.cuda.synchronize(self.device)
             return self._seconds + sum(a.elapsed_time(b) for a, b in self._events) / 1e3
         return self._seconds

@@ -223,12 +223,16 @@ class Trainer:
         total_timer.end()
 
         # The one host read of the iteration (after one sum over ranks when distributed).
-        names = [*self._stat_names, *losses, "invalid_env_resets"]
-        device_values = [*self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float()]
+        names = [*self._stat_names, *losses, "invalid_env_resets", "interrupted"]
+        interrupted = torch.tensor(float(self.interrupted), device=self.device)
+        device_values = [
+            *self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float(), interrupted,
+        ]  # fmt: skip
         summed = self.dist.sum_(torch.stack(device_values))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in losses:  # losses and the learning rate: the mean over ranks
             stats[key] /= self.dist.world_size
+        self.interrupted = stats["interrupted"] > 0  # Ctrl-C on any rank stops every rank after this iteration
         step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
         local_frames = self.cfg.num_steps_per_env * self.env.num_envs
         # FPS are sums over ranks, frames the total over ranks.
@@ -280,11 +284,15 @@ class Trainer:
             "ppo": self.ppo.state_dict(),
             "generator": self.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "env": self.env.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.dist.is_main and state["env"]["num_envs"] != self.env.num_envs:
+            raise ConfigError(
+                f"--num-envs: the checkpoint was trained with {state['env']['num_envs']} envs, "
+                f"this run has {self.env.num_envs}"
+            )
         self.iteration, self.frames, self.elapsed_s = state["iteration"], state["frames"], state["elapsed_s"]
         self.last_episode = state["last_episode"]
         self.policy.load_state_dict(state["policy"])
@@ -292,8 +300,6 @@ class Trainer:
         self.critic_norm.load_state_dict(state["critic_norm"])
         self.ppo.load_state_dict(state["ppo"])
         torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
         if self.dist.is_main:  # the checkpoint holds rank 0's envs; other ranks keep their own
             self.generator.set_state(state["generator"])
             self.env.load_state_dict(_to_device(state["env"], self.device))
