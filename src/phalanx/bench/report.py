@@ -60,24 +60,33 @@ def render(run_dir: Path) -> None:
     write_text_atomic(run_dir / "report.md", "\n".join(lines) + "\n")
 
 
+def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
+    """A markdown table; a row shorter than the header (an invalid setting) is padded."""
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    lines += ["| " + " | ".join(row + [""] * (len(columns) - len(row))) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def _table(results: list[dict[str, Any]]) -> str:
-    head = (
-        "| envs | fps step | fps step+inference | fps total | iteration ms | physics | obs/reward/reset | "
-        "inference | update | physics limit | step / limit | memory per env |\n" + "|---" * 12 + "|"
-    )
+    columns = ["envs", "fps step", "fps step+inference", "fps total", "iteration ms", "physics", "obs/reward/reset"]
+    columns += ["inference", "update", "physics limit", "step / limit", "memory per env"]
     rows = []
     for r in results:
         if not r["valid"]:
-            rows.append(f"| {r['num_envs']} | invalid: {r['reason']} |" + " |" * 10)
+            rows.append([str(r["num_envs"]), f"invalid: {r['reason']}"])
             continue
-        ms = {k: 1e3 * v for k, v in r["phases_s"].items()}
+        ms = {k: f"{1e3 * v:.1f}" for k, v in r["phases_s"].items()}
         rows.append(
-            f"| {r['num_envs']} | {r['fps_step']:,.0f} | {r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | "
-            f"{1e3 * r['iteration_s']:.1f} | {ms['physics']:.1f} | {ms['obs_reward_reset']:.1f} | "
-            f"{ms['policy_inference']:.1f} | {ms['ppo_update']:.1f} | {r['physics_limit_env_steps_per_s']:,.0f} | "
-            f"{100 * r['ratio_step_to_limit']:.0f} % | {r['memory_per_env_bytes'] / 1024:.1f} KiB |"
+            [str(r["num_envs"]), f"{r['fps_step']:,.0f}", f"{r['fps_step_inference']:,.0f}", f"{r['fps_total']:,.0f}"]
+            + [f"{1e3 * r['iteration_s']:.1f}", ms["physics"], ms["obs_reward_reset"], ms["policy_inference"]]
+            + [
+                ms["ppo_update"],
+                f"{r['physics_limit_env_steps_per_s']:,.0f}",
+                f"{100 * r['ratio_step_to_limit']:.0f} %",
+            ]
+            + [f"{r['memory_per_env_bytes'] / 1024:.1f} KiB"]
         )
-    return head + "\n" + "\n".join(rows)
+    return markdown_table(columns, rows)
 
 
 def _plot_phases(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
@@ -130,23 +139,20 @@ def _plot_sweep(run_dir: Path, results: list[dict[str, Any]]) -> Path:
 
 def compare(run_dirs: list[Path], out_dir: Path) -> Path:
     """One table of every valid result of several runs (machines, tasks, env counts)."""
-    head = (
-        "| device | gpu | task | GPUs | envs | fps step | fps step+inference | fps total | step / limit | commit "
-        "| date |"
-    )
-    lines = ["# phalanx bench comparison", "", head, "|---" * 11 + "|"]
+    columns = ["device", "gpu", "task", "GPUs", "envs", "fps step", "fps step+inference", "fps total"]
+    columns += ["step / limit", "commit", "date"]
+    rows = []
     for run_dir in run_dirs:
         bench = load(run_dir)
         m = bench["machine"]
         for r in bench["results"]:
             if r["valid"]:
                 ratio = f"{100 * r['ratio_step_to_limit']:.0f} %" if "ratio_step_to_limit" in r else "-"
-                lines.append(
-                    f"| {bench['device']} | {m['gpu']} | {bench['task']} | {r.get('gpus', 1)} | "
-                    f"{r.get('num_envs', r.get('total_envs'))} | {r['fps_step']:,.0f} | "
-                    f"{r['fps_step_inference']:,.0f} | {r['fps_total']:,.0f} | {ratio} | {m['commit']} | "
-                    f"{bench['date']} |"
+                rows.append(
+                    [bench["device"], m["gpu"], bench["task"], str(r.get("gpus", 1))]
+                    + [str(r.get("num_envs", r.get("total_envs"))), f"{r['fps_step']:,.0f}"]
+                    + [f"{r['fps_step_inference']:,.0f}", f"{r['fps_total']:,.0f}", ratio, m["commit"], bench["date"]]
                 )
     path = out_dir / "report.md"
-    write_text_atomic(path, "\n".join(lines) + "\n")
+    write_text_atomic(path, "# phalanx bench comparison\n\n" + markdown_table(columns, rows) + "\n")
     return path

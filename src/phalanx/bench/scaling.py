@@ -66,20 +66,25 @@ def add_efficiency(results: list[dict[str, Any]]) -> None:
 
 def table(results: list[dict[str, Any]]) -> str:
     """Seed 000's layout: GPUs | FPS step | step & inference FPS | FPS total | per-epoch time."""
-    head = (
-        "| GPUs | envs per GPU | FPS step | step & inference FPS | FPS total | per-epoch time | speed-up "
-        "| efficiency |\n" + "|---" * 8 + "|"
-    )
+    from phalanx.bench.report import markdown_table
+
+    columns = ["GPUs", "envs per GPU", "FPS step", "step & inference FPS", "FPS total", "per-epoch time"]
+    columns += ["speed-up", "efficiency"]
     rows = []
     for r in results:
         if not r["valid"]:
-            rows.append(f"| {r['gpus']} | invalid: {r['reason']} |" + " |" * 6)
+            rows.append([str(r["gpus"]), f"invalid: {r['reason']}"])
             continue
         rows.append(
-            f"| {r['gpus']} | {r['envs_per_rank']} | {r['fps_step']:,.0f} | {r['fps_step_inference']:,.0f} | "
-            f"{r['fps_total']:,.0f} | {r['epoch_s']:.3f} s | {r['speedup']:.2f}x | {100 * r['efficiency']:.0f} % |"
+            [str(r["gpus"]), str(r["envs_per_rank"]), f"{r['fps_step']:,.0f}", f"{r['fps_step_inference']:,.0f}"]
+            + [
+                f"{r['fps_total']:,.0f}",
+                f"{r['epoch_s']:.3f} s",
+                f"{r['speedup']:.2f}x",
+                f"{100 * r['efficiency']:.0f} %",
+            ]
         )
-    return head + "\n" + "\n".join(rows)
+    return markdown_table(columns, rows)
 
 
 def plot(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
