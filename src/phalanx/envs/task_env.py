@@ -115,7 +115,7 @@ class TaskEnv(VecEnv):
         all_envs = torch.ones(n, dtype=torch.bool, device=dev)
         for _, event in self._events["startup"]:
             event.func(self, all_envs, **event.params)
-        self.obs = self.reset()
+        self.reset()
         self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
         self.obs_term_shapes = {
             group: {name: tuple(term(self).shape[1:]) for name, term, _ in terms}

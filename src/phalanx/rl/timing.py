@@ -32,9 +32,6 @@ class IntervalTimer:
     def __init__(self, device: torch.device):
         self.device = device
         self.cuda = device.type == "cuda"
-        self.reset()
-
-    def reset(self) -> None:
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
         self._seconds = 0.0
         self._start = None

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from phalanx.dist import DistContext
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
-from phalanx.rl.checkpoint import load_checkpoint, save_checkpoint
+from phalanx.rl.checkpoint import save_checkpoint
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
 from phalanx.rl.models import ActorCritic, critic_group
@@ -51,7 +51,9 @@ class Trainer:
         self.policy = ActorCritic.for_env(env.observation_spec, env.action_dim, cfg.policy).to(self.device)
         self.dist.broadcast_module(self.policy)
         self.obs_norm = EmpiricalNormalizer(obs_dim).to(self.device)
-        self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device)
+        # Without a privileged critic group the critic sees the policy observations: one normalizer.
+        separate_critic = self.critic_group != "policy"
+        self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device) if separate_critic else self.obs_norm
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
@@ -86,8 +88,10 @@ class Trainer:
             return actor_obs, critic_obs
         if update:
             self.obs_norm.update(actor_obs, self.dist)
-            self.critic_norm.update(critic_obs, self.dist)
-        return self.obs_norm(actor_obs), self.critic_norm(critic_obs)
+            if self.critic_norm is not self.obs_norm:
+                self.critic_norm.update(critic_obs, self.dist)
+        actor_obs = self.obs_norm(actor_obs)
+        return actor_obs, actor_obs if self.critic_norm is self.obs_norm else self.critic_norm(critic_obs)
 
     @torch.no_grad()
     def _collect(self, step_timer: IntervalTimer) -> None:
@@ -311,11 +315,6 @@ class Trainer:
         state = self.state_dict()
         save_checkpoint(path, state)
         save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
-
-    def resume(self, path: str | Path) -> None:
-        """Continues exactly from a checkpoint of the same task and env count."""
-        self.load_state_dict(load_checkpoint(path, self.cfg.task))
-        self.console.print(f"resumed from {path} at iteration {self.iteration}")
 
 
 def _to_device(value: Any, device: torch.device) -> Any:
