@@ -1,6 +1,8 @@
 """One rank of the distributed tests (launched by tests/test_distributed.py through torchrun).
 
-python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py MODE OUT_DIR
+python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py MODE OUT_DIR [DEVICE]
+
+DEVICE 'cuda' trains on cuda:LOCAL_RANK with NCCL and the trainer's CUDA graphs; default cpu (gloo).
 """
 
 from __future__ import annotations
@@ -20,16 +22,21 @@ from phalanx.rl.config import default_train_cfg
 from phalanx.rl.trainer import Trainer
 
 
-def train(ctx, out: Path, iterations: int, die_after: int | None = None) -> None:
+def train(ctx, out: Path, device: str, iterations: int, die_after: int | None = None, capture: bool = True) -> None:
     cfg = default_train_cfg("cartpole")
+    if not capture:
+        cfg.capture_update = cfg.capture_rollout = False
     cfg.num_steps_per_env = 8
-    env = make("cartpole", num_envs=16, device="cpu", seed=cfg.seed + ctx.rank, verbose=False)
+    cfg.empirical_normalization = True  # its statistics are merged over ranks too
+    num_envs = 16 if device == "cpu" else 512
+    env = make("cartpole", num_envs=num_envs, device=device, seed=cfg.seed + ctx.rank, verbose=False)
     trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True), dist=ctx)
     for i in range(iterations):
         if die_after is not None and ctx.rank == 1 and i == die_after:
             os._exit(3)
         trainer._iterate()
-    torch.save(trainer.policy.state_dict(), out / f"params{ctx.rank}.pt")
+    state = {**trainer.policy.state_dict(), **{f"obs_norm.{k}": v for k, v in trainer.obs_norm.state_dict().items()}}
+    torch.save({name: tensor.cpu() for name, tensor in state.items()}, out / f"params{ctx.rank}.pt")
 
 
 def grads(ctx, out: Path) -> None:
@@ -50,11 +57,15 @@ def grads(ctx, out: Path) -> None:
 def main() -> None:
     wp.config.log_level = wp.LOG_WARNING
     mode, out = sys.argv[1], Path(sys.argv[2])
-    ctx, _ = init_distributed("cpu", timeout_s=30)
+    ctx, device = init_distributed(sys.argv[3] if len(sys.argv) > 3 else "cpu", timeout_s=30)
     if mode == "train":
-        train(ctx, out, iterations=4)
+        # On CUDA the rollout graphs are captured in iteration 2 and the update graph in iteration
+        # 3, so 6 iterations replay graphs with NCCL collectives inside several times.
+        train(ctx, out, device, iterations=4 if device == "cpu" else 6)
+    elif mode == "train-eager":
+        train(ctx, out, device, iterations=6, capture=False)
     elif mode == "die":
-        train(ctx, out, iterations=50, die_after=1)
+        train(ctx, out, device, iterations=50, die_after=1)
     elif mode == "grads":
         grads(ctx, out)
     torch.distributed.destroy_process_group()

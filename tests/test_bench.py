@@ -96,9 +96,11 @@ def test_bench_bad_input(args: list[str], message: str, capsys) -> None:
 
 def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:
     args = ["bench", "scaling", "cartpole", "--mode", "weak", "--gpus", "1,2", "--num-envs", "16", "--device", "cpu"]
+    args += ["--train-args=--num-steps-per-env 8"]
     assert main([*args, "--iterations", "2", "--warmup", "1", "--run-dir", str(tmp_path)]) == 0
     bench = json.loads((tmp_path / "bench.json").read_text())
     one, two = bench["results"]
+    assert json.loads((tmp_path / "gpus-2" / "config.json").read_text())["num_steps_per_env"] == 8
     assert one["valid"] and two["valid"] and two["envs_per_rank"] == 16 and two["total_envs"] == 32
     for r in (one, two):
         assert 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"] and r["epoch_s"] > 0

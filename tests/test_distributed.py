@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 WORKER = str(Path(__file__).with_name("dist_worker.py"))
@@ -31,6 +32,23 @@ def test_parameters_stay_bit_identical_across_ranks(tmp_path: Path) -> None:
     a, b = (torch.load(tmp_path / f"params{r}.pt") for r in (0, 1))
     for name, tensor in a.items():
         assert torch.equal(tensor, b[name]), name
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_nccl_collectives_inside_the_trainer_graphs(tmp_path: Path) -> None:
+    """Two GPUs, NCCL: the rollout and update graphs hold the normalizer, KL, gradient and skip
+    all-reduces. Replayed, they keep the ranks bit-identical and compute what eager training does."""
+    runs = {}
+    for mode in ("train", "train-eager"):
+        out = tmp_path / mode
+        out.mkdir()
+        run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, mode, str(out), "cuda")
+        assert run.returncode == 0, run.stderr[-3000:]
+        runs[mode] = [torch.load(out / f"params{r}.pt") for r in (0, 1)]
+    for name, tensor in runs["train"][0].items():
+        assert torch.equal(tensor, runs["train"][1][name]), name
+        torch.testing.assert_close(tensor, runs["train-eager"][0][name], atol=1e-5, rtol=1e-5, msg=name)
 
 
 def test_averaged_gradients_equal_the_single_process_gradient(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -62,6 +63,9 @@ class ScalingCfg:
     """Timed training iterations per process count (medians are reported)."""
     warmup: int = 3
     """Untimed iterations after the first."""
+    train_args: str = ""
+    """More flags for every `phalanx train` job, as one string after `=`:
+    --train-args="--capture-update False"."""
     run_dir: str | None = None
     """Where bench.json, report.md, scaling.png and each job's run directory go."""
     telemetry: bool = False
@@ -160,13 +164,16 @@ def run_scaling(args: list[str], console: Console) -> None:
     device = resolve_device(cfg.device)
     if device.type == "cuda" and max(counts) > torch.cuda.device_count():
         raise ConfigError(f"--gpus: asks for {max(counts)} GPUs, this machine has {torch.cuda.device_count()}")
+    extra = shlex.split(cfg.train_args)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"scaling-{cfg.mode}-{task}-{stamp}")
     telemetry = Telemetry(run_dir, 0.5) if cfg.telemetry else None
     results = []
     with telemetry if telemetry is not None else contextlib.nullcontext():
         for k in counts:
-            r = scaling.run_point(task, cfg.mode, k, cfg.num_envs, device.type, cfg.iterations, cfg.warmup, run_dir)
+            r = scaling.run_point(
+                task, cfg.mode, k, cfg.num_envs, device.type, cfg.iterations, cfg.warmup, run_dir, extra
+            )
             results.append(r)
             status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
             console.print(f"{task} {cfg.mode} scaling, {k} GPU(s): {status}")

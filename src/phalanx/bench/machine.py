@@ -31,7 +31,10 @@ def _cpu_model() -> str:
 
 
 def git_commit() -> str:
-    """Short commit of the phalanx checkout, or "unknown" outside a git checkout."""
+    """Short commit of the phalanx checkout; outside a git checkout (a copy on a benchmark
+    machine) the PHALANX_COMMIT environment variable, else "unknown"."""
+    if os.environ.get("PHALANX_COMMIT"):
+        return os.environ["PHALANX_COMMIT"]
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],

@@ -19,10 +19,19 @@ def envs_per_rank(mode: str, num_envs: int, ranks: int) -> int | None:
 
 
 def run_point(
-    task: str, mode: str, ranks: int, num_envs: int, device: str, iterations: int, warmup: int, run_dir: Path
+    task: str,
+    mode: str,
+    ranks: int,
+    num_envs: int,
+    device: str,
+    iterations: int,
+    warmup: int,
+    run_dir: Path,
+    train_args: list[str] = (),
 ) -> dict[str, Any]:
-    """Trains `task` for warmup + 1 + iterations iterations on `ranks` processes and returns
-    medians of the timed iterations (FPS are sums over ranks, as rank 0 logs them)."""
+    """Trains `task` for warmup + 1 + iterations iterations on `ranks` processes (with
+    `train_args` added to the train command) and returns medians of the timed iterations (FPS
+    are sums over ranks, as rank 0 logs them)."""
     per_rank = envs_per_rank(mode, num_envs, ranks)
     row: dict[str, Any] = {"gpus": ranks, "envs_per_rank": per_rank, "total_envs": (per_rank or 0) * ranks}
     if per_rank is None:
@@ -31,6 +40,7 @@ def run_point(
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
     command += ["-m", "phalanx", "train", task, "--distributed", "--device", device, "--num-envs", str(per_rank)]
     command += ["--max-iterations", str(warmup + 1 + iterations), "--save-interval", "1000000", "--run-dir", str(out)]
+    command += list(train_args)
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         tail = " / ".join(done.stderr.strip().splitlines()[-3:])

@@ -63,9 +63,6 @@ class Trainer:
         self._graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, Any]] = {}
         self._rollout_warm = False
         self._obs_in: dict[str, torch.Tensor] | None = None
-        if self.dist.active and self.device.type == "cuda" and (capture_update or self.capture_rollout):
-            # Collectives inside the trainer's graphs are not validated yet: multi-GPU runs eager.
-            capture_update = self.capture_rollout = False
         self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator, capture=capture_update, dist=self.dist)
         self.storage = RolloutStorage(
             cfg.num_steps_per_env, env.num_envs, obs_dim, critic_dim, env.action_dim, self.device
