@@ -110,6 +110,14 @@ def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:
     assert "| GPUs | envs per GPU | FPS step |" in report and (tmp_path / "scaling.png").is_file()
 
 
+def test_a_scaling_job_that_outlives_its_timeout_is_stopped_and_reported(tmp_path: Path) -> None:
+    args = ["bench", "scaling", "cartpole", "--gpus", "2", "--num-envs", "16", "--device", "cpu"]
+    assert main([*args, "--job-timeout-s", "2", "--run-dir", str(tmp_path)]) == 0
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["results"]
+    assert not row["valid"] and row["reason"].startswith("timed out after 2 s")
+    assert (tmp_path / "gpus-2" / "job.log").is_file()
+
+
 def test_strong_scaling_says_when_envs_do_not_split() -> None:
     from phalanx.bench.scaling import envs_per_rank
 

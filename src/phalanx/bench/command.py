@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -66,6 +65,8 @@ class ScalingCfg:
     train_args: str = ""
     """More flags for every `phalanx train` job, as one string after `=`:
     --train-args="--capture-update False"."""
+    job_timeout_s: float = 900.0
+    """Stop a job (torchrun and all its ranks) that runs longer than this and report it."""
     run_dir: str | None = None
     """Where bench.json, report.md, scaling.png and each job's run directory go."""
     telemetry: bool = False
@@ -164,16 +165,13 @@ def run_scaling(args: list[str], console: Console) -> None:
     device = resolve_device(cfg.device)
     if device.type == "cuda" and max(counts) > torch.cuda.device_count():
         raise ConfigError(f"--gpus: asks for {max(counts)} GPUs, this machine has {torch.cuda.device_count()}")
-    extra = shlex.split(cfg.train_args)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"scaling-{cfg.mode}-{task}-{stamp}")
     telemetry = Telemetry(run_dir, 0.5) if cfg.telemetry else None
     results = []
     with telemetry if telemetry is not None else contextlib.nullcontext():
         for k in counts:
-            r = scaling.run_point(
-                task, cfg.mode, k, cfg.num_envs, device.type, cfg.iterations, cfg.warmup, run_dir, extra
-            )
+            r = scaling.run_point(cfg, k, device.type, run_dir)
             results.append(r)
             status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
             console.print(f"{task} {cfg.mode} scaling, {k} GPU(s): {status}")

@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shlex
+import signal
 import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from phalanx.bench.command import ScalingCfg
+
+
+def _stop_group(job: subprocess.Popen) -> None:
+    """SIGTERM to the job's process group (torchrun and its ranks), SIGKILL 10 s later."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, sig)
+        try:
+            job.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def envs_per_rank(mode: str, num_envs: int, ranks: int) -> int | None:
@@ -18,33 +37,33 @@ def envs_per_rank(mode: str, num_envs: int, ranks: int) -> int | None:
     return num_envs // ranks if num_envs % ranks == 0 else None
 
 
-def run_point(
-    task: str,
-    mode: str,
-    ranks: int,
-    num_envs: int,
-    device: str,
-    iterations: int,
-    warmup: int,
-    run_dir: Path,
-    train_args: list[str] = (),
-) -> dict[str, Any]:
-    """Trains `task` for warmup + 1 + iterations iterations on `ranks` processes (with
-    `train_args` added to the train command) and returns medians of the timed iterations (FPS
-    are sums over ranks, as rank 0 logs them)."""
-    per_rank = envs_per_rank(mode, num_envs, ranks)
+def run_point(cfg: ScalingCfg, ranks: int, device: str, run_dir: Path) -> dict[str, Any]:
+    """Trains `cfg.task` for warmup + 1 + iterations iterations on `ranks` processes (with
+    `cfg.train_args` added to the train command) and returns medians of the timed iterations
+    (FPS are sums over ranks, as rank 0 logs them). The job's output goes to gpus-K/job.log; a
+    job that outlives `cfg.job_timeout_s` is stopped (its whole process group) and reported."""
+    mode, task, warmup = cfg.mode, cfg.task, cfg.warmup
+    per_rank = envs_per_rank(mode, cfg.num_envs, ranks)
     row: dict[str, Any] = {"gpus": ranks, "envs_per_rank": per_rank, "total_envs": (per_rank or 0) * ranks}
     if per_rank is None:
-        return {**row, "valid": False, "reason": f"{num_envs} envs do not split evenly over {ranks} ranks"}
+        return {**row, "valid": False, "reason": f"{cfg.num_envs} envs do not split evenly over {ranks} ranks"}
     out = run_dir / f"gpus-{ranks}"
+    out.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
     command += ["-m", "phalanx", "train", task, "--distributed", "--device", device, "--num-envs", str(per_rank)]
-    command += ["--max-iterations", str(warmup + 1 + iterations), "--save-interval", "1000000", "--run-dir", str(out)]
-    command += list(train_args)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = " / ".join(done.stderr.strip().splitlines()[-3:])
-        return {**row, "valid": False, "reason": f"torchrun exited {done.returncode}: {tail}"}
+    command += ["--max-iterations", str(warmup + 1 + cfg.iterations), "--save-interval", "1000000"]
+    command += ["--run-dir", str(out), *shlex.split(cfg.train_args)]
+    log = out / "job.log"
+    with log.open("w") as stream:
+        job = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = job.wait(timeout=cfg.job_timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop_group(job)
+            return {**row, "valid": False, "reason": f"timed out after {cfg.job_timeout_s:.0f} s (see {log})"}
+    if code != 0:
+        tail = " / ".join(log.read_text().strip().splitlines()[-3:])
+        return {**row, "valid": False, "reason": f"torchrun exited {code}: {tail}"}
     all_rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     frames = all_rows[0]["frames"]  # per iteration, summed over ranks
     rows = all_rows[warmup + 1 :]
