@@ -51,6 +51,16 @@ def test_nccl_collectives_inside_the_trainer_graphs(tmp_path: Path) -> None:
         torch.testing.assert_close(tensor, runs["train-eager"][0][name], atol=1e-5, rtol=1e-5, msg=name)
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_a_two_gpu_train_command_exits_after_training(tmp_path: Path) -> None:
+    """The NCCL group is destroyed after graphs captured its collectives: that used to hang."""
+    train = ["--standalone", "--nproc_per_node", "2", "-m", "phalanx", "train", "cartpole", "--distributed"]
+    run = _torchrun(*train, "--num-envs", "512", "--max-iterations", "5", "--run-dir", str(tmp_path), timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 5
+
+
 def test_averaged_gradients_equal_the_single_process_gradient(tmp_path: Path) -> None:
     run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "grads", str(tmp_path))
     assert run.returncode == 0, run.stderr[-3000:]

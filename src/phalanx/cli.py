@@ -208,6 +208,7 @@ def train(args: list[str], console: Console) -> int:
         return 1
     finally:
         if torch.distributed.is_initialized():  # one rank too: NCCL warns about a group left open
+            trainer.release_graphs()
             torch.distributed.destroy_process_group()
     if trainer.interrupted:
         return 130  # the shell's code for "stopped by Ctrl-C"; the checkpoint is saved

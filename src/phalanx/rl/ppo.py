@@ -147,6 +147,10 @@ class PPO:
         self._graph.replay()
         return self._graph_out
 
+    def release_graph(self) -> None:
+        """Drops the captured update; the next update captures it again."""
+        self._graph = self._graph_out = None
+
     def _update(self, storage: RolloutStorage) -> dict[str, torch.Tensor]:
         cfg = self.cfg
         total = storage.steps * storage.num_envs

@@ -205,6 +205,13 @@ class Trainer:
             signal.signal(signal.SIGINT, previous_handler)
             logger.close()
 
+    def release_graphs(self) -> None:
+        """Drops the rollout and update CUDA graphs. NCCL does not destroy a communicator while
+        graphs that captured its collectives exist (destroy_process_group waits forever), so
+        distributed runs call this first."""
+        self._graphs.clear()
+        self.ppo.release_graph()
+
     def _on_sigint(self, signum, frame) -> None:
         if self.interrupted:
             raise KeyboardInterrupt
