@@ -10,19 +10,28 @@ from __future__ import annotations
 import copy
 import os
 import sys
+import time
 from pathlib import Path
 
 import torch
 import warp as wp
 from rich.console import Console
 
-from phalanx.dist import init_distributed
+from phalanx.dist import StallWatchdog, init_distributed
 from phalanx.envs import make
 from phalanx.rl.config import default_train_cfg
 from phalanx.rl.trainer import Trainer
 
 
-def train(ctx, out: Path, device: str, iterations: int, die_after: int | None = None, capture: bool = True) -> None:
+def train(
+    ctx,
+    out: Path,
+    device: str,
+    iterations: int,
+    die_after: int | None = None,
+    hang_after: int | None = None,
+    capture: bool = True,
+) -> None:
     cfg = default_train_cfg("cartpole")
     if not capture:
         cfg.capture_update = cfg.capture_rollout = False
@@ -31,10 +40,13 @@ def train(ctx, out: Path, device: str, iterations: int, die_after: int | None = 
     num_envs = 16 if device == "cpu" else 512
     env = make("cartpole", num_envs=num_envs, device=device, seed=cfg.seed + ctx.rank, verbose=False)
     trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True), dist=ctx)
-    for i in range(iterations):
-        if die_after is not None and ctx.rank == 1 and i == die_after:
-            os._exit(3)
-        trainer._iterate()
+    with StallWatchdog(ctx, lambda: trainer.progress, timeout_s=5, warmup=cfg.num_steps_per_env + 1):
+        for i in range(iterations):
+            if die_after is not None and ctx.rank == 1 and i == die_after:
+                os._exit(3)
+            if hang_after is not None and ctx.rank == 1 and i == hang_after:
+                time.sleep(3600)  # alive, but never reaches the next collective
+            trainer._iterate()
     state = {**trainer.policy.state_dict(), **{f"obs_norm.{k}": v for k, v in trainer.obs_norm.state_dict().items()}}
     torch.save({name: tensor.cpu() for name, tensor in state.items()}, out / f"params{ctx.rank}.pt")
 
@@ -57,11 +69,13 @@ def grads(ctx, out: Path) -> None:
 def main() -> None:
     wp.config.log_level = wp.LOG_WARNING
     mode, out = sys.argv[1], Path(sys.argv[2])
-    ctx, device = init_distributed(sys.argv[3] if len(sys.argv) > 3 else "cpu", timeout_s=30)
+    ctx, device = init_distributed(sys.argv[3] if len(sys.argv) > 3 else "cpu", timeout_s=60)
     if mode == "train":
         # On CUDA the rollout graphs are captured in iteration 2 and the update graph in iteration
         # 3, so 6 iterations replay graphs with NCCL collectives inside several times.
         train(ctx, out, device, iterations=4 if device == "cpu" else 6)
+    elif mode == "hang":
+        train(ctx, out, device, iterations=50, hang_after=1)
     elif mode == "train-eager":
         train(ctx, out, device, iterations=6, capture=False)
     elif mode == "die":

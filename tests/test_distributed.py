@@ -102,6 +102,17 @@ def test_a_dead_rank_stops_the_others_within_the_bound(tmp_path: Path) -> None:
     assert not (tmp_path / "params0.pt").exists()
 
 
+def test_a_hung_rank_is_named_and_the_job_stops_within_the_bound(tmp_path: Path) -> None:
+    """Rank 1 sleeps before its second iteration; rank 0 waits in a collective. The stall
+    watchdog (5 s here) names rank 1 well before the collectives' own 60 s timeout."""
+    start = time.time()
+    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "hang", str(tmp_path), timeout=300)
+    elapsed = time.time() - start
+    assert run.returncode != 0
+    assert elapsed < 45, f"took {elapsed:.0f} s"
+    assert "rank(s) 1 stopped behind the others" in run.stderr, run.stderr[-3000:]
+
+
 def test_gpus_flag_launches_torchrun(tmp_path: Path) -> None:
     """`--gpus 2` starts a standalone torchrun job of two ranks (on the CPU here, with gloo)."""
     run = subprocess.run(

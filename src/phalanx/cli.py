@@ -140,7 +140,7 @@ def train(args: list[str], console: Console) -> int:
     import torch
 
     from phalanx.devices import resolve_device
-    from phalanx.dist import DistContext, init_distributed
+    from phalanx.dist import DistContext, StallWatchdog, init_distributed
     from phalanx.envs import make, task_cfg
     from phalanx.envs.tables import sim_summary
     from phalanx.files import write_text_atomic
@@ -157,9 +157,11 @@ def train(args: list[str], console: Console) -> int:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
     if cfg.gpus is not None:
         return _launch_torchrun(task, flags, cfg.gpus)
+    if cfg.stall_timeout_s <= 0:
+        raise ConfigError(f"--stall-timeout-s: must be positive, got {cfg.stall_timeout_s}")
     dist = DistContext()
     if cfg.distributed:
-        dist, cfg.device = init_distributed(cfg.device)
+        dist, cfg.device = init_distributed(cfg.device, timeout_s=2 * cfg.stall_timeout_s)
         if not dist.is_main:
             console = Console(quiet=True)
     for name in ("num-envs", "max-iterations", "num-steps-per-env", "save-interval"):
@@ -197,7 +199,10 @@ def train(args: list[str], console: Console) -> int:
         dist.broadcast_module(trainer.policy)
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     try:
-        trainer.learn()
+        # Armed after the first iteration (its T steps and update): compilation is not a stall.
+        warmup = cfg.num_steps_per_env + 1
+        with StallWatchdog(dist, lambda: trainer.progress, cfg.stall_timeout_s, warmup=warmup):
+            trainer.learn()
     except torch.distributed.DistError as error:
         if not dist.active:
             raise

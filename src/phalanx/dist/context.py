@@ -5,7 +5,7 @@ every call is the identity, so single-device training runs the same code."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import torch
@@ -21,6 +21,8 @@ class DistContext:
     rank: int = 0
     local_rank: int = 0
     world_size: int = 1
+    store: dist.Store | None = field(default=None, compare=False, repr=False)
+    """The job's key-value store (torchrun's), for the stall watchdog."""
 
     @property
     def is_main(self) -> bool:
@@ -64,10 +66,10 @@ class DistContext:
         return tensor
 
 
-def init_distributed(device: str | None, timeout_s: float = 60.0) -> tuple[DistContext, str | None]:
+def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[DistContext, str | None]:
     """Joins the torchrun job (NCCL on CUDA, gloo on CPU) and returns the context and the device
-    this rank uses (cuda:LOCAL_RANK on GPUs). A rank that waits longer than `timeout_s` for the
-    others fails instead of hanging."""
+    this rank uses (cuda:LOCAL_RANK on GPUs). A collective that waits longer than `timeout_s`
+    fails instead of hanging (the stall watchdog usually stops a stuck job sooner)."""
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         raise ConfigError("--distributed: run under torchrun (python -m torch.distributed.run ...), or use --gpus N")
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -78,5 +80,19 @@ def init_distributed(device: str | None, timeout_s: float = 60.0) -> tuple[DistC
         torch.cuda.set_device(local_rank)
     else:
         device = "cpu"
-    dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timedelta(seconds=timeout_s))
-    return DistContext(rank=rank, local_rank=local_rank, world_size=world), device
+    timeout = timedelta(seconds=timeout_s)
+    store = _job_store(rank, world, timeout)
+    backend = "nccl" if use_cuda else "gloo"
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # keys of an earlier attempt stay apart
+    store = dist.PrefixStore(f"phalanx/{attempt}", store)
+    dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
+    return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=store), device
+
+
+def _job_store(rank: int, world: int, timeout: timedelta) -> dist.Store:
+    """A client of the store at MASTER_ADDR:MASTER_PORT, as torch's env:// rendezvous makes it:
+    torchrun's agent hosts it (TORCHELASTIC_USE_AGENT_STORE), otherwise rank 0 does."""
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        return dist.TCPStore(host, port, world, is_master=False, timeout=timeout)
+    return dist.TCPStore(host, port, world, is_master=rank == 0, timeout=timeout, multi_tenant=True)

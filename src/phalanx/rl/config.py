@@ -58,6 +58,9 @@ class TrainCfg:
     distributed: bool = False
     """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
     seed + rank, gradients averaged over ranks, only rank 0 writes."""
+    stall_timeout_s: float = 60.0
+    """Distributed: a rank that makes no progress for this long (after its first iteration)
+    stops the job and names the ranks behind; collectives themselves time out after twice this."""
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""

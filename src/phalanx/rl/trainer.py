@@ -75,6 +75,7 @@ class Trainer:
         self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
         self.interrupted = False
+        self.progress = 0  # env steps and updates begun by this process (the stall watchdog reads it)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
 
     # ----------------------------------------------------------------------------- rollout
@@ -97,6 +98,7 @@ class Trainer:
         in the second iteration), and the env step replays the env's graph between them."""
         obs = self.env.obs
         for t in range(self.cfg.num_steps_per_env):
+            self.progress += 1  # on entering a step: a rank blocked inside it has counted it
             self._copy_obs_in(obs)
             actions = self._staged(("act", t), self._act, t)
             step_timer.begin()
@@ -227,6 +229,7 @@ class Trainer:
             self._collect(step_timer)
         collect_timer.end()
         with phase_range("ppo_update", self.profiling):
+            self.progress += 1
             losses = self.ppo.update(self.storage)
         total_timer.end()
 
