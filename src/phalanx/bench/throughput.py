@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import resource
 import statistics
 import time
@@ -28,8 +29,11 @@ def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> Non
 
 
 def _device_memory_used(device: torch.device) -> int:
-    """Bytes in use on the GPU (every allocator: torch and Warp), or the process's peak RSS on CPU."""
+    """Bytes in use on the GPU (every allocator: torch and Warp; torch's cache of freed blocks
+    emptied first), or the process's peak RSS on CPU."""
     if device.type == "cuda":
+        gc.collect()  # the envs and graphs of an earlier env count
+        torch.cuda.empty_cache()
         free, total = torch.cuda.mem_get_info(device)
         return total - free
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
