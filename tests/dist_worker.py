@@ -59,8 +59,9 @@ def grads(ctx, out: Path) -> None:
     data = torch.randn(8 * ctx.world_size, 5, generator=torch.Generator().manual_seed(1))
     reference = copy.deepcopy(model)
     model(data[8 * ctx.rank : 8 * (ctx.rank + 1)]).square().mean().backward()
-    ctx.average_gradients(list(model.parameters()))
+    extra = ctx.average_gradients(list(model.parameters()), torch.tensor([float(ctx.rank), 1.0]))
     torch.save([p.grad for p in model.parameters()], out / f"grads{ctx.rank}.pt")
+    torch.save(extra, out / f"extra{ctx.rank}.pt")
     if ctx.rank == 0:
         reference(data).square().mean().backward()
         torch.save([p.grad for p in reference.parameters()], out / "grads_single.pt")

@@ -68,6 +68,7 @@ def test_averaged_gradients_equal_the_single_process_gradient(tmp_path: Path) ->
     for rank in (0, 1):
         for grad, expected in zip(torch.load(tmp_path / f"grads{rank}.pt"), single, strict=True):
             torch.testing.assert_close(grad, expected, rtol=1e-5, atol=1e-6)
+        assert torch.equal(torch.load(tmp_path / f"extra{rank}.pt"), torch.tensor([0.5, 1.0]))  # rides along
 
 
 def test_two_nodes_on_localhost(tmp_path: Path) -> None:

@@ -39,18 +39,20 @@ class DistContext:
             for tensor in (*module.parameters(), *module.buffers()):
                 dist.broadcast(tensor.data, src=0)
 
-    def average_gradients(self, params: list[torch.nn.Parameter]) -> None:
-        """Replaces each gradient by its mean over ranks: one all-reduce of the flattened gradients."""
+    def average_gradients(self, params: list[torch.nn.Parameter], extra: torch.Tensor) -> torch.Tensor:
+        """Replaces each gradient by its mean over ranks and returns the mean of `extra` (a few
+        values riding along): one all-reduce of the flattened gradients and `extra`."""
         if not self.active:
-            return
+            return extra
         grads = [p.grad for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads])
+        flat = torch.cat([*(g.reshape(-1) for g in grads), extra.reshape(-1)])
         dist.all_reduce(flat)
         flat /= self.world_size
         offset = 0
         for g in grads:
             g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
+        return flat[offset:].view_as(extra)
 
     def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
         """Sums `tensor` over ranks in place and returns it."""

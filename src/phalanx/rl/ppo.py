@@ -177,12 +177,6 @@ class PPO:
         log_prob = dist.log_prob(mb["actions"]).sum(dim=-1)
         entropy = dist.entropy().sum(dim=-1).mean()
         values = self.policy.value(mb["critic_obs"])
-        with torch.no_grad():
-            kl = self.dist.mean_(gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev))
-            if cfg.schedule == "adaptive":
-                # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it.
-                factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
-                self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
         advantages = mb["advantages"]
         if cfg.normalize_advantages:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
@@ -192,10 +186,20 @@ class PPO:
 
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
-        self.dist.average_gradients(list(self.policy.parameters()))
+        with torch.no_grad():
+            # One all-reduce per minibatch carries the gradients, the KL (every rank adapts the
+            # learning rate from the mean KL) and 0 * loss (NaN on every rank if any loss is not
+            # finite). Every rank then sees the same gradients and decides the same skip.
+            kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
+            kl, loss_check = self.dist.average_gradients(
+                list(self.policy.parameters()), torch.stack([kl, 0.0 * loss.detach()])
+            )
+            if cfg.schedule == "adaptive":
+                # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it.
+                factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
+                self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-        bad = ~(torch.isfinite(loss) & torch.isfinite(grad_norm))
-        bad = self.dist.sum_(bad.float()) > 0  # skip on every rank, or the ranks' parameters diverge
+        bad = ~(torch.isfinite(loss_check) & torch.isfinite(grad_norm))
         self.optimizer.found_inf.copy_(bad.float())
         self.skipped_updates += bad.long()
         self.optimizer.step()
