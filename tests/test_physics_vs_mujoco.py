@@ -110,7 +110,7 @@ def test_ant_accelerations_and_contact_forces_match_mujoco_c(cone: str) -> None:
     np.testing.assert_allclose(sim.cfrc_ext.numpy(), cfrc_ext, atol=2e-3 * np.abs(cfrc_ext).max(), rtol=2e-3)
 
 
-@pytest.mark.parametrize("asset", ["cartpole.xml", "ant.xml", "humanoid.xml"])
+@pytest.mark.parametrize("asset", ["cartpole.xml", "ant.xml", "humanoid.xml", "anymal.xml"])
 def test_buffer_sizes_bound_the_model(asset: str) -> None:
     """Default buffers hold every contact the model can make: the pair bound, rounded up."""
     mjm = load_model(asset_path(asset))
@@ -118,5 +118,7 @@ def test_buffer_sizes_bound_the_model(asset: str) -> None:
     # contacts: ant sphere 1 + 12 capsules * 2 = 25 -> 28; humanoid 3 spheres + 16 capsules * 2 = 35 -> 36.
     # rows: elliptic condim 3 -> 3 per contact, plus one per limited joint: cartpole 1 (slider) -> 4;
     # ant 28 * 3 + 8 = 92; humanoid 36 * 3 + 21 = 129 -> 132.
-    expected = {"cartpole.xml": (0, 4), "ant.xml": (28, 92), "humanoid.xml": (36, 132)}[asset]
+    # anymal: 4 feet spheres 1 + 12 capsules * 2 + base box 4 = 32; 32 * 3 + 12 limited joints = 108.
+    expected = {"cartpole.xml": (0, 4), "ant.xml": (28, 92), "humanoid.xml": (36, 132), "anymal.xml": (32, 108)}
+    expected = expected[asset]
     assert (sim.nconmax, sim.njmax) == expected
