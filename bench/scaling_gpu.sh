@@ -3,12 +3,13 @@
 # bench scaling` for each TASK:MODE:ENVS of $PLAN over $GPUS. Everything under /tmp/bench
 # (bench.json, report.md, scaling.png, each job's job.log and metrics) is packed into
 # $OUT/scaling.tgz every 20 s, so a call cut short still returns what it reached. A rank still
-# running after STACK_AFTER_S seconds dumps its Python stacks into its job.log (faulthandler).
+# running after STACK_AFTER_S seconds prints its Python stacks into its job.log (SIGUSR1, which
+# `phalanx train` answers with faulthandler; the rank keeps running).
 #   PLAN="cartpole:weak:4096 ant:strong:16384" GPUS=1,2,4 bash bench/scaling_gpu.sh
 set -uo pipefail
 out=${OUT:-bench-out}
 mkdir -p "$out" /tmp/bench
-export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1
+export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 nvidia-smi topo -m >"$out/topology.txt" 2>&1
 pack() { tar czf "$out/scaling.tgz.tmp" -C /tmp/bench --exclude '*.pt' --exclude 'events.out*' . && mv "$out/scaling.tgz.tmp" "$out/scaling.tgz"; }
@@ -18,7 +19,7 @@ pack() { tar czf "$out/scaling.tgz.tmp" -C /tmp/bench --exclude '*.pt' --exclude
     for pid in $(pgrep -f "phalanx train"); do
       grep -q "distributed.run" "/proc/$pid/cmdline" 2>/dev/null && continue
       [ "$(ps -o etimes= -p "$pid" 2>/dev/null || echo 0)" -gt "${STACK_AFTER_S:-150}" ] || continue
-      [ -e "/tmp/bench/.dumped-$pid" ] || { kill -ABRT "$pid"; touch "/tmp/bench/.dumped-$pid"; }
+      [ -e "/tmp/bench/.dumped-$pid" ] || { kill -USR1 "$pid"; touch "/tmp/bench/.dumped-$pid"; }
     done
   done
 ) &

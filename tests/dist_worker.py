@@ -72,8 +72,8 @@ def main() -> None:
     mode, out = sys.argv[1], Path(sys.argv[2])
     ctx, device = init_distributed(sys.argv[3] if len(sys.argv) > 3 else "cpu", timeout_s=60)
     if mode == "train":
-        # On CUDA the rollout graphs are captured in iteration 2 and the update graph in iteration
-        # 3, so 6 iterations replay graphs with NCCL collectives inside several times.
+        # On CUDA the rollout and update graphs are captured in iteration 2, so 6 iterations
+        # replay graphs with NCCL collectives inside several times.
         train(ctx, out, device, iterations=4 if device == "cpu" else 6)
     elif mode == "hang":
         train(ctx, out, device, iterations=50, hang_after=1)

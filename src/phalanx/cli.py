@@ -15,7 +15,9 @@ exit with status 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import json
+import signal
 import sys
 from dataclasses import dataclass
 from datetime import datetime
@@ -148,6 +150,9 @@ def train(args: list[str], console: Console) -> int:
     from phalanx.rl.config import default_train_cfg
     from phalanx.rl.trainer import Trainer
 
+    if hasattr(signal, "SIGUSR1") and sys.__stderr__ is not None:
+        # `kill -USR1 PID` prints every thread's Python stack to stderr; training goes on.
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     task, flags = _task_and_flags("train", args)
     defaults = default_train_cfg(task)
     tcfg = task_cfg(task)
@@ -161,7 +166,8 @@ def train(args: list[str], console: Console) -> int:
         raise ConfigError(f"--stall-timeout-s: must be positive, got {cfg.stall_timeout_s}")
     dist = DistContext()
     if cfg.distributed:
-        dist, cfg.device = init_distributed(cfg.device, timeout_s=2 * cfg.stall_timeout_s)
+        # Collectives: a backstop behind the watchdog, and the only guard of the first iteration.
+        dist, cfg.device = init_distributed(cfg.device, timeout_s=max(2 * cfg.stall_timeout_s, 120.0))
         if not dist.is_main:
             console = Console(quiet=True)
     for name in ("num-envs", "max-iterations", "num-steps-per-env", "save-interval"):

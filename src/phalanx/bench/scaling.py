@@ -13,20 +13,26 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
 if TYPE_CHECKING:
     from phalanx.bench.command import ScalingCfg
 
 
-def _stop_group(job: subprocess.Popen) -> None:
-    """SIGTERM to the job's process group (torchrun and its ranks), SIGKILL 10 s later."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(job.pid, sig)
-        try:
-            job.wait(timeout=10)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _stop_job(job: subprocess.Popen) -> None:
+    """SIGTERM to torchrun (which stops its ranks, each in a session of its own, within 30 s),
+    then SIGKILL to whatever of torchrun and its ranks is still alive 35 s later."""
+    try:
+        procs = [psutil.Process(job.pid), *psutil.Process(job.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        procs = []
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.pid, signal.SIGTERM)
+    _, alive = psutil.wait_procs(procs, timeout=35)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    job.wait()
 
 
 def envs_per_rank(mode: str, num_envs: int, ranks: int) -> int | None:
@@ -41,7 +47,7 @@ def run_point(cfg: ScalingCfg, ranks: int, device: str, run_dir: Path) -> dict[s
     """Trains `cfg.task` for warmup + 1 + iterations iterations on `ranks` processes (with
     `cfg.train_args` added to the train command) and returns medians of the timed iterations
     (FPS are sums over ranks, as rank 0 logs them). The job's output goes to gpus-K/job.log; a
-    job that outlives `cfg.job_timeout_s` is stopped (its whole process group) and reported."""
+    job that outlives `cfg.job_timeout_s` is stopped (torchrun and its ranks) and reported."""
     mode, task, warmup = cfg.mode, cfg.task, cfg.warmup
     per_rank = envs_per_rank(mode, cfg.num_envs, ranks)
     row: dict[str, Any] = {"gpus": ranks, "envs_per_rank": per_rank, "total_envs": (per_rank or 0) * ranks}
@@ -50,17 +56,21 @@ def run_point(cfg: ScalingCfg, ranks: int, device: str, run_dir: Path) -> dict[s
     out = run_dir / f"gpus-{ranks}"
     out.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
-    command += ["-m", "phalanx", "train", task, "--distributed", "--device", device, "--num-envs", str(per_rank)]
-    command += ["--max-iterations", str(warmup + 1 + cfg.iterations), "--save-interval", "1000000"]
-    command += ["--run-dir", str(out), *shlex.split(cfg.train_args)]
+    # The user's train flags first: the bench's own (envs, iterations, run dir) come later and win.
+    command += ["-m", "phalanx", "train", task, *shlex.split(cfg.train_args), "--distributed", "--device", device]
+    command += ["--num-envs", str(per_rank), "--max-iterations", str(warmup + 1 + cfg.iterations)]
+    command += ["--save-interval", "1000000", "--run-dir", str(out)]
     log = out / "job.log"
     with log.open("w") as stream:
         job = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code = job.wait(timeout=cfg.job_timeout_s)
         except subprocess.TimeoutExpired:
-            _stop_group(job)
+            _stop_job(job)
             return {**row, "valid": False, "reason": f"timed out after {cfg.job_timeout_s:.0f} s (see {log})"}
+        except BaseException:  # Ctrl-C no longer reaches the job's own session: stop it here
+            _stop_job(job)
+            raise
     if code != 0:
         tail = " / ".join(log.read_text().strip().splitlines()[-3:])
         return {**row, "valid": False, "reason": f"torchrun exited {code}: {tail}"}

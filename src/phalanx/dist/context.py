@@ -22,7 +22,7 @@ class DistContext:
     local_rank: int = 0
     world_size: int = 1
     store: dist.Store | None = field(default=None, compare=False, repr=False)
-    """The job's key-value store (torchrun's), for the stall watchdog."""
+    """A connection to the job's key-value store (torchrun's), for the stall watchdog."""
 
     @property
     def is_main(self) -> bool:
@@ -83,12 +83,14 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
     else:
         device = "cpu"
     timeout = timedelta(seconds=timeout_s)
-    store = _job_store(rank, world, timeout)
+    prefix = f"phalanx/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"  # an earlier attempt's keys stay apart
+    store = dist.PrefixStore(prefix, _job_store(rank, world, timeout))
     backend = "nccl" if use_cuda else "gloo"
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")  # keys of an earlier attempt stay apart
-    store = dist.PrefixStore(f"phalanx/{attempt}", store)
     dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
-    return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=store), device
+    # The watchdog gets a connection of its own: a blocking get on the group's would delay it.
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    monitor = dist.PrefixStore(prefix, dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
+    return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor), device
 
 
 def _job_store(rank: int, world: int, timeout: timedelta) -> dist.Store:

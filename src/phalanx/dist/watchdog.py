@@ -44,6 +44,12 @@ class StallWatchdog:
         return f"progress/{rank}"
 
     def _run(self) -> None:
+        try:
+            self._watch()
+        except Exception as error:  # noqa: BLE001 (a lost store must not take the training down)
+            print(f"phalanx train: rank {self.ctx.rank}: stall watchdog stopped: {error}", file=sys.stderr, flush=True)
+
+    def _watch(self) -> None:
         armed_at = self.progress() + self.warmup
         last, changed_at = self.progress(), time.monotonic()
         while not self._stop.wait(self.poll_s):

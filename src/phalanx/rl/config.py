@@ -60,7 +60,7 @@ class TrainCfg:
     seed + rank, gradients averaged over ranks, only rank 0 writes."""
     stall_timeout_s: float = 60.0
     """Distributed: a rank that makes no progress for this long (after its first iteration)
-    stops the job and names the ranks behind; collectives themselves time out after twice this."""
+    stops the job and names the ranks behind; collectives time out after twice this (at least 120 s)."""
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""

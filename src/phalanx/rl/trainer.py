@@ -75,7 +75,7 @@ class Trainer:
         self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
         self.interrupted = False
-        self.progress = 0  # env steps and updates begun by this process (the stall watchdog reads it)
+        self.progress = 0  # env steps, updates and saves begun by this process (the stall watchdog reads it)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
 
     # ----------------------------------------------------------------------------- rollout
@@ -319,9 +319,11 @@ class Trainer:
         path = self.checkpoint_path()
         if path is None:
             return
+        self.progress += 1  # a slow disk is not a stall: the watchdog sees the save begin and end
         state = self.state_dict()
         save_checkpoint(path, state)
         save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
+        self.progress += 1
 
 
 def _to_device(value: Any, device: torch.device) -> Any:
