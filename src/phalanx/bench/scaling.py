@@ -55,6 +55,7 @@ def run_point(cfg: ScalingCfg, ranks: int, device: str, run_dir: Path) -> dict[s
         return {**row, "valid": False, "reason": f"{cfg.num_envs} envs do not split evenly over {ranks} ranks"}
     out = run_dir / f"gpus-{ranks}"
     out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.jsonl").unlink(missing_ok=True)  # the trainer appends: a re-run starts clean
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
     # The user's train flags first: the bench's own (envs, iterations, run dir) come later and win.
     command += ["-m", "phalanx", "train", task, *shlex.split(cfg.train_args), "--distributed", "--device", device]
