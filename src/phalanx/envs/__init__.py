@@ -1,6 +1,16 @@
 """Environments: the VecEnv contract, term-based tasks and the task registry."""
 
-from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, Term, TerminationTermCfg
+from phalanx.envs.cfg import (
+    ActionCfg,
+    CommandTerm,
+    CommandTermCfg,
+    EventTermCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TaskCfg,
+    Term,
+    TerminationTermCfg,
+)
 from phalanx.envs.registry import TASKS, UnknownTaskError, make, task_cfg
 from phalanx.envs.task_env import TaskEnv
 from phalanx.envs.vec_env import VecEnv
@@ -8,6 +18,8 @@ from phalanx.envs.vec_env import VecEnv
 __all__ = [
     "TASKS",
     "ActionCfg",
+    "CommandTerm",
+    "CommandTermCfg",
     "EventTermCfg",
     "ObsTermCfg",
     "RewardTermCfg",

@@ -81,14 +81,42 @@ class EventTermCfg:
     """For mode "interval": each env fires after a time drawn uniformly from this range (seconds)."""
 
 
+class CommandTerm(Term):
+    """A per-env command the policy must follow (e.g. a base velocity). `command` holds it,
+    (num_envs, d); the env calls `resample(env, mask)` at reset and when an env's resampling
+    timer runs out. Calling the term returns the command."""
+
+    command: torch.Tensor
+
+    def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        return self.command
+
+
+@dataclass
+class CommandTermCfg:
+    """One command: a `CommandTerm` subclass, resampled per env after a time drawn uniformly from
+    `resampling_time_range_s` (and at every reset)."""
+
+    func: type[CommandTerm]
+    resampling_time_range_s: tuple[float, float]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class ActionCfg:
-    """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip)."""
+    """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip), plus the driven
+    joints' default positions with `use_default_offset` (position actuators: actions are offsets
+    from the default pose)."""
 
     actuators: str = ".*"
     """Regular expression selecting the driven actuators by name, in model order."""
     scale: float = 1.0
     offset: float = 0.0
+    use_default_offset: bool = False
+    """Add each driven joint's default position (the "home" keyframe, else qpos0) to its ctrl."""
     clip: float | None = 1.0
     """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
 
@@ -109,6 +137,8 @@ class TaskCfg:
     rewards: dict[str, RewardTermCfg]
     terminations: dict[str, TerminationTermCfg]
     events: dict[str, EventTermCfg] = field(default_factory=dict)
+    commands: dict[str, CommandTermCfg] = field(default_factory=dict)
+    """Named commands (observed and rewarded through `env.command(name)`)."""
     reward_scale_by_dt: bool = True
     """Multiply each weighted reward term by the env step dt (Isaac Lab's manager-based convention)."""
     num_envs: int = 4096

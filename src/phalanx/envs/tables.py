@@ -70,3 +70,9 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
     )
     if cfg.events:
         console.print(_table("Events", ["#", "term", "mode"], [[name, e.mode] for name, e in cfg.events.items()]))
+    if cfg.commands:
+        rows = [
+            [name, str(tuple(env.command(name).shape[1:])), "{:g}-{:g} s".format(*c.resampling_time_range_s)]
+            for name, c in cfg.commands.items()
+        ]
+        console.print(_table("Commands", ["#", "term", "shape", "resampled after"], rows))

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from phalanx.envs.cfg import EventTermCfg, TaskCfg, Term
+from phalanx.envs.cfg import TaskCfg, Term
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
@@ -26,8 +26,21 @@ class _FunctionTerm(Term):
 
 
 def _tensors(term: Term) -> dict[str, torch.Tensor]:
-    """Copies of a term's tensor attributes (its state, if it keeps any)."""
-    return {name: value.clone() for name, value in vars(term).items() if isinstance(value, torch.Tensor)}
+    """Copies of a term's tensor attributes (its state, if it keeps any), also those of objects it
+    holds (e.g. a sensor), as "object.attribute"."""
+    found = {}
+    for name, value in vars(term).items():
+        if isinstance(value, torch.Tensor):
+            found[name] = value.clone()
+        elif hasattr(value, "__dict__") and not isinstance(value, type):
+            found.update({f"{name}.{k}": v.clone() for k, v in vars(value).items() if isinstance(v, torch.Tensor)})
+    return found
+
+
+def _attribute(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _bind(env: TaskEnv, func: Any, params: dict[str, Any]) -> Term:
@@ -80,6 +93,11 @@ class TaskEnv(VecEnv):
         self.action_dim = len(self._actuator_ids)
         self.action_joint_ids = self.sim.actuator_joint_ids[self._actuator_ids]  # (action_dim,) into sim joints
         self.action_gear = self.sim.actuator_gear[self._actuator_ids]  # (action_dim,)
+        self._action_offset = torch.full((self.action_dim,), cfg.actions.offset, device=device)
+        if cfg.actions.use_default_offset:
+            if (self.action_joint_ids < 0).any():
+                raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
+            self._action_offset += self.sim.default_qpos[self.sim.joint_qposadr[self.action_joint_ids]]
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
         self.capture = device.type == "cuda" if capture is None else capture
@@ -110,7 +128,11 @@ class TaskEnv(VecEnv):
         self._events = {
             mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in ("startup", "reset", "interval")
         }
-        self._event_timers = {k: self._draw_interval(e) for k, e in self._events["interval"]}
+        self._event_timers = {k: self._draw_interval(e.interval_range_s) for k, e in self._events["interval"]}
+        self._command_terms = {name: (_bind(self, c.func, c.params), c) for name, c in cfg.commands.items()}
+        self._command_timers = {
+            name: self._draw_interval(c.resampling_time_range_s) for name, c in cfg.commands.items()
+        }
 
         all_envs = torch.ones(n, dtype=torch.bool, device=dev)
         for _, event in self._events["startup"]:
@@ -180,7 +202,7 @@ class TaskEnv(VecEnv):
         if clip is not None:
             action = action.clamp(-clip, clip)
         self.action.copy_(action)
-        self.sim.ctrl[:, self._actuator_ids] = self.cfg.actions.offset + self.cfg.actions.scale * action
+        self.sim.ctrl[:, self._actuator_ids] = self._action_offset + self.cfg.actions.scale * action
         self.sim.step()
         self.episode_length += 1
 
@@ -212,6 +234,7 @@ class TaskEnv(VecEnv):
         }
         self._reset_envs(done)
         self._run_interval_events()
+        self._resample_commands()
         self.obs = self._compute_obs()
         extras = {"final_obs": final_obs, "episode": episode, "log": self._log()}
         return self.obs, reward, self.terminated.clone(), truncated, extras
@@ -246,6 +269,7 @@ class TaskEnv(VecEnv):
             "buffers": {name: getattr(self, name).clone() for name in self._BUFFERS},
             "terms": {key: _tensors(term) for key, term in self._all_terms()},
             "event_timers": {name: timer.clone() for name, timer in self._event_timers.items()},
+            "command_timers": {name: timer.clone() for name, timer in self._command_timers.items()},
             "obs": {group: value.clone() for group, value in self.obs.items()},
             "rng": self.rng.get_state(),
         }
@@ -261,11 +285,19 @@ class TaskEnv(VecEnv):
             getattr(self, name).copy_(state["buffers"][name])
         for key, term in self._all_terms():
             for attr, value in state["terms"][key].items():
-                getattr(term, attr).copy_(value)
+                _attribute(term, attr).copy_(value)
         for name, timer in self._event_timers.items():
             timer.copy_(state["event_timers"][name])
+        for name, timer in self._command_timers.items():
+            timer.copy_(state["command_timers"][name])
         self._store_obs({group: value.to(self.device) for group, value in state["obs"].items()})
         self.rng.set_state(state["rng"])
+
+    def command(self, name: str) -> torch.Tensor:
+        """(num_envs, d) the current value of the named command."""
+        if name not in self._command_terms:
+            raise ValueError(f"task {self.cfg.name!r}: no command {name!r}; it has {list(self._command_terms)}")
+        return self._command_terms[name][0].command
 
     def constant(self, values: tuple[float, ...]) -> torch.Tensor:
         """A float32 tensor of `values` on the env's device, made once (no host copy per step)."""
@@ -295,6 +327,7 @@ class TaskEnv(VecEnv):
     def _all_terms(self) -> list[tuple[str, Term]]:
         terms = [(f"obs/{group}/{name}", term) for group, ts in self._obs_terms.items() for name, term, _ in ts]
         terms += [(f"reward/{name}", term) for name, term, _ in self._reward_terms]
+        terms += [(f"command/{name}", term) for name, (term, _) in self._command_terms.items()]
         return terms + [(f"termination/{name}", term) for name, term, _ in self._termination_terms]
 
     def _select_actuators(self, pattern: str) -> torch.Tensor:
@@ -355,6 +388,10 @@ class TaskEnv(VecEnv):
         self.sim.reset_(mask)
         for _, event in self._events["reset"]:
             event.func(self, mask, **event.params)
+        for name, (term, cfg) in self._command_terms.items():
+            term.resample(self, mask)
+            timer = self._command_timers[name]
+            timer.copy_(torch.where(mask, self._draw_interval(cfg.resampling_time_range_s), timer))
         self.episode_length.masked_fill_(mask, 0)
         self.episode_return.masked_fill_(mask, 0.0)
         self._episode_terms.masked_fill_(mask[:, None], 0.0)
@@ -365,18 +402,26 @@ class TaskEnv(VecEnv):
         for _, term, _ in self._reward_terms + self._termination_terms:
             term.reset(self, mask)
 
-    def _draw_interval(self, event: EventTermCfg) -> torch.Tensor:
-        """(num_envs,) seconds until the event fires next, uniform in its interval range."""
-        low, high = event.interval_range_s
+    def _draw_interval(self, range_s: tuple[float, float]) -> torch.Tensor:
+        """(num_envs,) seconds until an event fires or a command is resampled, uniform in range_s."""
+        low, high = range_s
         return low + (high - low) * torch.rand(self.num_envs, device=self.device, generator=self.rng)
 
     def _run_interval_events(self) -> None:
         for name, event in self._events["interval"]:
-            timer = self._event_timers[name]
-            timer -= self.step_dt
-            fired = timer <= 0.0
-            event.func(self, fired, **event.params)
-            timer.copy_(torch.where(fired, self._draw_interval(event), timer))
+            event.func(self, self._due(self._event_timers[name], event.interval_range_s), **event.params)
+
+    def _resample_commands(self) -> None:
+        for name, (term, cfg) in self._command_terms.items():
+            term.resample(self, self._due(self._command_timers[name], cfg.resampling_time_range_s))
+
+    def _due(self, timer: torch.Tensor, range_s: tuple[float, float]) -> torch.Tensor:
+        """Counts `timer` (num_envs,) down one env step and returns the envs whose time ran out;
+        those draw their next time from `range_s`."""
+        timer -= self.step_dt
+        due = timer <= 0.0
+        timer.copy_(torch.where(due, self._draw_interval(range_s), timer))
+        return due
 
     def _log(self) -> dict[str, torch.Tensor]:
         return {"invalid_env_resets": self.invalid_resets}

@@ -99,6 +99,7 @@ class Simulator:
         self.qvel = t(d.qvel)  # (num_envs, nv)
         self.qacc = t(d.qacc)  # (num_envs, nv)
         self.ctrl = t(d.ctrl)  # (num_envs, nu)
+        self.actuator_force = t(d.actuator_force)  # (num_envs, nu) from the last substep's forward pass
         self.act = t(d.act)  # (num_envs, na)
         self.qacc_warmstart = t(d.qacc_warmstart)  # (num_envs, nv)
         self.qfrc_applied = t(d.qfrc_applied)  # (num_envs, nv)
@@ -118,6 +119,7 @@ class Simulator:
         name = functools.partial(_object_name, mjm)
         self.body_names = [name(mujoco.mjtObj.mjOBJ_BODY, i) for i in range(mjm.nbody)]
         self.actuator_names = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(mjm.nu)]
+        self.sensor_names = [name(mujoco.mjtObj.mjOBJ_SENSOR, i) for i in range(mjm.nsensor)]
         self.actuator_gear = torch.tensor(mjm.actuator_gear[:, 0], dtype=torch.float32, device=dev)  # (nu,)
         joint_of_actuator = [
             int(j) if int(t) == int(mujoco.mjtTrn.mjTRN_JOINT) else -1
@@ -139,6 +141,18 @@ class Simulator:
         free = [j for j in range(mjm.njnt) if int(mjm.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
         self.root_qposadr = int(mjm.jnt_qposadr[free[0]]) if free else None
         self.root_dofadr = int(mjm.jnt_dofadr[free[0]]) if free else None
+
+    def sensor_ids(self, names: list[str]) -> torch.Tensor:
+        """Columns of `sensordata` holding the named scalar sensors (e.g. touch); a missing or
+        multi-dimensional sensor raises with the model's sensor names."""
+        missing = [n for n in names if n not in self.sensor_names]
+        if missing:
+            raise ValueError(f"sensors {missing} not in the model; it has {self.sensor_names}")
+        ids = [self.sensor_names.index(n) for n in names]
+        wide = [n for n, i in zip(names, ids, strict=True) if self.mjm.sensor_dim[i] != 1]
+        if wide:
+            raise ValueError(f"sensors {wide} are not scalar")
+        return torch.tensor(self.mjm.sensor_adr[ids], dtype=torch.long, device=self.device)
 
     def body_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named bodies; a missing name raises with the model's body names."""

@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.envs.mdp import state
+from phalanx.envs.mdp.math import quat_mul
+
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
@@ -38,3 +41,48 @@ def reset_joints_by_offset(
     m = mask[:, None]
     sim.qpos[:, qadr] = torch.where(m, pos, sim.qpos[:, qadr])
     sim.qvel[:, dadr] = torch.where(m, vel, sim.qvel[:, dadr])
+
+
+def reset_joints_by_scale(
+    env: TaskEnv, mask: torch.Tensor, joints: str = ".*", position_range: tuple[float, float] = (1.0, 1.0)
+) -> None:
+    """Multiplies the default positions of the joints matching `joints` by a uniform factor (zero
+    velocity), then clamps them into the joints' ranges."""
+    sim = env.sim
+    ids = env.joint_ids(joints)
+    qadr = sim.joint_qposadr[ids]
+    low, high = sim.joint_range[ids, 0], sim.joint_range[ids, 1]
+    pos = (sim.default_qpos[qadr] * _uniform(env, (env.num_envs, len(ids)), *position_range)).clamp(low, high)
+    sim.qpos[:, qadr] = torch.where(mask[:, None], pos, sim.qpos[:, qadr])
+
+
+def reset_root_state_uniform(
+    env: TaskEnv,
+    mask: torch.Tensor,
+    xy_range: tuple[float, float] = (0.0, 0.0),
+    yaw_range: tuple[float, float] = (0.0, 0.0),
+    velocity_range: tuple[float, float] = (0.0, 0.0),
+) -> None:
+    """Moves the root by a uniform xy offset from its default, turns it by a uniform yaw, and
+    gives it uniform linear and angular velocities (each component from `velocity_range`)."""
+    a, d = state.root_addresses(env)
+    n = env.num_envs
+    pos = env.sim.default_qpos[a : a + 3] + torch.cat(
+        (_uniform(env, (n, 2), *xy_range), torch.zeros(n, 1, device=env.device)), dim=1
+    )
+    half = 0.5 * _uniform(env, (n,), *yaw_range)
+    yaw_quat = torch.stack((half.cos(), torch.zeros_like(half), torch.zeros_like(half), half.sin()), dim=1)
+    quat = quat_mul(yaw_quat, env.sim.default_qpos[a + 3 : a + 7].expand(n, 4))
+    vel = _uniform(env, (n, 6), *velocity_range)
+    m = mask[:, None]
+    env.sim.qpos[:, a : a + 7] = torch.where(m, torch.cat((pos, quat), dim=1), env.sim.qpos[:, a : a + 7])
+    env.sim.qvel[:, d : d + 6] = torch.where(m, vel, env.sim.qvel[:, d : d + 6])
+
+
+def push_by_setting_velocity(
+    env: TaskEnv, mask: torch.Tensor, velocity_range: tuple[float, float] = (0.0, 0.0)
+) -> None:
+    """Sets the root's horizontal velocity (world frame) to a uniform draw: a push."""
+    _, d = state.root_addresses(env)
+    push = _uniform(env, (env.num_envs, 2), *velocity_range)
+    env.sim.qvel[:, d : d + 2] = torch.where(mask[:, None], push, env.sim.qvel[:, d : d + 2])

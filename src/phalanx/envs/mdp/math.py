@@ -31,3 +31,18 @@ def euler_xyz_from_quat(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, to
 def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
     """Wraps angles to (-pi, pi]."""
     return torch.atan2(torch.sin(angle), torch.cos(angle))
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product a * b of (..., 4) quaternions (w, x, y, z): rotate by b, then by a."""
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ),
+        dim=-1,
+    )

@@ -73,6 +73,21 @@ def joint_pos_limit_normalized(env: TaskEnv) -> torch.Tensor:
     return 2.0 * (state.joint_pos(env) - 0.5 * (low + high)) / (high - low)
 
 
+def projected_gravity(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 3) unit gravity direction in the base frame ((0, 0, -1) when level)."""
+    return state.projected_gravity_b(env)
+
+
+def joint_pos_rel(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, J) joint positions minus their defaults (the "home" keyframe)."""
+    return state.joint_pos(env) - env.sim.default_qpos[env.sim.joint_qposadr]
+
+
+def generated_commands(env: TaskEnv, command: str) -> torch.Tensor:
+    """(num_envs, d) the current value of the named command."""
+    return env.command(command)
+
+
 def last_action(env: TaskEnv) -> torch.Tensor:
     """(num_envs, action_dim) the action of the last step, after clipping (0 after a reset)."""
     return env.action

@@ -19,7 +19,8 @@ FORWARD_B = (1.0, 0.0, 0.0)
 GRAVITY_DIR_W = (0.0, 0.0, -1.0)
 
 
-def _root(env: TaskEnv) -> tuple[int, int]:
+def root_addresses(env: TaskEnv) -> tuple[int, int]:
+    """qpos and qvel addresses of the free root joint."""
     if env.sim.root_qposadr is None:
         raise ValueError(f"task {env.cfg.name!r}: this term needs a free-floating root, and the model has none")
     return env.sim.root_qposadr, env.sim.root_dofadr
@@ -27,25 +28,25 @@ def _root(env: TaskEnv) -> tuple[int, int]:
 
 def root_pos_w(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 3) root position, world frame."""
-    a, _ = _root(env)
+    a, _ = root_addresses(env)
     return env.sim.qpos[:, a : a + 3]
 
 
 def root_quat_w(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 4) root orientation (w, x, y, z)."""
-    a, _ = _root(env)
+    a, _ = root_addresses(env)
     return env.sim.qpos[:, a + 3 : a + 7]
 
 
 def root_lin_vel_b(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 3) root linear velocity, body frame."""
-    _, d = _root(env)
+    _, d = root_addresses(env)
     return quat_apply_inverse(root_quat_w(env), env.sim.qvel[:, d : d + 3])
 
 
 def root_ang_vel_b(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 3) root angular velocity, body frame."""
-    _, d = _root(env)
+    _, d = root_addresses(env)
     return env.sim.qvel[:, d + 3 : d + 6]
 
 

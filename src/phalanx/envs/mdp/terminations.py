@@ -31,3 +31,8 @@ def joint_pos_out_of_bounds(env: TaskEnv, joints: str, bound: float) -> torch.Te
 def joint_angle_past(env: TaskEnv, joints: str, degrees: float) -> torch.Tensor:
     """Any hinge matching `joints` is past `degrees` from 0."""
     return joint_pos_out_of_bounds(env, joints, math.radians(degrees))
+
+
+def touch_above(env: TaskEnv, sensors: list[str], threshold: float) -> torch.Tensor:
+    """Any of the named touch sensors reads more than `threshold` N (e.g. the base hit the ground)."""
+    return (env.sim.sensordata[:, env.sim.sensor_ids(sensors)] > threshold).any(dim=1)

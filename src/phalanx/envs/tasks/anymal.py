@@ -1,0 +1,98 @@
+"""Legged velocity tracking with the ANYmal-C-like quadruped: the terms and weights of Isaac
+Lab's Isaac-Velocity-Flat-Anymal-C-v0 (legged_gym's rewards), on a plane."""
+
+from __future__ import annotations
+
+import math
+
+from phalanx.assets import asset_path
+from phalanx.envs.cfg import (
+    ActionCfg,
+    CommandTermCfg,
+    EventTermCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TaskCfg,
+    TerminationTermCfg,
+)
+from phalanx.envs.mdp import commands, events, observations, terminations, velocity_rewards
+from phalanx.sim import SimCfg
+
+LEGS = ("LF", "RF", "LH", "RH")
+FEET = [f"{leg}_foot_contact" for leg in LEGS]
+THIGHS = [f"{leg}_thigh_contact" for leg in LEGS]
+CMD = {"command": "base_velocity"}
+
+
+def anymal_flat_cfg() -> TaskCfg:
+    """Follow a commanded base velocity (forward, lateral, yaw rate) on flat ground."""
+    return TaskCfg(
+        name="anymal-flat",
+        description="quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)",
+        model=asset_path("anymal.xml"),
+        episode_length_s=20.0,
+        sim=SimCfg(dt=0.005, decimation=4),
+        actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=None),
+        commands={
+            "base_velocity": CommandTermCfg(
+                func=commands.uniform_velocity,
+                resampling_time_range_s=(10.0, 10.0),
+                params={"lin_vel_x": (-1.0, 1.0), "lin_vel_y": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0), "standing": 0.02},
+            )
+        },
+        observations={
+            "policy": {
+                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
+                "base_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b),
+                "projected_gravity": ObsTermCfg(func=observations.projected_gravity),
+                "velocity_commands": ObsTermCfg(func=observations.generated_commands, params=CMD),
+                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
+                "joint_vel": ObsTermCfg(func=observations.joint_vel),
+                "actions": ObsTermCfg(func=observations.last_action),
+            }
+        },
+        rewards={
+            "track_lin_vel_xy_exp": RewardTermCfg(
+                func=velocity_rewards.track_lin_vel_xy_exp, weight=1.0, params={**CMD, "std": 0.5}
+            ),
+            "track_ang_vel_z_exp": RewardTermCfg(
+                func=velocity_rewards.track_ang_vel_z_exp, weight=0.5, params={**CMD, "std": 0.5}
+            ),
+            "lin_vel_z_l2": RewardTermCfg(func=velocity_rewards.lin_vel_z_l2, weight=-2.0),
+            "ang_vel_xy_l2": RewardTermCfg(func=velocity_rewards.ang_vel_xy_l2, weight=-0.05),
+            "dof_torques_l2": RewardTermCfg(func=velocity_rewards.joint_torques_l2, weight=-2.5e-5),
+            "dof_acc_l2": RewardTermCfg(func=velocity_rewards.joint_acc_l2, weight=-2.5e-7),
+            "action_rate_l2": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-0.01),
+            "feet_air_time": RewardTermCfg(
+                func=velocity_rewards.feet_air_time, weight=0.25, params={"sensors": FEET, **CMD, "threshold": 0.5}
+            ),
+            "undesired_contacts": RewardTermCfg(
+                func=velocity_rewards.touch_count_above, weight=-1.0, params={"sensors": THIGHS, "threshold": 1.0}
+            ),
+            "flat_orientation_l2": RewardTermCfg(func=velocity_rewards.flat_orientation_l2, weight=-5.0),
+        },
+        terminations={
+            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "base_contact": TerminationTermCfg(
+                func=terminations.touch_above, params={"sensors": ["base_contact"], "threshold": 1.0}
+            ),
+        },
+        events={
+            "reset_base": EventTermCfg(
+                func=events.reset_root_state_uniform,
+                mode="reset",
+                params={"xy_range": (-0.5, 0.5), "yaw_range": (-math.pi, math.pi), "velocity_range": (-0.5, 0.5)},
+            ),
+            "reset_robot_joints": EventTermCfg(
+                func=events.reset_joints_by_scale, mode="reset", params={"position_range": (0.5, 1.5)}
+            ),
+            "push_robot": EventTermCfg(
+                func=events.push_by_setting_velocity,
+                mode="interval",
+                interval_range_s=(10.0, 15.0),
+                params={"velocity_range": (-0.5, 0.5)},
+            ),
+        },
+        reward_scale_by_dt=True,
+        num_envs=4096,
+    )

@@ -1,0 +1,49 @@
+"""Commands are resampled at reset and on their timers, only for the envs due; default-offset
+actions drive position targets around the default pose."""
+
+from __future__ import annotations
+
+import torch
+
+from helpers import make_cpu
+from phalanx.envs import CommandTerm, CommandTermCfg, task_cfg
+
+
+class Counter(CommandTerm):
+    """Each resample adds 1 to the env's command: the command counts its resamples."""
+
+    def __init__(self, env, **params):
+        self.command = torch.zeros(env.num_envs, 1, device=env.device)
+
+    def resample(self, env, mask):
+        self.command += mask[:, None].float()
+
+
+def test_commands_resample_at_reset_and_on_schedule() -> None:
+    cfg = task_cfg("cartpole")
+    # env dt is 1/60 s: a fixed 0.05 s time resamples on every third step.
+    cfg.commands["count"] = CommandTermCfg(func=Counter, resampling_time_range_s=(0.05, 0.05))
+    env = make_cpu(cfg, num_envs=4)
+    assert env.command("count")[:, 0].tolist() == [1, 1, 1, 1], "sampled once at the first reset"
+    for _ in range(6):
+        env.step(torch.zeros(4, 1))
+    assert env.command("count")[:, 0].tolist() == [3, 3, 3, 3]
+    env.reset(torch.tensor([False, True, False, False]))
+    assert env.command("count")[:, 0].tolist() == [3, 4, 3, 3], "a reset resamples only its envs"
+    env.step(torch.zeros(4, 1))
+    env.step(torch.zeros(4, 1))
+    # env 1's timer restarted at its reset: it is not due with the others
+    assert env.command("count")[:, 0].tolist() == [3, 4, 3, 3]
+    env.step(torch.zeros(4, 1))
+    assert env.command("count")[:, 0].tolist() == [4, 5, 4, 4]
+
+
+def test_actions_offset_from_the_default_pose() -> None:
+    cfg = task_cfg("anymal-flat")
+    env = make_cpu(cfg, num_envs=2)
+    actions = torch.zeros(2, env.action_dim)
+    actions[1] = 1.0
+    env.step(actions)
+    home = torch.tensor([0.0, 0.4, -0.8, 0.0, 0.4, -0.8, 0.0, -0.4, 0.8, 0.0, -0.4, 0.8])
+    torch.testing.assert_close(env.sim.ctrl[0], home)
+    torch.testing.assert_close(env.sim.ctrl[1], home + cfg.actions.scale)

@@ -1,0 +1,67 @@
+"""Terms of the legged velocity task on known states: events touch only their envs, rewards
+match hand computation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from helpers import make_cpu
+from phalanx.envs.mdp import events, velocity_rewards
+
+
+@pytest.fixture(scope="module")
+def env():
+    return make_cpu("anymal-flat", num_envs=6, seed=2)
+
+
+def test_push_sets_the_root_velocity_of_the_pushed_envs_only(env) -> None:
+    env.reset()
+    before = env.sim.qvel.clone()
+    mask = torch.tensor([True, False, True, False, False, True])
+    events.push_by_setting_velocity(env, mask, velocity_range=(0.3, 0.5))
+    after = env.sim.qvel
+    assert torch.equal(after[~mask], before[~mask])
+    assert torch.all((after[mask, :2] >= 0.3) & (after[mask, :2] <= 0.5))
+    assert torch.equal(after[mask, 2:], before[mask, 2:]), "only the horizontal velocity"
+
+
+def test_root_reset_turns_and_shifts_only_its_envs(env) -> None:
+    env.reset()
+    before = env.sim.qpos.clone()
+    mask = torch.tensor([False, True, True, False, False, False])
+    events.reset_root_state_uniform(env, mask, xy_range=(-0.5, 0.5), yaw_range=(math.pi / 2, math.pi / 2))
+    q = env.sim.qpos
+    assert torch.equal(q[~mask], before[~mask])
+    default = env.sim.default_qpos
+    torch.testing.assert_close(q[mask, 2], default[2].expand(2))  # height kept
+    assert torch.all((q[mask, :2] - default[:2]).abs() <= 0.5)
+    half = math.pi / 4  # a quarter turn about z from the upright default
+    torch.testing.assert_close(q[mask, 3:7], torch.tensor([[math.cos(half), 0.0, 0.0, math.sin(half)]] * 2))
+
+
+def test_velocity_tracking_rewards_match_hand_computation(env) -> None:
+    env.reset()
+    env.sim.qpos[:, 3:7] = torch.tensor([1.0, 0.0, 0.0, 0.0])  # upright, yaw 0: body frame = world frame
+    env.sim.qvel[:, :6] = torch.tensor([0.8, -0.2, 0.1, 0.3, -0.4, 0.5])
+    env.command("base_velocity")[:] = torch.tensor([1.0, 0.0, 0.25])
+    lin = velocity_rewards.track_lin_vel_xy_exp(env, "base_velocity", std=0.5)
+    ang = velocity_rewards.track_ang_vel_z_exp(env, "base_velocity", std=0.5)
+    torch.testing.assert_close(lin, torch.full((6,), math.exp(-(0.2**2 + 0.2**2) / 0.25)))
+    torch.testing.assert_close(ang, torch.full((6,), math.exp(-(0.25**2) / 0.25)))
+    torch.testing.assert_close(velocity_rewards.lin_vel_z_l2(env), torch.full((6,), 0.01))
+    torch.testing.assert_close(velocity_rewards.ang_vel_xy_l2(env), torch.full((6,), 0.25))
+
+
+def test_action_rate_is_zero_after_a_reset_then_the_squared_change(env) -> None:
+    term = velocity_rewards.action_rate_l2(env)
+    env.action[:] = 0.5
+    assert torch.equal(term(env), torch.zeros(6)), "no previous action after a reset"
+    env.action[:] = 0.2
+    torch.testing.assert_close(term(env), torch.full((6,), 12 * 0.3**2))
+    term.reset(env, torch.tensor([True] + [False] * 5))
+    env.action[:] = 0.0
+    rate = term(env)
+    assert rate[0] == 0.0 and torch.allclose(rate[1:], torch.full((5,), 12 * 0.2**2))
