@@ -65,3 +65,41 @@ def test_action_rate_is_zero_after_a_reset_then_the_squared_change(env) -> None:
     env.action[:] = 0.0
     rate = term(env)
     assert rate[0] == 0.0 and torch.allclose(rate[1:], torch.full((5,), 12 * 0.2**2))
+
+
+def test_friction_randomization_sets_only_the_targeted_worlds() -> None:
+    env = make_cpu("anymal-flat", num_envs=4, seed=5)  # startup drew one coefficient per world
+    friction = env.sim.per_world("geom_friction")[:, :, 0]
+    assert friction.shape == (4, len(env.sim.geom_names))
+    per_world = friction[:, :1]
+    assert torch.equal(friction, per_world.expand_as(friction)), "one coefficient for every geom of a world"
+    assert torch.all((per_world >= 0.6) & (per_world <= 1.0)) and per_world.unique().numel() == 4
+    before = friction.clone()
+    mask = torch.tensor([False, True, False, False])
+    events.randomize_friction(env, mask, geoms="floor", friction_range=(0.1, 0.1))
+    after = env.sim.per_world("geom_friction")[:, :, 0]
+    floor = env.sim.geom_names.index("floor")
+    assert after[1, floor] == pytest.approx(0.1)
+    changed = after != before
+    assert changed.sum() == 1 and changed[1, floor]
+
+
+def test_per_world_friction_changes_the_physics_of_that_world_only() -> None:
+    """A box slides on a plane from 2 m/s: farther in the world whose friction is lower."""
+    from phalanx.sim import SimCfg, Simulator, load_model
+
+    xml = """<mujoco><option timestep="0.005" cone="elliptic"/><worldbody>
+      <geom name="floor" type="plane" size="0 0 1"/>
+      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>
+    </worldbody></mujoco>"""
+    sim = Simulator(load_model(xml), 3, "cpu", SimCfg(decimation=1))
+    friction = sim.per_world("geom_friction")
+    friction[:, :, 0] = torch.tensor([[1.0], [0.1], [1.0]])
+    sim.qvel[:, 0] = 2.0
+    for _ in range(100):
+        sim.step()
+    x = sim.qpos[:, 0]
+    # mu = 1 stops within v^2 / (2 mu g) = 0.2 m; mu = 0.1 slides ~1.2 m in the 0.5 s
+    assert x[0] == pytest.approx(x[2]) and x[0] < 0.25 and x[1] > 0.8
+    with pytest.raises(RuntimeError, match="before the first step"):
+        sim.per_world("body_mass")

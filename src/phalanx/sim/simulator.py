@@ -82,6 +82,7 @@ class Simulator:
         self._bind_names()
         self.default_qpos = torch.as_tensor(self._home_qpos(), dtype=torch.float32, device=self.device)
         self._graph = None
+        self._stepped = False
         self._wp_streams: dict[int, wp.Stream] = {}
 
     @property
@@ -120,6 +121,7 @@ class Simulator:
         self.body_names = [name(mujoco.mjtObj.mjOBJ_BODY, i) for i in range(mjm.nbody)]
         self.actuator_names = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(mjm.nu)]
         self.sensor_names = [name(mujoco.mjtObj.mjOBJ_SENSOR, i) for i in range(mjm.nsensor)]
+        self.geom_names = [name(mujoco.mjtObj.mjOBJ_GEOM, i) for i in range(mjm.ngeom)]
         self.actuator_gear = torch.tensor(mjm.actuator_gear[:, 0], dtype=torch.float32, device=dev)  # (nu,)
         joint_of_actuator = [
             int(j) if int(t) == int(mujoco.mjtTrn.mjTRN_JOINT) else -1
@@ -141,6 +143,19 @@ class Simulator:
         free = [j for j in range(mjm.njnt) if int(mjm.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
         self.root_qposadr = int(mjm.jnt_qposadr[free[0]]) if free else None
         self.root_dofadr = int(mjm.jnt_dofadr[free[0]]) if free else None
+
+    def per_world(self, field: str) -> torch.Tensor:
+        """A torch view of the model field `field` with one row per world, (num_envs, ...):
+        MuJoCo Warp reads world w's parameters from row w (domain randomization writes there).
+        The first call replaces the shared field by a tiled copy, so it must come before the
+        first `step` (kernels and graphs bind the arrays they are launched with)."""
+        array = getattr(self.model, field)
+        if array.shape[0] != self.num_envs:
+            if self._stepped:
+                raise RuntimeError(f"per_world({field!r}): call it before the first step")
+            tiled = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
+            setattr(self.model, field, wp.array(tiled, dtype=array.dtype, device=self.wp_device))
+        return wp.to_torch(getattr(self.model, field))
 
     def sensor_ids(self, names: list[str]) -> torch.Tensor:
         """Columns of `sensordata` holding the named scalar sensors (e.g. touch); a missing or
@@ -190,6 +205,7 @@ class Simulator:
         Inside a torch CUDA graph capture (the env's captured step), the substeps are recorded
         into that graph instead.
         """
+        self._stepped = True
         if self.device.type != "cuda" or not self.cfg.graph:
             with wp.ScopedDevice(self.wp_device):
                 self._substeps()

@@ -6,6 +6,7 @@ Random draws come from `env.rng` for all envs and are applied through the mask (
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import torch
@@ -86,3 +87,19 @@ def push_by_setting_velocity(
     _, d = state.root_addresses(env)
     push = _uniform(env, (env.num_envs, 2), *velocity_range)
     env.sim.qvel[:, d : d + 2] = torch.where(mask[:, None], push, env.sim.qvel[:, d : d + 2])
+
+
+def randomize_friction(
+    env: TaskEnv, mask: torch.Tensor, geoms: str = ".*", friction_range: tuple[float, float] = (1.0, 1.0)
+) -> None:
+    """Gives each masked world one sliding-friction coefficient, drawn uniformly, on every geom
+    whose name matches `geoms`. MuJoCo uses the larger coefficient of a contact's two geoms, so
+    match the ground and the robot (the default) for the draw to be the contact's friction.
+    Startup mode: per-world model fields must exist before the first physics step."""
+    ids = [i for i, name in enumerate(env.sim.geom_names) if re.fullmatch(geoms, name)]
+    if not ids:
+        raise ValueError(f"geom pattern {geoms!r} matches no geom; the model has {env.sim.geom_names}")
+    friction = env.sim.per_world("geom_friction")  # (num_envs, ngeom, 3): slide, spin, roll
+    draw = _uniform(env, (env.num_envs, 1), *friction_range)
+    cols = torch.tensor(ids, device=env.device)
+    friction[:, cols, 0] = torch.where(mask[:, None], draw, friction[:, cols, 0])

@@ -78,6 +78,11 @@ def anymal_flat_cfg() -> TaskCfg:
             ),
         },
         events={
+            # One friction coefficient per world for feet, legs, base and ground (Isaac Lab keeps
+            # its 0.8 static / 0.6 dynamic fixed; MuJoCo has one coefficient, drawn around them).
+            "physics_material": EventTermCfg(
+                func=events.randomize_friction, mode="startup", params={"friction_range": (0.6, 1.0)}
+            ),
             "reset_base": EventTermCfg(
                 func=events.reset_root_state_uniform,
                 mode="reset",
