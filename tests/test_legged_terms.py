@@ -103,3 +103,15 @@ def test_per_world_friction_changes_the_physics_of_that_world_only() -> None:
     assert x[0] == pytest.approx(x[2]) and x[0] < 0.25 and x[1] > 0.8
     with pytest.raises(RuntimeError, match="before the first step"):
         sim.per_world("body_mass")
+
+
+def test_added_base_mass_changes_only_the_targeted_worlds_and_their_stance() -> None:
+    env = make_cpu("anymal-flat", num_envs=3, seed=1)
+    mass = env.sim.per_world("body_mass")
+    base = env.sim.body_names.index("base")
+    assert torch.all((mass[:, base] >= 28.0) & (mass[:, base] <= 38.0)), "startup: 33 kg +- 5 kg"
+    before = mass.clone()
+    events.add_body_mass(env, torch.tensor([False, False, True]), bodies=["base"], mass_range=(30.0, 30.0))
+    assert torch.equal(mass[:2], before[:2]) and mass[2, base] == pytest.approx(before[2, base] + 30.0)
+    subtree = env.sim.per_world("body_subtreemass")[:, 1]
+    torch.testing.assert_close(subtree, mass[:, 1:].sum(dim=1))  # the derived constant follows, per world

@@ -157,6 +157,18 @@ class Simulator:
             setattr(self.model, field, wp.array(tiled, dtype=array.dtype, device=self.wp_device))
         return wp.to_torch(getattr(self.model, field))
 
+    # Constants MuJoCo Warp derives from body masses (set_const writes them per world).
+    _MASS_DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0")
+
+    def recompute_constants(self) -> None:
+        """Propagates edited per-world masses or inertias (`per_world("body_mass")`, ...) to the
+        constants MuJoCo Warp derives from them (subtree masses, inverse weights), per world.
+        Before the first step, like `per_world`."""
+        for field in self._MASS_DERIVED:
+            self.per_world(field)
+        with wp.ScopedDevice(self.wp_device):
+            mjw.set_const(self.model, self.data)
+
     def sensor_ids(self, names: list[str]) -> torch.Tensor:
         """Columns of `sensordata` holding the named scalar sensors (e.g. touch); a missing or
         multi-dimensional sensor raises with the model's sensor names."""

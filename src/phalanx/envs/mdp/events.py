@@ -103,3 +103,15 @@ def randomize_friction(
     draw = _uniform(env, (env.num_envs, 1), *friction_range)
     cols = torch.tensor(ids, device=env.device)
     friction[:, cols, 0] = torch.where(mask[:, None], draw, friction[:, cols, 0])
+
+
+def add_body_mass(
+    env: TaskEnv, mask: torch.Tensor, bodies: list[str], mass_range: tuple[float, float] = (0.0, 0.0)
+) -> None:
+    """Adds a uniform draw (kg) to the mass of each named body in the masked worlds, then lets
+    MuJoCo Warp recompute what it derives from masses. Startup mode only (before the first step)."""
+    mass = env.sim.per_world("body_mass")  # (num_envs, nbody)
+    ids = env.sim.body_ids(bodies)
+    draw = _uniform(env, (env.num_envs, len(bodies)), *mass_range)
+    mass[:, ids] += torch.where(mask[:, None], draw, 0.0)
+    env.sim.recompute_constants()

@@ -83,6 +83,9 @@ def anymal_flat_cfg() -> TaskCfg:
             "physics_material": EventTermCfg(
                 func=events.randomize_friction, mode="startup", params={"friction_range": (0.6, 1.0)}
             ),
+            "add_base_mass": EventTermCfg(
+                func=events.add_body_mass, mode="startup", params={"bodies": ["base"], "mass_range": (-5.0, 5.0)}
+            ),
             "reset_base": EventTermCfg(
                 func=events.reset_root_state_uniform,
                 mode="reset",
