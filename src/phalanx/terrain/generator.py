@@ -1,0 +1,171 @@
+"""Height grids of sub-terrains, after Isaac Lab's terrain generator (and Rudin et al.).
+
+The terrain is `num_rows` x `num_cols` square tiles of `tile_size` m. The row index is the
+difficulty level (along +x, 0 easiest), the column picks the sub-terrain type by `proportions`.
+Heights are sampled every `horizontal_scale` m on a grid shared by neighbouring tiles; everything
+is deterministic from `seed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from phalanx.errors import ConfigError
+
+
+def _border_distance(n: int, scale: float) -> np.ndarray:
+    """(n, n) distance (m) of each grid point of a tile from the tile's border."""
+    idx = np.arange(n) * scale
+    edge = np.minimum(idx, idx[-1] - idx)
+    return np.minimum(edge[:, None], edge[None, :])
+
+
+def flat(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
+    return np.zeros((n, n))
+
+
+def random_rough(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
+    """Uniform noise of amplitude 2-10 cm in 1 cm steps."""
+    amplitude = 0.02 + 0.08 * difficulty
+    return np.round(rng.uniform(-amplitude, amplitude, (n, n)) / 0.01) * 0.01
+
+
+def _pyramid(distance: np.ndarray, height: np.ndarray, platform: float) -> np.ndarray:
+    """Heights rising with the distance from the border, flat on the central platform."""
+    top = height[distance >= distance.max() - platform / 2].min() if (distance > 0).any() else 0.0
+    return np.minimum(height, top)
+
+
+def pyramid_slope(n: int, scale: float, difficulty: float, rng: np.random.Generator, down: bool = False):
+    """A four-sided pyramid of slope 0-0.4 (rise over run) around a 2 m platform; `down`: a pit."""
+    distance = _border_distance(n, scale)
+    heights = _pyramid(distance, 0.4 * difficulty * distance, platform=2.0)
+    return -heights if down else heights
+
+
+def pyramid_stairs(n: int, scale: float, difficulty: float, rng: np.random.Generator, down: bool = False):
+    """Stairs of 0.3 m treads and 5-23 cm risers up to a 2 m platform; `down`: into a pit."""
+    step = 0.05 + 0.18 * difficulty
+    distance = _border_distance(n, scale)
+    heights = _pyramid(distance, step * np.floor(distance / 0.3), platform=2.0)
+    return -heights if down else heights
+
+
+def discrete_obstacles(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
+    """30 boxes of 1-2 m, 5-20 cm high or deep, off a 2 m central platform."""
+    heights = np.zeros((n, n))
+    size = n * scale
+    h = 0.05 + 0.15 * difficulty
+    for _ in range(30):
+        w = int(rng.uniform(1.0, 2.0) / scale)
+        i, j = rng.integers(0, n - w, 2)
+        heights[i : i + w, j : j + w] = rng.choice([-h, h])
+    center = np.abs(np.arange(n) * scale - size / 2) < 1.0
+    heights[np.ix_(center, center)] = 0.0
+    return heights
+
+
+def stepping_stones(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
+    """Square stones (0.8 m down to 0.3 m) separated by 5-30 cm gaps over 1 m deep holes."""
+    stone = 0.8 - 0.5 * difficulty
+    gap = 0.05 + 0.25 * difficulty
+    pitch = stone + gap
+    coords = np.arange(n) * scale
+    on = (coords % pitch) < stone
+    heights = np.where(on[:, None] & on[None, :], 0.0, -1.0)
+    center = np.abs(coords - n * scale / 2) < 1.0
+    heights[np.ix_(center, center)] = 0.0
+    return heights
+
+
+SUB_TERRAINS: dict[str, Callable[..., np.ndarray]] = {
+    "flat": flat,
+    "random_rough": random_rough,
+    "slope_up": pyramid_slope,
+    "slope_down": lambda n, s, d, r: pyramid_slope(n, s, d, r, down=True),
+    "stairs_up": pyramid_stairs,
+    "stairs_down": lambda n, s, d, r: pyramid_stairs(n, s, d, r, down=True),
+    "discrete_obstacles": discrete_obstacles,
+    "stepping_stones": stepping_stones,
+}
+
+
+@dataclass
+class TerrainCfg:
+    """A grid of sub-terrains: rows are difficulty levels, columns sub-terrain types."""
+
+    num_rows: int = 10
+    num_cols: int = 20
+    tile_size: float = 8.0
+    """Side of a square tile (m)."""
+    horizontal_scale: float = 0.1
+    """Grid spacing of the heights (m)."""
+    proportions: dict[str, float] = field(
+        default_factory=lambda: {
+            "flat": 0.1,
+            "random_rough": 0.2,
+            "slope_up": 0.1,
+            "slope_down": 0.1,
+            "stairs_up": 0.2,
+            "stairs_down": 0.2,
+            "discrete_obstacles": 0.1,
+        }
+    )
+    """Share of the columns each sub-terrain type gets."""
+    seed: int = 0
+
+
+@dataclass
+class Terrain:
+    """Generated heights (m) on a grid: `heights[i, j]` at x = i * h, y = j * h (h the horizontal
+    scale), and each tile's type and the world position of its center."""
+
+    cfg: TerrainCfg
+    heights: np.ndarray
+    tile_types: list[str]
+    """Sub-terrain type of each column."""
+    origins: np.ndarray
+    """(num_rows, num_cols, 3) center of each tile: x, y and the height there."""
+
+    def height_at(self, x: float, y: float) -> float:
+        """The grid height at the grid point nearest to (x, y)."""
+        h = self.cfg.horizontal_scale
+        return float(self.heights[round(x / h), round(y / h)])
+
+
+def _column_types(cfg: TerrainCfg) -> list[str]:
+    unknown = sorted(set(cfg.proportions) - set(SUB_TERRAINS))
+    if unknown:
+        raise ConfigError(f"terrain.proportions: unknown sub-terrains {unknown}; allowed: {', '.join(SUB_TERRAINS)}")
+    total = sum(cfg.proportions.values())
+    if total <= 0 or min(cfg.proportions.values()) < 0:
+        raise ConfigError(f"terrain.proportions: need non-negative shares with a positive sum, got {cfg.proportions}")
+    bounds = np.cumsum([p / total for p in cfg.proportions.values()])
+    names = list(cfg.proportions)
+    return [names[int(np.searchsorted(bounds, (c + 0.5) / cfg.num_cols))] for c in range(cfg.num_cols)]
+
+
+def generate_terrain(cfg: TerrainCfg) -> Terrain:
+    """Builds the height grid of `cfg`, deterministic from `cfg.seed`."""
+    if cfg.num_rows < 1 or cfg.num_cols < 1:
+        raise ConfigError(f"terrain: num_rows and num_cols must be >= 1, got {cfg.num_rows} x {cfg.num_cols}")
+    px = round(cfg.tile_size / cfg.horizontal_scale)
+    if px < 4 or abs(px * cfg.horizontal_scale - cfg.tile_size) > 1e-9:
+        raise ConfigError(
+            f"terrain.tile_size: {cfg.tile_size} m must be a multiple (>= 4) of horizontal_scale {cfg.horizontal_scale}"
+        )
+    types = _column_types(cfg)
+    rng = np.random.default_rng(cfg.seed)
+    heights = np.zeros((cfg.num_rows * px + 1, cfg.num_cols * px + 1))
+    origins = np.zeros((cfg.num_rows, cfg.num_cols, 3))
+    for r in range(cfg.num_rows):
+        difficulty = r / max(cfg.num_rows - 1, 1)
+        for c, name in enumerate(types):
+            tile = SUB_TERRAINS[name](px + 1, cfg.horizontal_scale, difficulty, rng)
+            heights[r * px : (r + 1) * px + 1, c * px : (c + 1) * px + 1] = tile
+            center = (r * px + px // 2, c * px + px // 2)
+            origins[r, c] = (center[0] * cfg.horizontal_scale, center[1] * cfg.horizontal_scale, heights[center])
+    return Terrain(cfg=cfg, heights=heights, tile_types=types, origins=origins)

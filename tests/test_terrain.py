@@ -1,0 +1,66 @@
+"""Terrain generation is deterministic, and the height scan reads the generated heights back."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from phalanx.assets import asset_path
+from phalanx.errors import ConfigError
+from phalanx.sensors import HeightScanner
+from phalanx.sim import SimCfg, Simulator
+from phalanx.terrain import SUB_TERRAINS, TerrainCfg, add_terrain, generate_terrain
+
+ALL = {name: 1.0 for name in SUB_TERRAINS}
+
+
+def _cfg(**kwargs) -> TerrainCfg:
+    return TerrainCfg(num_rows=3, num_cols=len(ALL), tile_size=4.0, proportions=ALL, **kwargs)
+
+
+def test_generation_is_deterministic_from_the_seed() -> None:
+    a, b, c = generate_terrain(_cfg(seed=3)), generate_terrain(_cfg(seed=3)), generate_terrain(_cfg(seed=4))
+    assert np.array_equal(a.heights, b.heights) and np.array_equal(a.origins, b.origins)
+    assert not np.array_equal(a.heights, c.heights)
+    assert a.tile_types == list(ALL) and a.heights.shape == (3 * 40 + 1, len(ALL) * 40 + 1)
+
+
+def test_difficulty_rises_along_the_rows() -> None:
+    t = generate_terrain(_cfg())
+    px = 40
+    stairs = t.tile_types.index("stairs_up")
+    tops = [t.heights[r * px : (r + 1) * px + 1, stairs * px : (stairs + 1) * px + 1].max() for r in range(3)]
+    assert tops[0] < tops[1] < tops[2]
+    assert np.all(t.heights[:, t.tile_types.index("flat") * px + 5] == 0.0)
+
+
+def test_bad_proportions_name_the_field() -> None:
+    with pytest.raises(ConfigError, match="terrain.proportions: unknown sub-terrains \\['lava'\\]"):
+        generate_terrain(TerrainCfg(proportions={"lava": 1.0}))
+
+
+def test_height_scan_reads_the_generated_heights_on_known_tiles() -> None:
+    """Rays land on grid points: the scan equals base height - terrain height - offset."""
+    terrain = generate_terrain(_cfg(seed=1))
+    spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
+    add_terrain(spec, terrain)
+    sim = Simulator(spec.compile(), 2, "cpu", SimCfg(decimation=1))
+    scanner = HeightScanner(sim, "base", size=(1.0, 0.6), resolution=0.1, max_height=5.0)
+    px, h = 40, 0.1
+    # env 0 over the stairs of the hardest row, env 1 over the rough tile of the middle row
+    tiles = [(2, terrain.tile_types.index("stairs_up")), (1, terrain.tile_types.index("random_rough"))]
+    centers = [(r * px + 13, c * px + 17) for r, c in tiles]  # grid points, away from tile borders
+    for env, (i, j) in enumerate(centers):
+        sim.qpos[env, :3] = torch.tensor([i * h, j * h, 3.0])
+        sim.qpos[env, 3:7] = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    sim.step()  # body poses come from the step's forward pass, at the state set above
+    scan = scanner()
+    assert scan.shape == (2, 11 * 7)
+    for env, (i, j) in enumerate(centers):
+        offsets = np.rint(scanner.pattern.numpy() / h).astype(int)
+        expected = 3.0 - terrain.heights[i + offsets[:, 0], j + offsets[:, 1]] - 0.5
+        expected = np.minimum(expected, scanner.max_height)
+        np.testing.assert_allclose(scan[env].numpy(), expected, atol=2e-4)
+    assert scan[0].std() > 0.01, "the stairs tile is not flat"
