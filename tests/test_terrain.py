@@ -64,3 +64,28 @@ def test_height_scan_reads_the_generated_heights_on_known_tiles() -> None:
         expected = np.minimum(expected, scanner.max_height)
         np.testing.assert_allclose(scan[env].numpy(), expected, atol=2e-4)
     assert scan[0].std() > 0.01, "the stairs tile is not flat"
+
+
+def test_curriculum_promotes_demotes_and_recycles_on_scripted_distances() -> None:
+    from phalanx.terrain import TerrainCurriculum
+
+    terrain = generate_terrain(_cfg())  # 3 levels, tiles of 4 m
+    cur = TerrainCurriculum(terrain, 8, "cpu", torch.Generator().manual_seed(0), max_init_level=0)
+    assert cur.levels.tolist() == [0] * 8 and cur.types.tolist() == list(range(8))
+    torch.testing.assert_close(cur.env_origins(), torch.tensor(terrain.origins[0, :8], dtype=torch.float32))
+    all_envs = torch.ones(8, dtype=torch.bool)
+    far, short, between = torch.full((8,), 2.5), torch.full((8,), 0.2), torch.full((8,), 1.0)
+    required = torch.full((8,), 0.5)
+    cur.update(all_envs, far, required)  # more than half a tile: up
+    assert cur.levels.tolist() == [1] * 8
+    cur.update(all_envs, between, required)  # enough, not far: stay
+    assert cur.levels.tolist() == [1] * 8
+    mask = torch.tensor([True, False] * 4)
+    cur.update(mask, short, required)  # too short: down, only the masked envs
+    assert cur.levels.tolist() == [0, 1] * 4
+    cur.update(all_envs, short, required)  # never below level 0
+    assert cur.levels.tolist() == [0] * 8
+    for _ in range(3):  # past the hardest level: a random level
+        cur.update(all_envs, far, required)
+    assert cur.levels.min() >= 0 and cur.levels.max() < 3
+    assert cur.mean_level().item() == pytest.approx(cur.levels.float().mean().item())
