@@ -10,6 +10,7 @@ import torch
 
 from helpers import make_cpu
 from phalanx.envs.mdp import events, velocity_rewards
+from phalanx.errors import ConfigError
 
 
 @pytest.fixture(scope="module")
@@ -17,14 +18,15 @@ def env():
     return make_cpu("anymal-flat", num_envs=6, seed=2)
 
 
-def test_push_sets_the_root_velocity_of_the_pushed_envs_only(env) -> None:
+def test_push_adds_to_the_root_velocity_of_the_pushed_envs_only(env) -> None:
     env.reset()
     before = env.sim.qvel.clone()
     mask = torch.tensor([True, False, True, False, False, True])
     events.push_by_setting_velocity(env, mask, velocity_range=(0.3, 0.5))
     after = env.sim.qvel
     assert torch.equal(after[~mask], before[~mask])
-    assert torch.all((after[mask, :2] >= 0.3) & (after[mask, :2] <= 0.5))
+    push = after[mask, :2] - before[mask, :2]
+    assert torch.all((push >= 0.3 - 1e-6) & (push <= 0.5 + 1e-6))
     assert torch.equal(after[mask, 2:], before[mask, 2:]), "only the horizontal velocity"
 
 
@@ -55,16 +57,16 @@ def test_velocity_tracking_rewards_match_hand_computation(env) -> None:
     torch.testing.assert_close(velocity_rewards.ang_vel_xy_l2(env), torch.full((6,), 0.25))
 
 
-def test_action_rate_is_zero_after_a_reset_then_the_squared_change(env) -> None:
+def test_action_rate_is_the_squared_change_from_zero_after_a_reset(env) -> None:
     term = velocity_rewards.action_rate_l2(env)
     env.action[:] = 0.5
-    assert torch.equal(term(env), torch.zeros(6)), "no previous action after a reset"
+    torch.testing.assert_close(term(env), torch.full((6,), 12 * 0.5**2))  # the action before counts as 0
     env.action[:] = 0.2
     torch.testing.assert_close(term(env), torch.full((6,), 12 * 0.3**2))
     term.reset(env, torch.tensor([True] + [False] * 5))
-    env.action[:] = 0.0
+    env.action[:] = 0.1
     rate = term(env)
-    assert rate[0] == 0.0 and torch.allclose(rate[1:], torch.full((5,), 12 * 0.2**2))
+    assert rate[0] == pytest.approx(12 * 0.1**2) and torch.allclose(rate[1:], torch.full((5,), 12 * 0.1**2))
 
 
 def test_friction_randomization_sets_only_the_targeted_worlds() -> None:
@@ -82,6 +84,9 @@ def test_friction_randomization_sets_only_the_targeted_worlds() -> None:
     assert after[1, floor] == pytest.approx(0.1)
     changed = after != before
     assert changed.sum() == 1 and changed[1, floor]
+    env.step(torch.zeros(4, env.action_dim))
+    with pytest.raises(ConfigError, match="randomize_friction edits model fields and must be a startup event"):
+        events.randomize_friction(env, mask)
 
 
 def test_per_world_friction_changes_the_physics_of_that_world_only() -> None:

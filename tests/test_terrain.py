@@ -47,7 +47,7 @@ def test_height_scan_reads_the_generated_heights_on_known_tiles() -> None:
     spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
     add_terrain(spec, terrain)
     sim = Simulator(spec.compile(), 2, "cpu", SimCfg(decimation=1))
-    scanner = HeightScanner(sim, "base", size=(1.0, 0.6), resolution=0.1, max_height=5.0)
+    scanner = HeightScanner(sim, size=(1.0, 0.6), resolution=0.1, max_height=5.0)
     px, h = 40, 0.1
     # env 0 over the stairs of the hardest row, env 1 over the rough tile of the middle row
     tiles = [(2, terrain.tile_types.index("stairs_up")), (1, terrain.tile_types.index("random_rough"))]
@@ -55,7 +55,10 @@ def test_height_scan_reads_the_generated_heights_on_known_tiles() -> None:
     for env, (i, j) in enumerate(centers):
         sim.qpos[env, :3] = torch.tensor([i * h, j * h, 3.0])
         sim.qpos[env, 3:7] = torch.tensor([1.0, 0.0, 0.0, 0.0])
-    sim.step()  # body poses come from the step's forward pass, at the state set above
+    sim.step()  # puts the static terrain's geom pose into the data; the scan reads the root from qpos
+    for env, (i, j) in enumerate(centers):
+        sim.qpos[env, :3] = torch.tensor([i * h, j * h, 3.0])
+        sim.qpos[env, 3:7] = torch.tensor([1.0, 0.0, 0.0, 0.0])
     scan = scanner()
     assert scan.shape == (2, 11 * 7)
     for env, (i, j) in enumerate(centers):

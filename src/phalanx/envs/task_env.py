@@ -288,8 +288,8 @@ class TaskEnv(VecEnv):
                 _attribute(term, attr).copy_(value)
         for name, timer in self._event_timers.items():
             timer.copy_(state["event_timers"][name])
-        for name, timer in self._command_timers.items():
-            timer.copy_(state["command_timers"][name])
+        for name, timer in self._command_timers.items():  # checkpoints from before commands have none
+            timer.copy_(state.get("command_timers", {})[name])
         self._store_obs({group: value.to(self.device) for group, value in state["obs"].items()})
         self.rng.set_state(state["rng"])
 

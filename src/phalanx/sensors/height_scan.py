@@ -13,14 +13,15 @@ from phalanx.sim import Simulator
 
 class HeightScanner:
     """Rays start `start_height` m above a grid of `size` (x, y) m at `resolution` m centered on
-    `body` and turned with its yaw only (the grid stays level), and go straight down to the geoms
-    of `groups`. `__call__` returns (num_envs, nray): body height - hit height - `offset`, the
-    nominal clearance removed (Isaac Lab's height_scan); `max_height` where a ray hits nothing."""
+    the free-floating root (the base) and turned with its yaw only (the grid stays level), and go
+    straight down to the geoms of `groups`. `__call__` returns (num_envs, nray): root height - hit
+    height - `offset`, the nominal clearance removed (Isaac Lab's height_scan), clipped to
+    +-`max_height`; a ray that hits nothing (a hole deeper than the terrain) reads `max_height`.
+    The root pose comes from qpos, so a scan right after a reset sees the new pose."""
 
     def __init__(
         self,
         sim: Simulator,
-        body: str,
         size: tuple[float, float] = (1.6, 1.0),
         resolution: float = 0.1,
         groups: tuple[int, ...] = (2,),
@@ -28,8 +29,9 @@ class HeightScanner:
         offset: float = 0.5,
         max_height: float = 1.0,
     ):
+        if sim.root_qposadr is None:
+            raise ValueError("HeightScanner: the model has no free-floating root to scan around")
         self.sim, self.offset, self.start_height, self.max_height = sim, offset, start_height, max_height
-        self.body = int(sim.body_ids([body])[0])
         xs = np.arange(-size[0] / 2, size[0] / 2 + 1e-9, resolution)
         ys = np.arange(-size[1] / 2, size[1] / 2 + 1e-9, resolution)
         grid = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
@@ -53,26 +55,20 @@ class HeightScanner:
 
     def __call__(self) -> torch.Tensor:
         sim = self.sim
-        pos = sim.xpos[:, self.body]  # (num_envs, 3)
-        q = sim.xquat[:, self.body]
+        a = sim.root_qposadr
+        pos, q = sim.qpos[:, a : a + 3], sim.qpos[:, a + 3 : a + 7]
         yaw = torch.atan2(2 * (q[:, 0] * q[:, 3] + q[:, 1] * q[:, 2]), 1 - 2 * (q[:, 2] ** 2 + q[:, 3] ** 2))
         cos, sin = yaw.cos()[:, None], yaw.sin()[:, None]
         px, py = self.pattern[:, 0], self.pattern[:, 1]
         self.points[..., 0] = pos[:, :1] + cos * px - sin * py
         self.points[..., 1] = pos[:, 1:2] + sin * px + cos * py
         self.points[..., 2] = pos[:, 2:3] + self.start_height
-        stream = wp.stream_from_torch(torch.cuda.current_stream(sim.device)) if sim.device.type == "cuda" else None
-        with wp.ScopedDevice(sim.wp_device), wp.ScopedStream(stream) if stream else _nothing():
-            mjw.rays(sim.model, sim.data, self._pnt, self._vec, self._groups, True, self._exclude,
-                     self._dist, self._geomid, self._normal)  # fmt: skip
+        sim.launch(self._cast)
         hit_z = self.points[..., 2] - self.distance
         heights = pos[:, 2:3] - hit_z - self.offset
-        return torch.where(self.distance >= 0, heights, self.max_height).clamp(max=self.max_height)
+        return torch.where(self.distance >= 0, heights, self.max_height).clamp(-self.max_height, self.max_height)
 
-
-class _nothing:  # noqa: N801 (a null context manager that Warp's ScopedStream pairs with)
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
+    def _cast(self) -> None:
+        # geom_xpos (static terrain) is all the ray kernel reads from data besides the arrays here.
+        mjw.rays(self.sim.model, self.sim.data, self._pnt, self._vec, self._groups, True, self._exclude,
+                 self._dist, self._geomid, self._normal)  # fmt: skip

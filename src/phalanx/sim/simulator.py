@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mujoco
@@ -83,7 +84,13 @@ class Simulator:
         self.default_qpos = torch.as_tensor(self._home_qpos(), dtype=torch.float32, device=self.device)
         self._graph = None
         self._stepped = False
+        self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
         self._wp_streams: dict[int, wp.Stream] = {}
+
+    @property
+    def stepped(self) -> bool:
+        """Whether physics has run: model fields can no longer be made per-world after that."""
+        return self._stepped
 
     @property
     def dt(self) -> float:
@@ -158,20 +165,25 @@ class Simulator:
         return wp.to_torch(getattr(self.model, field))
 
     # Constants MuJoCo Warp derives from body masses (set_const writes them per world).
-    _MASS_DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0")
+    _MASS_DERIVED = ("body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "actuator_acc0")
 
     def recompute_constants(self) -> None:
         """Propagates edited per-world masses or inertias (`per_world("body_mass")`, ...) to the
         constants MuJoCo Warp derives from them (subtree masses, inverse weights), per world.
         Before the first step, like `per_world`."""
+        if self.stepped:
+            raise RuntimeError("recompute_constants: call it before the first step (startup events)")
         for field in self._MASS_DERIVED:
             self.per_world(field)
         with wp.ScopedDevice(self.wp_device):
             mjw.set_const(self.model, self.data)
 
     def sensor_ids(self, names: list[str]) -> torch.Tensor:
-        """Columns of `sensordata` holding the named scalar sensors (e.g. touch); a missing or
-        multi-dimensional sensor raises with the model's sensor names."""
+        """Columns of `sensordata` holding the named scalar sensors (e.g. touch), cached (terms call
+        it every step); a missing or multi-dimensional sensor raises with the model's sensor names."""
+        key = tuple(names)
+        if key in self._sensor_ids:
+            return self._sensor_ids[key]
         missing = [n for n in names if n not in self.sensor_names]
         if missing:
             raise ValueError(f"sensors {missing} not in the model; it has {self.sensor_names}")
@@ -179,7 +191,8 @@ class Simulator:
         wide = [n for n, i in zip(names, ids, strict=True) if self.mjm.sensor_dim[i] != 1]
         if wide:
             raise ValueError(f"sensors {wide} are not scalar")
-        return torch.tensor(self.mjm.sensor_adr[ids], dtype=torch.long, device=self.device)
+        found = self._sensor_ids[key] = torch.tensor(self.mjm.sensor_adr[ids], dtype=torch.long, device=self.device)
+        return found
 
     def body_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named bodies; a missing name raises with the model's body names."""
@@ -222,7 +235,7 @@ class Simulator:
             with wp.ScopedDevice(self.wp_device):
                 self._substeps()
         elif torch.cuda.is_current_stream_capturing():
-            self._record_into_torch_capture()
+            self._record_into_torch_capture(self._substeps)
         else:
             if self._graph is None:
                 with wp.ScopedDevice(self.wp_device):
@@ -232,8 +245,21 @@ class Simulator:
                 self._graph = capture.graph
             wp.capture_launch(self._graph, stream=self._warp_stream())
 
-    def _record_into_torch_capture(self) -> None:
-        """Records the substeps into the torch CUDA graph being captured on the current stream.
+    @torch.compiler.disable
+    def launch(self, work: Callable[[], None]) -> None:
+        """Runs Warp work (e.g. `mujoco_warp.rays` on this model and data) in order with torch's
+        current stream: eagerly, or recorded into the torch CUDA graph being captured."""
+        if self.device.type != "cuda":
+            with wp.ScopedDevice(self.wp_device):
+                work()
+        elif torch.cuda.is_current_stream_capturing():
+            self._record_into_torch_capture(work)
+        else:
+            with wp.ScopedDevice(self.wp_device), wp.ScopedStream(self._warp_stream(), sync_enter=False):
+                work()
+
+    def _record_into_torch_capture(self, work: Callable[[], None]) -> None:
+        """Records Warp work into the torch CUDA graph being captured on the current stream.
 
         Warp must be told about the external capture on the very Warp stream object that is
         current while stepping: MuJoCo Warp's solver loop looks the capture up by that object
@@ -242,8 +268,8 @@ class Simulator:
         ws = self._warp_stream()
         wp.capture_begin(device=self.wp_device, stream=ws, external=True, capture_mode=wp.CaptureMode.GLOBAL)
         try:
-            with wp.ScopedStream(ws, sync_enter=False, sync_exit=False):
-                self._substeps()
+            with wp.ScopedDevice(self.wp_device), wp.ScopedStream(ws, sync_enter=False, sync_exit=False):
+                work()
         finally:
             wp.capture_end(device=self.wp_device, stream=ws)
 

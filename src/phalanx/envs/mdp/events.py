@@ -13,6 +13,7 @@ import torch
 
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import quat_mul
+from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -21,6 +22,11 @@ if TYPE_CHECKING:
 @torch.compiler.disable  # one tiny op; compiling it would specialize on every (low, high) pair
 def _uniform(env: TaskEnv, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
     return low + (high - low) * torch.rand(shape, device=env.device, generator=env.rng)
+
+
+def _startup_only(env: TaskEnv, event: str) -> None:
+    if env.sim.stepped:
+        raise ConfigError(f"events: {event} edits model fields and must be a startup event")
 
 
 def reset_joints_by_offset(
@@ -83,10 +89,10 @@ def reset_root_state_uniform(
 def push_by_setting_velocity(
     env: TaskEnv, mask: torch.Tensor, velocity_range: tuple[float, float] = (0.0, 0.0)
 ) -> None:
-    """Sets the root's horizontal velocity (world frame) to a uniform draw: a push."""
+    """Adds a uniform draw to the root's horizontal velocity (world frame): a push."""
     _, d = state.root_addresses(env)
     push = _uniform(env, (env.num_envs, 2), *velocity_range)
-    env.sim.qvel[:, d : d + 2] = torch.where(mask[:, None], push, env.sim.qvel[:, d : d + 2])
+    env.sim.qvel[:, d : d + 2] += torch.where(mask[:, None], push, 0.0)
 
 
 def randomize_friction(
@@ -96,6 +102,7 @@ def randomize_friction(
     whose name matches `geoms`. MuJoCo uses the larger coefficient of a contact's two geoms, so
     match the ground and the robot (the default) for the draw to be the contact's friction.
     Startup mode: per-world model fields must exist before the first physics step."""
+    _startup_only(env, "randomize_friction")
     ids = [i for i, name in enumerate(env.sim.geom_names) if re.fullmatch(geoms, name)]
     if not ids:
         raise ValueError(f"geom pattern {geoms!r} matches no geom; the model has {env.sim.geom_names}")
@@ -110,6 +117,7 @@ def add_body_mass(
 ) -> None:
     """Adds a uniform draw (kg) to the mass of each named body in the masked worlds, then lets
     MuJoCo Warp recompute what it derives from masses. Startup mode only (before the first step)."""
+    _startup_only(env, "add_body_mass")
     mass = env.sim.per_world("body_mass")  # (num_envs, nbody)
     ids = env.sim.body_ids(bodies)
     draw = _uniform(env, (env.num_envs, len(bodies)), *mass_range)

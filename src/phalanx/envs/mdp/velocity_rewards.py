@@ -58,21 +58,19 @@ def touch_count_above(env: TaskEnv, sensors: list[str], threshold: float) -> tor
 
 
 class action_rate_l2(Term):  # noqa: N801 (terms are named like functions)
-    """Squared change of the action since the last step (0 on an episode's first step)."""
+    """Squared change of the action since the last step; the action before an episode's first
+    step counts as 0 (Isaac Lab's convention)."""
 
     def __init__(self, env: TaskEnv):
         self.previous = torch.zeros(env.num_envs, env.action_dim, device=env.device)
-        self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
-        rate = (env.action - self.previous).square().sum(dim=1).masked_fill(self.fresh, 0.0)
+        rate = (env.action - self.previous).square().sum(dim=1)
         self.previous.copy_(env.action)
-        self.fresh.zero_()
         return rate
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.previous.masked_fill_(mask[:, None], 0.0)
-        self.fresh |= mask
 
 
 class feet_air_time(Term):  # noqa: N801 (terms are named like functions)

@@ -64,7 +64,7 @@ def anymal_flat_cfg() -> TaskCfg:
             "dof_acc_l2": RewardTermCfg(func=velocity_rewards.joint_acc_l2, weight=-2.5e-7),
             "action_rate_l2": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-0.01),
             "feet_air_time": RewardTermCfg(
-                func=velocity_rewards.feet_air_time, weight=0.25, params={"sensors": FEET, **CMD, "threshold": 0.5}
+                func=velocity_rewards.feet_air_time, weight=0.5, params={"sensors": FEET, **CMD, "threshold": 0.5}
             ),
             "undesired_contacts": RewardTermCfg(
                 func=velocity_rewards.touch_count_above, weight=-1.0, params={"sensors": THIGHS, "threshold": 1.0}
