@@ -27,6 +27,8 @@ from phalanx.rl.ppo import PPO
 from phalanx.rl.storage import RolloutStorage, compute_gae
 from phalanx.rl.timing import IntervalTimer, phase_range
 
+FPS_NAMES = ("fps_step", "fps_step_inference", "fps_total")
+
 
 class Trainer:
     """Trains an actor-critic on `env` with PPO as `cfg` says; writes into `run_dir` if given."""
@@ -233,22 +235,18 @@ class Trainer:
             losses = self.ppo.update(self.storage)
         total_timer.end()
 
+        step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
+        local_frames = self.cfg.num_steps_per_env * self.env.num_envs
+        rates = [local_frames / step_s, local_frames / collect_s, local_frames / total_s]
         # The one host read of the iteration (after one sum over ranks when distributed).
-        names = [*self._stat_names, *losses, "invalid_env_resets", "interrupted"]
-        interrupted = torch.tensor(float(self.interrupted), device=self.device)
-        device_values = [
-            *self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float(), interrupted,
-        ]  # fmt: skip
-        summed = self.dist.sum_(torch.stack(device_values))
+        names = [*self._stat_names, *losses, "invalid_env_resets", "interrupted", *FPS_NAMES]
+        host_values = torch.tensor([float(self.interrupted), *rates], device=self.device)
+        device_values = [*self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float()]
+        summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in losses:  # losses and the learning rate: the mean over ranks
             stats[key] /= self.dist.world_size
         self.interrupted = stats["interrupted"] > 0  # Ctrl-C on any rank stops every rank after this iteration
-        step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
-        local_frames = self.cfg.num_steps_per_env * self.env.num_envs
-        # FPS are sums over ranks, frames the total over ranks.
-        rates = [local_frames / step_s, local_frames / collect_s, local_frames / total_s]
-        fps = self.dist.sum_(torch.tensor(rates, device=self.device)).tolist()
         frames = local_frames * self.dist.world_size
         self.frames += frames
         self.elapsed_s += total_s
@@ -261,9 +259,7 @@ class Trainer:
             "iteration": self.iteration,
             "frames": self.frames,
             "time_s": self.elapsed_s,
-            "fps_step": fps[0],
-            "fps_step_inference": fps[1],
-            "fps_total": fps[2],
+            **{name: stats[name] for name in FPS_NAMES},  # FPS are sums over ranks, frames the total
             **self.last_episode,
             "episodes": int(stats["episodes"]),
             "invalid_env_resets": int(stats["invalid_env_resets"]),
