@@ -158,7 +158,7 @@ class Simulator:
         first `step` (kernels and graphs bind the arrays they are launched with)."""
         array = getattr(self.model, field)
         if array.shape[0] != self.num_envs:
-            if self._stepped:
+            if self.stepped:
                 raise RuntimeError(f"per_world({field!r}): call it before the first step")
             tiled = np.repeat(array.numpy()[:1], self.num_envs, axis=0)
             setattr(self.model, field, wp.array(tiled, dtype=array.dtype, device=self.wp_device))
@@ -231,19 +231,16 @@ class Simulator:
         into that graph instead.
         """
         self._stepped = True
-        if self.device.type != "cuda" or not self.cfg.graph:
+        if self.device.type != "cuda" or not self.cfg.graph or torch.cuda.is_current_stream_capturing():
+            self.launch(self._substeps)
+            return
+        if self._graph is None:
             with wp.ScopedDevice(self.wp_device):
-                self._substeps()
-        elif torch.cuda.is_current_stream_capturing():
-            self._record_into_torch_capture(self._substeps)
-        else:
-            if self._graph is None:
-                with wp.ScopedDevice(self.wp_device):
-                    torch.cuda.current_stream(self.device).synchronize()
-                    with wp.ScopedCapture() as capture:
-                        self._substeps()
-                self._graph = capture.graph
-            wp.capture_launch(self._graph, stream=self._warp_stream())
+                torch.cuda.current_stream(self.device).synchronize()
+                with wp.ScopedCapture() as capture:
+                    self._substeps()
+            self._graph = capture.graph
+        wp.capture_launch(self._graph, stream=self._warp_stream())
 
     @torch.compiler.disable
     def launch(self, work: Callable[[], None]) -> None:
