@@ -84,19 +84,18 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
         device = "cpu"
     timeout = timedelta(seconds=timeout_s)
     prefix = f"phalanx/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"  # an earlier attempt's keys stay apart
-    store = dist.PrefixStore(prefix, _job_store(rank, world, timeout))
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    store = dist.PrefixStore(prefix, _job_store(host, port, rank, world, timeout))
     backend = "nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
     # The watchdog gets a connection of its own: a blocking get on the group's would delay it.
-    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
     monitor = dist.PrefixStore(prefix, dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
     return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor), device
 
 
-def _job_store(rank: int, world: int, timeout: timedelta) -> dist.Store:
+def _job_store(host: str, port: int, rank: int, world: int, timeout: timedelta) -> dist.Store:
     """A client of the store at MASTER_ADDR:MASTER_PORT, as torch's env:// rendezvous makes it:
     torchrun's agent hosts it (TORCHELASTIC_USE_AGENT_STORE), otherwise rank 0 does."""
-    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         return dist.TCPStore(host, port, world, is_master=False, timeout=timeout)
     return dist.TCPStore(host, port, world, is_master=rank == 0, timeout=timeout, multi_tenant=True)

@@ -50,8 +50,8 @@ class StallWatchdog:
             print(f"phalanx train: rank {self.ctx.rank}: stall watchdog stopped: {error}", file=sys.stderr, flush=True)
 
     def _watch(self) -> None:
-        armed_at = self.progress() + self.warmup
         last, changed_at = self.progress(), time.monotonic()
+        armed_at = last + self.warmup
         while not self._stop.wait(self.poll_s):
             value = self.progress()
             self.ctx.store.set(self._key(self.ctx.rank), str(value))

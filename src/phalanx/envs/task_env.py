@@ -288,8 +288,8 @@ class TaskEnv(VecEnv):
                 _attribute(term, attr).copy_(value)
         for name, timer in self._event_timers.items():
             timer.copy_(state["event_timers"][name])
-        for name, timer in self._command_timers.items():  # checkpoints from before commands have none
-            timer.copy_(state.get("command_timers", {})[name])
+        for name, timer in self._command_timers.items():
+            timer.copy_(state["command_timers"][name])
         self._store_obs({group: value.to(self.device) for group, value in state["obs"].items()})
         self.rng.set_state(state["rng"])
 
@@ -310,12 +310,13 @@ class TaskEnv(VecEnv):
         """Indices into `sim.joint_names` of the 1-dof joints whose names match `pattern` (cached)."""
         ids = self._joint_ids_cache.get(pattern)
         if ids is None:
-            names = self.sim.joint_names
-            found = [i for i, name in enumerate(names) if re.fullmatch(pattern, name)]
-            if not found:
-                raise ValueError(f"joint pattern {pattern!r} matches no joint; the model has {names}")
-            ids = self._joint_ids_cache[pattern] = torch.tensor(found, dtype=torch.long, device=self.device)
+            ids = self._matching(pattern, self.sim.joint_names, "joint pattern", "joint")
+            self._joint_ids_cache[pattern] = ids
         return ids
+
+    def geom_ids(self, pattern: str) -> torch.Tensor:
+        """Indices into `sim.geom_names` of the geoms whose names match `pattern`."""
+        return self._matching(pattern, self.sim.geom_names, "geom pattern", "geom")
 
     # ----------------------------------------------------------------------------- internals
 
@@ -331,10 +332,13 @@ class TaskEnv(VecEnv):
         return terms + [(f"termination/{name}", term) for name, term, _ in self._termination_terms]
 
     def _select_actuators(self, pattern: str) -> torch.Tensor:
-        names = self.sim.actuator_names
+        return self._matching(pattern, self.sim.actuator_names, "actions.actuators:", "actuator")
+
+    def _matching(self, pattern: str, names: list[str], what: str, noun: str) -> torch.Tensor:
+        """Indices of the names that fully match the regular expression; none is an error."""
         ids = [i for i, name in enumerate(names) if re.fullmatch(pattern, name)]
         if not ids:
-            raise ValueError(f"actions.actuators: {pattern!r} matches no actuator; the model has {names}")
+            raise ValueError(f"{what} {pattern!r} matches no {noun}; the model has {names}")
         return torch.tensor(ids, dtype=torch.long, device=self.device)
 
     def _check_actions(self, actions: torch.Tensor) -> None:

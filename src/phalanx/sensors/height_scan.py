@@ -49,10 +49,6 @@ class HeightScanner:
         self.points = wp.to_torch(self._pnt)  # (num_envs, nray, 3) ray origins, world frame
         self.distance = wp.to_torch(self._dist)  # (num_envs, nray), -1: no hit
 
-    @property
-    def num_rays(self) -> int:
-        return self.pattern.shape[0]
-
     def __call__(self) -> torch.Tensor:
         sim = self.sim
         a = sim.root_qposadr

@@ -130,11 +130,6 @@ class Terrain:
     origins: np.ndarray
     """(num_rows, num_cols, 3) center of each tile: x, y and the height there."""
 
-    def height_at(self, x: float, y: float) -> float:
-        """The grid height at the grid point nearest to (x, y)."""
-        h = self.cfg.horizontal_scale
-        return float(self.heights[round(x / h), round(y / h)])
-
 
 def _column_types(cfg: TerrainCfg) -> list[str]:
     unknown = sorted(set(cfg.proportions) - set(SUB_TERRAINS))

@@ -6,7 +6,6 @@ Random draws come from `env.rng` for all envs and are applied through the mask (
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import torch
@@ -103,12 +102,9 @@ def randomize_friction(
     match the ground and the robot (the default) for the draw to be the contact's friction.
     Startup mode: per-world model fields must exist before the first physics step."""
     _startup_only(env, "randomize_friction")
-    ids = [i for i, name in enumerate(env.sim.geom_names) if re.fullmatch(geoms, name)]
-    if not ids:
-        raise ValueError(f"geom pattern {geoms!r} matches no geom; the model has {env.sim.geom_names}")
+    cols = env.geom_ids(geoms)
     friction = env.sim.per_world("geom_friction")  # (num_envs, ngeom, 3): slide, spin, roll
     draw = _uniform(env, (env.num_envs, 1), *friction_range)
-    cols = torch.tensor(ids, device=env.device)
     friction[:, cols, 0] = torch.where(mask[:, None], draw, friction[:, cols, 0])
 
 
