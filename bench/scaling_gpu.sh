@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi-GPU plan of one device call: the NCCL-in-graphs test (unless SKIP_TEST), then `phalanx
+# Multi-GPU plan of one device call: the 2-GPU tests (NCCL in graphs, train exits; unless SKIP_TEST), then `phalanx
 # bench scaling` for each TASK:MODE:ENVS of $PLAN over $GPUS. Everything under /tmp/bench
 # (bench.json, report.md, scaling.png, each job's job.log and metrics) is packed into
 # $OUT/scaling.tgz every 20 s, so a call cut short still returns what it reached. A rank still
@@ -26,9 +26,9 @@ pack() { tar czf "$out/scaling.tgz.tmp" -C /tmp/bench --exclude '*.pt' --exclude
 watcher=$!
 train_args=""
 if [ -z "${SKIP_TEST:-}" ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -k nccl 2>&1 | tail -15 | tee "$out/nccl_test.log"
+  python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -m gpu 2>&1 | tail -15 | tee "$out/nccl_test.log"
   # If NCCL collectives cannot live in the trainer's graphs, measure the eager trainer instead.
-  grep -q "1 passed" "$out/nccl_test.log" || train_args="--capture-update False --capture-rollout False"
+  grep -q "2 passed" "$out/nccl_test.log" || train_args="--capture-update False --capture-rollout False"
 fi
 for spec in ${PLAN:-cartpole:weak:4096 cartpole:strong:16384}; do
   IFS=: read -r task mode envs <<<"$spec"
