@@ -58,8 +58,11 @@ def test_normalizer_matches_numpy() -> None:
     rng = np.random.default_rng(0)
     batches = [rng.normal(loc=3.0, scale=2.0, size=(n, 5)) * rng.uniform(0.5, 2, 5) for n in (7, 64, 1, 300)]
     norm = EmpiricalNormalizer(5)
-    for batch in batches:
-        norm.update(torch.as_tensor(batch, dtype=torch.float32))
+    for i, batch in enumerate(batches):  # commits after batches 0, 2 and 3: pending batches add up
+        norm.accumulate(torch.as_tensor(batch, dtype=torch.float32))
+        if i != 1:
+            norm.commit()
+    assert not norm.pending.any()
     data = np.concatenate(batches)
     np.testing.assert_allclose(norm.mean.numpy(), data.mean(axis=0), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(norm.var.numpy(), data.var(axis=0), rtol=1e-4)

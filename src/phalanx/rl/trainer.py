@@ -87,9 +87,9 @@ class Trainer:
         if not self.cfg.empirical_normalization:
             return actor_obs, critic_obs
         if update:
-            self.obs_norm.update(actor_obs, self.dist)
+            self.obs_norm.accumulate(actor_obs)
             if self.critic_norm is not self.obs_norm:
-                self.critic_norm.update(critic_obs, self.dist)
+                self.critic_norm.accumulate(critic_obs)
         actor_obs = self.obs_norm(actor_obs)
         return actor_obs, actor_obs if self.critic_norm is self.obs_norm else self.critic_norm(critic_obs)
 
@@ -164,6 +164,12 @@ class Trainer:
         storage.advantages[:], storage.returns[:] = compute_gae(
             storage.rewards, storage.values, storage.dones, last_values, algo.gamma, algo.lam
         )
+        # The rollout acted with fixed statistics; its observations join them now, in one
+        # collective over ranks per iteration (a merge per env step kept every rank in lockstep).
+        if self.cfg.empirical_normalization:
+            self.obs_norm.commit(self.dist)
+            if self.critic_norm is not self.obs_norm:
+                self.critic_norm.commit(self.dist)
 
     def _accumulate_episodes(self, episode: dict[str, Any]) -> None:
         done = episode["done"].float()
