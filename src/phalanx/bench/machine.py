@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+import phalanx
+
 
 def _version(package: str) -> str:
     try:
@@ -70,7 +72,8 @@ def machine_info() -> dict[str, Any]:
         "driver": driver,
         "versions": {
             "python": platform.python_version(),
-            **{name: _version(name) for name in ("phalanx", "torch", "warp-lang", "mujoco", "mujoco-warp")},
+            "phalanx": phalanx.__version__,  # also when run from a source tree that is not installed
+            **{name: _version(name) for name in ("torch", "warp-lang", "mujoco", "mujoco-warp")},
         },
         "commit": git_commit(),
     }
