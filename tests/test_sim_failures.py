@@ -21,7 +21,7 @@ def test_nan_state_resets_only_that_env_and_is_counted() -> None:
     assert int(env.episode_length[2]) == 0, "the broken env was reset"
     assert torch.equal(env.episode_length[[0, 1, 3]], lengths[[0, 1, 3]] + 1), "the others stepped on"
     assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
-    assert int(extras["log"]["invalid_env_resets"]) == 1
+    assert int(env.invalid_resets) == 1
     assert env.report_invalid() == ["1 env resets after NaN/inf in physics state, observations or rewards"]
 
 
@@ -32,7 +32,7 @@ def test_contact_overflow_is_detected_reset_and_names_the_flag() -> None:
     for _ in range(60):
         obs, reward, terminated, truncated, extras = env.step(torch.zeros(4, env.action_dim))
         assert torch.isfinite(obs["policy"]).all()
-    assert int(extras["log"]["invalid_env_resets"]) > 0
+    assert int(env.invalid_resets) > 0
     report = env.report_invalid()
     assert len(report) == 1 and "contact overflow" in report[0] and "--sim.nconmax-per-env" in report[0]
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from phalanx.sim.simulator import SimCfg
+from phalanx.terrain.generator import TerrainCfg
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -48,6 +49,8 @@ class ObsTermCfg:
     """Multiplies the term's value."""
     clip: tuple[float, float] | None = None
     """Clamps the scaled value to (low, high)."""
+    noise: float | None = None
+    """Adds uniform noise in [-noise, noise] to the (scaled, clipped) value at every step."""
 
 
 @dataclass
@@ -139,6 +142,13 @@ class TaskCfg:
     events: dict[str, EventTermCfg] = field(default_factory=dict)
     commands: dict[str, CommandTermCfg] = field(default_factory=dict)
     """Named commands (observed and rewarded through `env.command(name)`)."""
+    terrain: TerrainCfg | None = None
+    """A generated terrain in place of the model's geom named "floor": each env spawns at the
+    center of its tile (reset events then add their offsets)."""
+    terrain_command: str | None = None
+    """With a terrain: the velocity command whose distance the terrain curriculum holds each env
+    to at its reset (harder level beyond half a tile walked, easier one below half the distance
+    the command asked for); None: envs keep the level they were given."""
     reward_scale_by_dt: bool = True
     """Multiply each weighted reward term by the env step dt (Isaac Lab's manager-based convention)."""
     num_envs: int = 4096

@@ -39,10 +39,12 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
     for group, shapes in env.obs_term_shapes.items():
         terms = cfg.observations[group]
         rows = [
-            [name, str(shape), f"{terms[name].scale:g}", str(terms[name].clip or "")] for name, shape in shapes.items()
+            [name, str(shape), f"{t.scale:g}", str(t.clip or ""), f"{t.noise:g}" if t.noise else ""]
+            for name, shape in shapes.items()
+            for t in [terms[name]]
         ]
         title = f"Observations '{group}' shape {env.observation_spec[group]}"
-        console.print(_table(title, ["#", "term", "shape", "scale", "clip"], rows))
+        console.print(_table(title, ["#", "term", "shape", "scale", "clip", "noise"], rows))
     actions = cfg.actions
     action_rows = [
         [name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]

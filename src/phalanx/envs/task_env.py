@@ -13,6 +13,7 @@ from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
 from phalanx.sim import Simulator, load_model
+from phalanx.terrain.scene import TerrainScene
 
 
 class _FunctionTerm(Term):
@@ -83,11 +84,15 @@ class TaskEnv(VecEnv):
         self.num_envs = num_envs
         self.device = device
         self.seed = seed
-        self.sim = Simulator(load_model(cfg.model), num_envs, str(device), cfg.sim)
-        self.step_dt = self.sim.dt * cfg.sim.decimation
-        self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
         self.rng = torch.Generator(device=device)
         self.rng.manual_seed(seed)
+        self.terrain: TerrainScene | None = None
+        if cfg.terrain is not None:
+            self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.rng, cfg.terrain_command)
+        model = load_model(cfg.model) if self.terrain is None else self.terrain.model(cfg.model)
+        self.sim = Simulator(model, num_envs, str(device), cfg.sim)
+        self.step_dt = self.sim.dt * cfg.sim.decimation
+        self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
 
         self._actuator_ids = self._select_actuators(cfg.actions.actuators)
         self.action_dim = len(self._actuator_ids)
@@ -134,6 +139,8 @@ class TaskEnv(VecEnv):
             name: self._draw_interval(c.resampling_time_range_s) for name, c in cfg.commands.items()
         }
 
+        if self.terrain is not None:
+            self.terrain.check(self)
         all_envs = torch.ones(n, dtype=torch.bool, device=dev)
         for _, event in self._events["startup"]:
             event.func(self, all_envs, **event.params)
@@ -159,7 +166,10 @@ class TaskEnv(VecEnv):
                 f"got {mask.dtype} {tuple(mask.shape)} on {mask.device}"
             )
         self._reset_envs(mask)
-        self._store_obs(self._compute_obs())
+        obs = self._compute_obs()
+        if hasattr(self, "obs"):  # the other envs keep their observations too (fresh noise included)
+            obs = {group: torch.where(mask[:, None], value, self.obs[group]) for group, value in obs.items()}
+        self._store_obs(obs)
         return self.obs
 
     def step(self, actions: torch.Tensor):
@@ -362,6 +372,8 @@ class TaskEnv(VecEnv):
                     value = value * cfg.scale
                 if cfg.clip is not None:
                     value = value.clamp(*cfg.clip)
+                if cfg.noise:
+                    value = value + self._noise(value.shape, cfg.noise)
                 parts.append(value)
             obs[group] = torch.cat(parts, dim=-1)
         return obs
@@ -389,7 +401,11 @@ class TaskEnv(VecEnv):
         return reward
 
     def _reset_envs(self, mask: torch.Tensor) -> None:
+        if self.terrain is not None:
+            self.terrain.before_reset(self, mask)
         self.sim.reset_(mask)
+        if self.terrain is not None:
+            self.terrain.place(self, mask)
         for _, event in self._events["reset"]:
             event.func(self, mask, **event.params)
         for name, (term, cfg) in self._command_terms.items():
@@ -405,6 +421,10 @@ class TaskEnv(VecEnv):
                 term.reset(self, mask)
         for _, term, _ in self._reward_terms + self._termination_terms:
             term.reset(self, mask)
+
+    @torch.compiler.disable  # one random op from the env's generator (as the events draw theirs)
+    def _noise(self, shape: torch.Size, scale: float) -> torch.Tensor:
+        return scale * (2 * torch.rand(shape, device=self.device, generator=self.rng) - 1)
 
     def _draw_interval(self, range_s: tuple[float, float]) -> torch.Tensor:
         """(num_envs,) seconds until an event fires or a command is resampled, uniform in range_s."""
@@ -428,4 +448,4 @@ class TaskEnv(VecEnv):
         return due
 
     def _log(self) -> dict[str, torch.Tensor]:
-        return {"invalid_env_resets": self.invalid_resets}
+        return {} if self.terrain is None else {"terrain_level": self.terrain.mean_level()}

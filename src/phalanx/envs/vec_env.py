@@ -53,5 +53,6 @@ class VecEnv(abc.ABC):
                 done envs hold their last observation); "episode": per-env statistics of the
                 episodes that ended this step, valid where "done" is True: "done", "return",
                 "length" and "terms" (reward term name -> episode sum); "log": scalar device
-                tensors for logging.
+                tensors the trainer logs as env/NAME (their mean over ranks), e.g. the mean
+                terrain level.
         """

@@ -76,6 +76,8 @@ class Trainer:
         reward_terms = list(env.cfg.rewards)
         self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
+        self._env_log_names: list[str] = []  # the env's log scalars, as of the rollout's last step
+        self._env_log = torch.zeros(0, device=self.device)
         self.interrupted = False
         self.progress = 0  # env steps, updates and saves begun by this process (the stall watchdog reads it)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
@@ -156,6 +158,11 @@ class Trainer:
         self.storage.rewards[t] = reward + bootstrap
         self.storage.dones[t] = (terminated | truncated).float()
         self._accumulate_episodes(extras["episode"])
+        log = extras["log"]
+        if t == self.cfg.num_steps_per_env - 1 and log:
+            if self._env_log_names != list(log):  # first rollout (eager): size the buffer
+                self._env_log_names, self._env_log = list(log), torch.zeros(len(log), device=self.device)
+            self._env_log.copy_(torch.stack([value.float() for value in log.values()]))
 
     def _returns(self) -> None:
         storage, algo = self.storage, self.cfg.algo
@@ -245,12 +252,14 @@ class Trainer:
         local_frames = self.cfg.num_steps_per_env * self.env.num_envs
         rates = [local_frames / step_s, local_frames / collect_s, local_frames / total_s]
         # The one host read of the iteration (after one sum over ranks when distributed).
-        names = [*self._stat_names, *losses, "invalid_env_resets", "interrupted", *FPS_NAMES]
+        env_log = [f"env/{name}" for name in self._env_log_names]
+        names = [*self._stat_names, *losses, *env_log, "invalid_env_resets", "interrupted", *FPS_NAMES]
         host_values = torch.tensor([float(self.interrupted), *rates], device=self.device)
-        device_values = [*self._episode_stats, *(v.float() for v in losses.values()), self.env.invalid_resets.float()]
+        device_values = [*self._episode_stats, *(v.float() for v in losses.values()), *self._env_log]
+        device_values.append(self.env.invalid_resets.float())
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
-        for key in losses:  # losses and the learning rate: the mean over ranks
+        for key in [*losses, *env_log]:  # losses, the learning rate and env logs: the mean over ranks
             stats[key] /= self.dist.world_size
         self.interrupted = stats["interrupted"] > 0  # Ctrl-C on any rank stops every rank after this iteration
         frames = local_frames * self.dist.world_size
@@ -273,6 +282,7 @@ class Trainer:
         metrics.update({k: v for k, v in stats.items() if k.startswith("loss/")})
         metrics["learning_rate"] = stats["learning_rate"]
         metrics["skipped_updates"] = int(stats["skipped_updates"])
+        metrics.update({k: stats[k] for k in env_log})
         if stats["episodes"] > 0:
             metrics.update({k: v / stats["episodes"] for k, v in stats.items() if k.startswith("reward_terms/")})
         self.iteration += 1

@@ -42,6 +42,17 @@ def load_model(source: str | Path) -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_path(str(path))
 
 
+def load_spec(source: str | Path) -> mujoco.MjSpec:
+    """An MJCF file or XML string as an editable `MjSpec` (to add to the model before compiling)."""
+    text = str(source)
+    if text.lstrip().startswith("<"):
+        return mujoco.MjSpec.from_string(text)
+    path = Path(text)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file not found: {path}")
+    return mujoco.MjSpec.from_file(str(path))
+
+
 def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:
     """Geom pairs MuJoCo's default collision filter lets through, plus explicit <pair>s."""
     pairs = []

@@ -115,13 +115,15 @@ class TerrainCfg:
         }
     )
     """Share of the columns each sub-terrain type gets."""
+    border_width: float = 0.0
+    """Flat ground (m) around the grid, so robots on the outer tiles do not walk off the edge."""
     seed: int = 0
 
 
 @dataclass
 class Terrain:
     """Generated heights (m) on a grid: `heights[i, j]` at x = i * h, y = j * h (h the horizontal
-    scale), and each tile's type and the world position of its center."""
+    scale; the border, if any, included), and each tile's type and the world position of its center."""
 
     cfg: TerrainCfg
     heights: np.ndarray
@@ -152,6 +154,8 @@ def generate_terrain(cfg: TerrainCfg) -> Terrain:
         raise ConfigError(
             f"terrain.tile_size: {cfg.tile_size} m must be a multiple (>= 4) of horizontal_scale {cfg.horizontal_scale}"
         )
+    if cfg.border_width < 0:
+        raise ConfigError(f"terrain.border_width: must be >= 0 m, got {cfg.border_width}")
     types = _column_types(cfg)
     rng = np.random.default_rng(cfg.seed)
     heights = np.zeros((cfg.num_rows * px + 1, cfg.num_cols * px + 1))
@@ -163,4 +167,7 @@ def generate_terrain(cfg: TerrainCfg) -> Terrain:
             heights[r * px : (r + 1) * px + 1, c * px : (c + 1) * px + 1] = tile
             center = (r * px + px // 2, c * px + px // 2)
             origins[r, c] = (center[0] * cfg.horizontal_scale, center[1] * cfg.horizontal_scale, heights[center])
+    border = round(cfg.border_width / cfg.horizontal_scale)
+    heights = np.pad(heights, border)
+    origins[..., :2] += border * cfg.horizontal_scale
     return Terrain(cfg=cfg, heights=heights, tile_types=types, origins=origins)

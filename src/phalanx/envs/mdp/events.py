@@ -69,19 +69,18 @@ def reset_root_state_uniform(
     yaw_range: tuple[float, float] = (0.0, 0.0),
     velocity_range: tuple[float, float] = (0.0, 0.0),
 ) -> None:
-    """Moves the root by a uniform xy offset from its default, turns it by a uniform yaw, and
-    gives it uniform linear and angular velocities (each component from `velocity_range`)."""
+    """Moves the (just reset) root by a uniform xy offset, turns it by a uniform yaw, and gives it
+    uniform linear and angular velocities (each component from `velocity_range`)."""
     a, d = state.root_addresses(env)
     n = env.num_envs
-    pos = env.sim.default_qpos[a : a + 3] + torch.cat(
-        (_uniform(env, (n, 2), *xy_range), torch.zeros(n, 1, device=env.device)), dim=1
-    )
+    root = env.sim.qpos[:, a : a + 7]
+    pos = root[:, :3] + torch.cat((_uniform(env, (n, 2), *xy_range), torch.zeros(n, 1, device=env.device)), dim=1)
     half = 0.5 * _uniform(env, (n,), *yaw_range)
     yaw_quat = torch.stack((half.cos(), torch.zeros_like(half), torch.zeros_like(half), half.sin()), dim=1)
-    quat = quat_mul(yaw_quat, env.sim.default_qpos[a + 3 : a + 7].expand(n, 4))
+    quat = quat_mul(yaw_quat, root[:, 3:])
     vel = _uniform(env, (n, 6), *velocity_range)
     m = mask[:, None]
-    env.sim.qpos[:, a : a + 7] = torch.where(m, torch.cat((pos, quat), dim=1), env.sim.qpos[:, a : a + 7])
+    env.sim.qpos[:, a : a + 7] = torch.where(m, torch.cat((pos, quat), dim=1), root)
     env.sim.qvel[:, d : d + 6] = torch.where(m, vel, env.sim.qvel[:, d : d + 6])
 
 

@@ -9,6 +9,7 @@ import torch
 from phalanx.envs.cfg import Term
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import euler_xyz_from_quat, quat_apply_inverse, wrap_to_pi
+from phalanx.sensors import HeightScanner
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -110,3 +111,14 @@ class body_wrench(Term):  # noqa: N801 (terms are named like functions)
         torque = quat_apply_inverse(q, wrench[..., :3].reshape(n * b, 3))
         force = quat_apply_inverse(q, wrench[..., 3:].reshape(n * b, 3))
         return torch.cat((force, torque), dim=1).reshape(n, 6 * b)
+
+
+class height_scan(Term):  # noqa: N801 (terms are named like functions)
+    """(num_envs, rays) terrain heights on a level grid around the base: base height - hit height
+    - offset per ray (`HeightScanner`; params are its arguments)."""
+
+    def __init__(self, env: TaskEnv, **params):
+        self.scanner = HeightScanner(env.sim, **params)
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        return self.scanner()

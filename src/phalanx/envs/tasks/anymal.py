@@ -1,5 +1,6 @@
 """Legged velocity tracking with the ANYmal-C-like quadruped: the terms and weights of Isaac
-Lab's Isaac-Velocity-Flat-Anymal-C-v0 (legged_gym's rewards), on a plane."""
+Lab's Isaac-Velocity-{Flat,Rough}-Anymal-C-v0 (legged_gym's rewards), on a plane and on the
+generated terrain with a height scan and the terrain curriculum."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import commands, events, observations, terminations, velocity_rewards
 from phalanx.sim import SimCfg
+from phalanx.terrain import TerrainCfg
 
 LEGS = ("LF", "RF", "LH", "RH")
 FEET = [f"{leg}_foot_contact" for leg in LEGS]
@@ -26,9 +28,36 @@ CMD = {"command": "base_velocity"}
 
 def anymal_flat_cfg() -> TaskCfg:
     """Follow a commanded base velocity (forward, lateral, yaw rate) on flat ground."""
+    return _velocity_cfg(
+        name="anymal-flat", description="quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)"
+    )
+
+
+def anymal_rough_cfg() -> TaskCfg:
+    """The same on rough terrain (stairs, slopes, rough ground, obstacles) with a height scan in
+    the observation and the terrain curriculum; Isaac Lab's rough weights (lighter torque
+    penalty, less air-time reward, no flat-orientation penalty)."""
+    cfg = _velocity_cfg(
+        name="anymal-rough",
+        description="quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)",
+    )
+    cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
+    cfg.rewards["dof_torques_l2"].weight = -1.0e-5
+    cfg.rewards["feet_air_time"].weight = 0.125
+    del cfg.rewards["flat_orientation_l2"]
+    cfg.terrain = TerrainCfg(border_width=8.0)
+    cfg.terrain_command = "base_velocity"
+    # Contacts with the heightfield: at most 50 per geom pair by MuJoCo's bound (850 per robot);
+    # rollouts with random actions on every sub-terrain use far fewer (test_anymal_rough).
+    cfg.sim.nconmax_per_env = 48
+    cfg.sim.njmax_per_env = 160
+    return cfg
+
+
+def _velocity_cfg(name: str, description: str) -> TaskCfg:
     return TaskCfg(
-        name="anymal-flat",
-        description="quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)",
+        name=name,
+        description=description,
         model=asset_path("anymal.xml"),
         episode_length_s=20.0,
         sim=SimCfg(dt=0.005, decimation=4),
@@ -42,12 +71,13 @@ def anymal_flat_cfg() -> TaskCfg:
         },
         observations={
             "policy": {
-                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
-                "base_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b),
-                "projected_gravity": ObsTermCfg(func=observations.projected_gravity),
+                # Isaac Lab's sensor noise (uniform, +-).
+                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b, noise=0.1),
+                "base_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b, noise=0.2),
+                "projected_gravity": ObsTermCfg(func=observations.projected_gravity, noise=0.05),
                 "velocity_commands": ObsTermCfg(func=observations.generated_commands, params=CMD),
-                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
-                "joint_vel": ObsTermCfg(func=observations.joint_vel),
+                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel, noise=0.01),
+                "joint_vel": ObsTermCfg(func=observations.joint_vel, noise=1.5),
                 "actions": ObsTermCfg(func=observations.last_action),
             }
         },

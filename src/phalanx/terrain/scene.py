@@ -1,0 +1,64 @@
+"""A generated terrain in a task: the model with the terrain in it, each env's tile (its origin),
+and the curriculum that moves envs between levels at their resets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import mujoco
+import torch
+
+from phalanx.errors import ConfigError
+from phalanx.sim.model import load_spec
+from phalanx.terrain.curriculum import TerrainCurriculum
+from phalanx.terrain.generator import TerrainCfg, generate_terrain
+from phalanx.terrain.model import add_terrain
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+class TerrainScene:
+    """Envs spawn at the center of their tile (`origins`, (num_envs, 3)); with a `command` (a
+    velocity command's name) each reset first moves the env by the distance it walked: a harder
+    level beyond half a tile, an easier one below half the distance its last command asked for
+    over a whole episode (Isaac Lab's terrain_levels_vel)."""
+
+    def __init__(
+        self, cfg: TerrainCfg, num_envs: int, device: torch.device, generator: torch.Generator,
+        command: str | None = None,
+    ):  # fmt: skip
+        self.terrain = generate_terrain(cfg)
+        self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, generator)
+        self.origins = self.curriculum.env_origins().clone()
+        self.command = command
+
+    def model(self, source: str | Path) -> mujoco.MjModel:
+        """The task's MJCF with the terrain in place of its geom named "floor"."""
+        spec = load_spec(source)
+        add_terrain(spec, self.terrain)
+        return spec.compile()
+
+    def check(self, env: TaskEnv) -> None:
+        if env.sim.root_qposadr is None:
+            raise ConfigError(f"terrain: task {env.cfg.name!r} has no free-floating root to place on the tiles")
+        if self.command is not None:
+            env.command(self.command)  # names the command or raises
+
+    def before_reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        """Moves the envs of `mask` that have run an episode to their next level and tile."""
+        if self.command is not None:
+            a = env.sim.root_qposadr
+            walked = (env.sim.qpos[:, a : a + 2] - self.origins[:, :2]).norm(dim=1)
+            asked = env.command(self.command)[:, :2].norm(dim=1) * env.max_episode_length * env.step_dt
+            self.curriculum.update(mask & (env.episode_length > 0), walked, 0.5 * asked)
+        self.origins.copy_(torch.where(mask[:, None], self.curriculum.env_origins(), self.origins))
+
+    def place(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        """Shifts the (just reset) roots of `mask` from the world origin to their tile's center."""
+        a = env.sim.root_qposadr
+        env.sim.qpos[:, a : a + 3] += torch.where(mask[:, None], self.origins, 0.0)
+
+    def mean_level(self) -> torch.Tensor:
+        return self.curriculum.mean_level()
