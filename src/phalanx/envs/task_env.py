@@ -158,7 +158,8 @@ class TaskEnv(VecEnv):
     def reset(self, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Resets the envs where `mask` (num_envs,) bool is True (all when None) and returns the
         observations of every env; the others keep their state."""
-        if mask is None:
+        every_env = mask is None
+        if every_env:
             mask = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         elif mask.shape != (self.num_envs,) or mask.dtype != torch.bool or mask.device != self.device:
             raise ValueError(
@@ -167,7 +168,7 @@ class TaskEnv(VecEnv):
             )
         self._reset_envs(mask)
         obs = self._compute_obs()
-        if hasattr(self, "obs"):  # the other envs keep their observations too (fresh noise included)
+        if not every_env:  # the other envs keep their observations too (fresh noise included)
             obs = {group: torch.where(mask[:, None], value, self.obs[group]) for group, value in obs.items()}
         self._store_obs(obs)
         return self.obs

@@ -81,22 +81,14 @@ def default_train_cfg(task: str) -> TrainCfg:
             policy=PolicyCfg(actor_hidden_dims=(32, 32), critic_hidden_dims=(32, 32)),
             algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
         )
-    if task == "anymal-flat":  # rsl_rl's AnymalCFlatPPORunnerCfg
+    if task in ("anymal-flat", "anymal-rough"):  # rsl_rl's AnymalC{Flat,Rough}PPORunnerCfg
+        hidden = (128, 128, 128) if task == "anymal-flat" else (512, 256, 128)
         return TrainCfg(
             task=task,
-            max_iterations=300,
+            max_iterations=300 if task == "anymal-flat" else 1500,
             num_steps_per_env=24,
             cpu_num_envs=256,
-            policy=PolicyCfg(actor_hidden_dims=(128, 128, 128), critic_hidden_dims=(128, 128, 128)),
-            algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
-        )
-    if task == "anymal-rough":  # rsl_rl's AnymalCRoughPPORunnerCfg
-        return TrainCfg(
-            task=task,
-            max_iterations=1500,
-            num_steps_per_env=24,
-            cpu_num_envs=256,
-            policy=PolicyCfg(actor_hidden_dims=(512, 256, 128), critic_hidden_dims=(512, 256, 128)),
+            policy=PolicyCfg(actor_hidden_dims=hidden, critic_hidden_dims=hidden),
             algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
         )
     if task in ("ant", "humanoid"):

@@ -41,8 +41,9 @@ class EmpiricalNormalizer(nn.Module):
             dist.sum_(self.pending)
         dim = self.mean.shape[0]
         batch_count = self.pending[0]
-        batch_mean64 = self.pending[1 : 1 + dim] / batch_count.clamp_min(1)
-        batch_var = (self.pending[1 + dim :] / batch_count.clamp_min(1) - batch_mean64.square()).clamp_min(0).float()
+        divisor = batch_count.clamp_min(1)  # no pending batch: zero moments and zero weight
+        batch_mean64 = self.pending[1 : 1 + dim] / divisor
+        batch_var = (self.pending[1 + dim :] / divisor - batch_mean64.square()).clamp_min(0).float()
         batch_mean = batch_mean64.float()
         total = self.count + batch_count
         weight = (batch_count / total.clamp_min(1)).float()

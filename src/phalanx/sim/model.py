@@ -28,29 +28,32 @@ _MAX_CONTACTS_CONVEX = 4
 _MAX_CONTACTS_HFIELD = 50  # mjMAXCONPAIR
 
 
+def _xml_or_file(source: str | Path) -> str | Path:
+    """An XML string as it is, else the path of an existing file."""
+    text = str(source)
+    if text.lstrip().startswith("<"):
+        return text
+    path = Path(text)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file not found: {path}")
+    return path
+
+
 def load_model(source: str | Path) -> mujoco.MjModel:
     """Compiles an MJCF or URDF file, or an MJCF XML string, into a MuJoCo model.
 
     URDF goes through MuJoCo's own compiler (`<mujoco>` extensions in the URDF are honoured).
     """
-    text = str(source)
-    if text.lstrip().startswith("<"):
-        return mujoco.MjModel.from_xml_string(text)
-    path = Path(text)
-    if not path.is_file():
-        raise FileNotFoundError(f"model file not found: {path}")
-    return mujoco.MjModel.from_xml_path(str(path))
+    found = _xml_or_file(source)
+    if isinstance(found, Path):
+        return mujoco.MjModel.from_xml_path(str(found))
+    return mujoco.MjModel.from_xml_string(found)
 
 
 def load_spec(source: str | Path) -> mujoco.MjSpec:
     """An MJCF file or XML string as an editable `MjSpec` (to add to the model before compiling)."""
-    text = str(source)
-    if text.lstrip().startswith("<"):
-        return mujoco.MjSpec.from_string(text)
-    path = Path(text)
-    if not path.is_file():
-        raise FileNotFoundError(f"model file not found: {path}")
-    return mujoco.MjSpec.from_file(str(path))
+    found = _xml_or_file(source)
+    return mujoco.MjSpec.from_file(str(found)) if isinstance(found, Path) else mujoco.MjSpec.from_string(found)
 
 
 def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:
