@@ -37,6 +37,8 @@ def test_contract_shapes_dtypes_no_nan(task: str) -> None:
         episode = extras["episode"]
         assert torch.equal(episode["done"], terminated | truncated)
         assert set(episode["terms"]) == set(env.cfg.rewards)
+        assert set(episode["metrics"]) == set(env.cfg.metrics)
+        assert all(torch.isfinite(value).all() for value in episode["metrics"].values())
         terms_sum = sum(episode["terms"].values())
         torch.testing.assert_close(terms_sum, episode["return"], atol=1e-4, rtol=1e-4)
 

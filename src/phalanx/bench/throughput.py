@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import warp as wp
 from rich.console import Console
 
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
@@ -29,11 +30,21 @@ def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> Non
 
 
 def _device_memory_used(device: torch.device) -> int:
-    """Bytes in use on the GPU (every allocator: torch and Warp; torch's cache of freed blocks
-    emptied first), or the process's peak RSS on CPU."""
+    """Bytes in use on the GPU (every allocator: torch and Warp), or the process's peak RSS on CPU.
+
+    Both allocators keep freed blocks for reuse: torch's cache is emptied and Warp's memory pool
+    is made to give its free blocks back (release threshold 0 across one sync, then restored), so
+    the figure holds only what live envs, graphs and models occupy, plus the one-time loads.
+    """
     if device.type == "cuda":
         gc.collect()  # the envs and graphs of an earlier env count
         torch.cuda.empty_cache()
+        warp_device = wp.get_device(f"cuda:{device.index}")
+        if wp.is_mempool_enabled(warp_device):
+            threshold = wp.get_mempool_release_threshold(warp_device)
+            wp.set_mempool_release_threshold(warp_device, 0)
+            wp.synchronize_device(warp_device)
+            wp.set_mempool_release_threshold(warp_device, threshold)
         free, total = torch.cuda.mem_get_info(device)
         return total - free
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

@@ -64,6 +64,16 @@ class RewardTermCfg:
 
 
 @dataclass
+class MetricTermCfg:
+    """One metric: a (num_envs,) float tensor per env step, not part of the reward. The trainer
+    logs `metrics/NAME`: its mean over each episode's steps, averaged over the episodes that
+    ended in the iteration (e.g. the velocity-tracking error of a legged task)."""
+
+    func: TermFunc
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class TerminationTermCfg:
     """One termination term: a (num_envs,) bool tensor."""
 
@@ -142,6 +152,8 @@ class TaskCfg:
     events: dict[str, EventTermCfg] = field(default_factory=dict)
     commands: dict[str, CommandTermCfg] = field(default_factory=dict)
     """Named commands (observed and rewarded through `env.command(name)`)."""
+    metrics: dict[str, MetricTermCfg] = field(default_factory=dict)
+    """Named per-step measurements logged as episode means (see `MetricTermCfg`)."""
     terrain: TerrainCfg | None = None
     """A generated terrain in place of the model's geom named "floor": each env spawns at the
     center of its tile (reset events then add their offsets)."""

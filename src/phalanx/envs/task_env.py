@@ -119,6 +119,7 @@ class TaskEnv(VecEnv):
         self.episode_return = torch.zeros(n, device=dev)
         self.terminated = torch.zeros(n, dtype=torch.bool, device=dev)
         self._episode_terms = torch.zeros(n, len(cfg.rewards), device=dev)
+        self._episode_metrics = torch.zeros(n, len(cfg.metrics), device=dev)
         self._invalid_counts = torch.zeros(3, dtype=torch.long, device=dev)  # contact, constraint, non-finite
         self._invalid_envs = torch.zeros((), dtype=torch.long, device=dev)
 
@@ -130,6 +131,7 @@ class TaskEnv(VecEnv):
         reward_dt = self.step_dt if cfg.reward_scale_by_dt else 1.0
         self._reward_weights = torch.tensor([t.weight * reward_dt for t in cfg.rewards.values()], device=dev)
         self._termination_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.terminations.items()]
+        self._metric_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.metrics.items()]
         self._events = {
             mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in ("startup", "reset", "interval")
         }
@@ -233,6 +235,7 @@ class TaskEnv(VecEnv):
         self.terminated |= invalid
         truncated = time_out & ~self.terminated
         reward = self._weigh_rewards(values, invalid)
+        self._accumulate_metrics(invalid)
         done = self.terminated | truncated
         final_obs = {
             group: torch.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0) for group, value in final_obs.items()
@@ -242,6 +245,10 @@ class TaskEnv(VecEnv):
             "return": self.episode_return.clone(),
             "length": self.episode_length.clone(),
             "terms": {name: self._episode_terms[:, i].clone() for i, (name, _, _) in enumerate(self._reward_terms)},
+            "metrics": {
+                name: self._episode_metrics[:, i] / self.episode_length.clamp(min=1)
+                for i, (name, _, _) in enumerate(self._metric_terms)
+            },
         }
         self._reset_envs(done)
         self._run_interval_events()
@@ -333,12 +340,13 @@ class TaskEnv(VecEnv):
 
     _BUFFERS = (
         "action", "episode_length", "episode_return", "terminated",
-        "_episode_terms", "_invalid_counts", "_invalid_envs",
+        "_episode_terms", "_episode_metrics", "_invalid_counts", "_invalid_envs",
     )  # fmt: skip
 
     def _all_terms(self) -> list[tuple[str, Term]]:
         terms = [(f"obs/{group}/{name}", term) for group, ts in self._obs_terms.items() for name, term, _ in ts]
         terms += [(f"reward/{name}", term) for name, term, _ in self._reward_terms]
+        terms += [(f"metric/{name}", term) for name, term, _ in self._metric_terms]
         terms += [(f"command/{name}", term) for name, (term, _) in self._command_terms.items()]
         return terms + [(f"termination/{name}", term) for name, term, _ in self._termination_terms]
 
@@ -401,6 +409,12 @@ class TaskEnv(VecEnv):
         self.episode_return += reward
         return reward
 
+    def _accumulate_metrics(self, invalid: torch.Tensor) -> None:
+        """Adds this step's metric values to the episode sums (0 for a broken env's step)."""
+        if self._metric_terms:
+            values = torch.stack([term(self) for _, term, _ in self._metric_terms], dim=1)
+            self._episode_metrics += torch.nan_to_num(values).masked_fill_(invalid[:, None], 0.0)
+
     def _reset_envs(self, mask: torch.Tensor) -> None:
         if self.terrain is not None:
             self.terrain.before_reset(self, mask)
@@ -416,11 +430,12 @@ class TaskEnv(VecEnv):
         self.episode_length.masked_fill_(mask, 0)
         self.episode_return.masked_fill_(mask, 0.0)
         self._episode_terms.masked_fill_(mask[:, None], 0.0)
+        self._episode_metrics.masked_fill_(mask[:, None], 0.0)
         self.action.masked_fill_(mask[:, None], 0.0)
         for group in self._obs_terms.values():
             for _, term, _ in group:
                 term.reset(self, mask)
-        for _, term, _ in self._reward_terms + self._termination_terms:
+        for _, term, _ in self._reward_terms + self._termination_terms + self._metric_terms:
             term.reset(self, mask)
 
     @torch.compiler.disable  # one random op from the env's generator (as the events draw theirs)

@@ -52,7 +52,8 @@ class VecEnv(abc.ABC):
             extras: "final_obs": observations before the auto-reset (group -> tensor; rows of
                 done envs hold their last observation); "episode": per-env statistics of the
                 episodes that ended this step, valid where "done" is True: "done", "return",
-                "length" and "terms" (reward term name -> episode sum); "log": scalar device
+                "length", "terms" (reward term name -> episode sum) and "metrics" (metric
+                name -> mean over the episode's steps); "log": scalar device
                 tensors the trainer logs as env/NAME (their mean over ranks), e.g. the mean
                 terrain level.
         """

@@ -73,8 +73,8 @@ class Trainer:
         self.frames = 0
         self.elapsed_s = 0.0
         self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
-        reward_terms = list(env.cfg.rewards)
-        self._stat_names = ["episodes", "return", "length", *(f"reward_terms/{n}" for n in reward_terms)]
+        per_episode = [*(f"reward_terms/{n}" for n in env.cfg.rewards), *(f"metrics/{n}" for n in env.cfg.metrics)]
+        self._stat_names = ["episodes", "return", "length", *per_episode]
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
         self._env_log_names: list[str] = []  # the env's log scalars, as of the rollout's last step
         self._env_log = torch.zeros(0, device=self.device)
@@ -181,6 +181,7 @@ class Trainer:
     def _accumulate_episodes(self, episode: dict[str, Any]) -> None:
         done = episode["done"].float()
         columns = [done, episode["return"], episode["length"].float(), *episode["terms"].values()]
+        columns += episode["metrics"].values()
         self._episode_stats += (torch.stack(columns, dim=1) * done[:, None]).sum(dim=0)
 
     # ----------------------------------------------------------------------------- loop
@@ -284,7 +285,8 @@ class Trainer:
         metrics["skipped_updates"] = int(stats["skipped_updates"])
         metrics.update({k: stats[k] for k in env_log})
         if stats["episodes"] > 0:
-            metrics.update({k: v / stats["episodes"] for k, v in stats.items() if k.startswith("reward_terms/")})
+            per_episode = {k: v / stats["episodes"] for k, v in stats.items() if k.startswith(("reward_terms/", "metrics/"))}
+            metrics.update(per_episode)
         self.iteration += 1
         return metrics
 

@@ -11,12 +11,13 @@ from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
     EventTermCfg,
+    MetricTermCfg,
     ObsTermCfg,
     RewardTermCfg,
     TaskCfg,
     TerminationTermCfg,
 )
-from phalanx.envs.mdp import commands, events, observations, terminations, velocity_rewards
+from phalanx.envs.mdp import commands, events, metrics, observations, terminations, velocity_rewards
 from phalanx.sim import SimCfg
 from phalanx.terrain import TerrainCfg
 
@@ -100,6 +101,10 @@ def _velocity_cfg(name: str, description: str) -> TaskCfg:
                 func=velocity_rewards.touch_count_above, weight=-1.0, params={"sensors": THIGHS, "threshold": 1.0}
             ),
             "flat_orientation_l2": RewardTermCfg(func=velocity_rewards.flat_orientation_l2, weight=-5.0),
+        },
+        metrics={
+            "lin_vel_xy_error": MetricTermCfg(func=metrics.lin_vel_xy_error, params=CMD),
+            "ang_vel_z_error": MetricTermCfg(func=metrics.ang_vel_z_error, params=CMD),
         },
         terminations={
             "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
