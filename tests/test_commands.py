@@ -3,10 +3,12 @@ actions drive position targets around the default pose."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from helpers import make_cpu
 from phalanx.envs import CommandTerm, CommandTermCfg, task_cfg
+from phalanx.errors import ConfigError
 
 
 class Counter(CommandTerm):
@@ -47,3 +49,32 @@ def test_actions_offset_from_the_default_pose() -> None:
     home = torch.tensor([0.0, 0.4, -0.8, 0.0, 0.4, -0.8, 0.0, -0.4, 0.8, 0.0, -0.4, 0.8])
     torch.testing.assert_close(env.sim.ctrl[0], home)
     torch.testing.assert_close(env.sim.ctrl[1], home + cfg.actions.scale)
+
+
+def test_action_delay_applies_the_action_of_delay_steps_ago() -> None:
+    cfg = task_cfg("anymal-flat")
+    cfg.actions.delay_range = (0, 2)
+    env = make_cpu(cfg, num_envs=12, seed=3)
+    delay = env._action_delay.clone()
+    assert set(delay.tolist()) == {0, 1, 2}, "each env draws its delay from the range"
+    home = env._action_offset
+    sent = [torch.full((12, env.action_dim), 0.1 * (k + 1)) for k in range(4)]
+    for k, actions in enumerate(sent):
+        env.step(actions)
+        # env with delay d applies the action sent d steps ago; before any arrived, the zero action
+        for i, d in enumerate(delay.tolist()):
+            value = 0.1 * (k + 1 - d) if k >= d else 0.0
+            torch.testing.assert_close(env.sim.ctrl[i], home + cfg.actions.scale * value)
+        assert torch.equal(env.action, actions), "observations and rewards see the action as sent"
+    env.reset(torch.tensor([True] + [False] * 11))
+    env._action_delay[:2] = 2  # env 0 was reset, env 1 was not
+    env.step(torch.full((12, env.action_dim), 0.9))
+    torch.testing.assert_close(env.sim.ctrl[0], home)  # a reset env's history starts from zero
+    torch.testing.assert_close(env.sim.ctrl[1], home + cfg.actions.scale * 0.3)  # sent 2 steps earlier
+
+
+def test_action_delay_range_is_checked() -> None:
+    cfg = task_cfg("anymal-flat")
+    cfg.actions.delay_range = (2, 1)
+    with pytest.raises(ConfigError, match="actions.delay_range"):
+        make_cpu(cfg, num_envs=2)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from helpers import make_cpu
-from phalanx.envs.mdp import events, velocity_rewards
+from phalanx.envs.mdp import commands, events, velocity_rewards
 from phalanx.errors import ConfigError
 
 
@@ -56,6 +56,44 @@ def test_velocity_tracking_rewards_match_hand_computation(env) -> None:
     torch.testing.assert_close(ang, torch.full((6,), math.exp(-(0.25**2) / 0.25)))
     torch.testing.assert_close(velocity_rewards.lin_vel_z_l2(env), torch.full((6,), 0.01))
     torch.testing.assert_close(velocity_rewards.ang_vel_xy_l2(env), torch.full((6,), 0.25))
+
+
+def test_heading_command_turns_the_heading_error_into_a_clamped_yaw_rate(env) -> None:
+    env.reset()
+    term = commands.uniform_velocity(
+        env, lin_vel_x=(0.5, 0.5), lin_vel_y=(0.0, 0.0), ang_vel_z=(-1.0, 1.0), heading=(0.0, 0.0), heading_envs=1.0
+    )
+    yaw = torch.tensor([0.0, 0.5, -1.0, 3.0, -3.0, math.pi / 2])
+    env.sim.qpos[:, 3:7] = torch.stack(
+        [torch.cos(yaw / 2), torch.zeros(6), torch.zeros(6), torch.sin(yaw / 2)], dim=1
+    )  # upright, turned by yaw about z
+    term.resample(env, torch.ones(6, dtype=torch.bool))
+    # target heading 0: yaw rate = 0.5 x (0 - yaw), wrapped to (-pi, pi], clamped to [-1, 1]
+    expected = (0.5 * -yaw).clamp(-1.0, 1.0)
+    torch.testing.assert_close(term.command[:, 2], expected)
+    torch.testing.assert_close(term.command[:, :2], torch.tensor([[0.5, 0.0]] * 6))
+    env.sim.qpos[:, 3:7] = torch.tensor([1.0, 0.0, 0.0, 0.0])  # now facing the target
+    term.update(env)
+    torch.testing.assert_close(term.command[:, 2], torch.zeros(6))
+    # Across +-pi the shorter way round: heading target 3.0 from yaw -3.0 is -0.28 rad away.
+    term.heading_target.fill_(3.0)
+    env.sim.qpos[:, 3:7] = torch.tensor([math.cos(-1.5), 0.0, 0.0, math.sin(-1.5)])
+    term.update(env)
+    torch.testing.assert_close(term.command[:, 2], torch.full((6,), 0.5 * (6.0 - 2 * math.pi)))
+
+
+def test_standing_envs_get_a_zero_command_even_with_a_heading(env) -> None:
+    env.reset()
+    term = commands.uniform_velocity(
+        env, lin_vel_x=(0.5, 1.0), lin_vel_y=(0.5, 1.0), ang_vel_z=(0.5, 1.0), standing=0.0, heading=(1.0, 2.0)
+    )
+    term.resample(env, torch.ones(6, dtype=torch.bool))
+    assert (term.command[:, :2] >= 0.5).all(), "nobody stands"
+    term.standing = 1.0
+    term.resample(env, torch.tensor([True, True, False, False, True, False]))
+    term.update(env)
+    assert term.command[[0, 1, 4]].abs().sum() == 0, "the resampled envs stand, heading or not"
+    assert (term.command[[2, 3, 5], :2] >= 0.5).all(), "the others keep their command"
 
 
 def test_action_rate_is_the_squared_change_from_zero_after_a_reset(env) -> None:

@@ -94,15 +94,28 @@ class EventTermCfg:
     """For mode "interval": each env fires after a time drawn uniformly from this range (seconds)."""
 
 
+@dataclass
+class CurriculumTermCfg:
+    """One curriculum: `func(env, mask, **params)` runs at every reset, before the envs where mask
+    is True lose their episode (its statistics are still readable), and may make the task harder
+    or easier; it returns a scalar device tensor (its current level), logged as env/NAME."""
+
+    func: Callable[..., torch.Tensor]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
 class CommandTerm(Term):
     """A per-env command the policy must follow (e.g. a base velocity). `command` holds it,
     (num_envs, d); the env calls `resample(env, mask)` at reset and when an env's resampling
-    timer runs out. Calling the term returns the command."""
+    timer runs out, then `update(env)` every step. Calling the term returns the command."""
 
     command: torch.Tensor
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
         raise NotImplementedError
+
+    def update(self, env: TaskEnv) -> None:
+        """Called every env step after the resampling (e.g. a target heading becomes a yaw rate)."""
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
         return self.command
@@ -132,6 +145,10 @@ class ActionCfg:
     """Add each driven joint's default position (the "home" keyframe, else qpos0) to its ctrl."""
     clip: float | None = 1.0
     """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
+    delay_range: tuple[int, int] = (0, 0)
+    """Actuation delay in env steps: each env applies the action of `delay` steps ago, `delay`
+    drawn uniformly from this inclusive range at every reset (an env reset with a delay holds
+    the zero action until its first actions arrive). (0, 0): no delay."""
 
 
 @dataclass
@@ -154,6 +171,8 @@ class TaskCfg:
     """Named commands (observed and rewarded through `env.command(name)`)."""
     metrics: dict[str, MetricTermCfg] = field(default_factory=dict)
     """Named per-step measurements logged as episode means (see `MetricTermCfg`)."""
+    curriculum: dict[str, CurriculumTermCfg] = field(default_factory=dict)
+    """Named curricula run at reset (see `CurriculumTermCfg`)."""
     terrain: TerrainCfg | None = None
     """A generated terrain in place of the model's geom named "floor": each env spawns at the
     center of its tile (reset events then add their offsets)."""

@@ -32,7 +32,7 @@ def sim_summary(env: TaskEnv) -> str:
 
 def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
     """Prints the sim summary and one table per term section (observations per group, actions,
-    rewards, terminations, events)."""
+    rewards, terminations, events, commands, metrics, curriculum)."""
     console = console or Console()
     cfg = env.cfg
     console.print(f"[bold]phalanx[/bold] {sim_summary(env)}")
@@ -52,7 +52,7 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
     ]
     console.print(
         _table(
-            f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action))",
+            f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action){_delay_note(actions)})",
             ["#", "actuator", "dim", "scale", "clip"],
             action_rows,
         )
@@ -78,3 +78,12 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
             for name, c in cfg.commands.items()
         ]
         console.print(_table("Commands", ["#", "term", "shape", "resampled after"], rows))
+    if cfg.metrics:
+        console.print(_table("Metrics (episode means)", ["#", "term"], [[name] for name in cfg.metrics]))
+    if cfg.curriculum:
+        console.print(_table("Curriculum (at reset)", ["#", "term"], [[name] for name in cfg.curriculum]))
+
+
+def _delay_note(actions) -> str:
+    low, high = actions.delay_range
+    return "" if high == 0 else f", delayed {low}-{high} env steps"

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from phalanx.envs.cfg import TaskCfg, Term
+from phalanx.envs.cfg import CommandTerm, TaskCfg, Term
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
@@ -115,6 +115,11 @@ class TaskEnv(VecEnv):
         self._step_fn = torch.compile(self._step, dynamic=False) if self.compile else self._step
         n, dev = num_envs, device
         self.action = torch.zeros(n, self.action_dim, device=dev)
+        low, high = cfg.actions.delay_range
+        if not 0 <= low <= high:
+            raise ConfigError(f"actions.delay_range: must be 0 <= low <= high env steps, got {cfg.actions.delay_range}")
+        self._action_delay = torch.zeros(n, dtype=torch.long, device=dev)
+        self._action_history = torch.zeros(high + 1, n, self.action_dim, device=dev)  # [k]: the action k steps ago
         self.episode_length = torch.zeros(n, dtype=torch.long, device=dev)
         self.episode_return = torch.zeros(n, device=dev)
         self.terminated = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -137,6 +142,8 @@ class TaskEnv(VecEnv):
         }
         self._event_timers = {k: self._draw_interval(e.interval_range_s) for k, e in self._events["interval"]}
         self._command_terms = {name: (_bind(self, c.func, c.params), c) for name, c in cfg.commands.items()}
+        self._curriculum = {name: (c.func, c.params) for name, c in cfg.curriculum.items()}
+        self._curriculum_levels = torch.zeros(len(cfg.curriculum), device=dev)
         self._command_timers = {
             name: self._draw_interval(c.resampling_time_range_s) for name, c in cfg.commands.items()
         }
@@ -215,7 +222,7 @@ class TaskEnv(VecEnv):
         if clip is not None:
             action = action.clamp(-clip, clip)
         self.action.copy_(action)
-        self.sim.ctrl[:, self._actuator_ids] = self._action_offset + self.cfg.actions.scale * action
+        self.sim.ctrl[:, self._actuator_ids] = self._action_offset + self.cfg.actions.scale * self._delayed(action)
         self.sim.step()
         self.episode_length += 1
 
@@ -298,6 +305,9 @@ class TaskEnv(VecEnv):
             raise ConfigError(
                 f"--num-envs: the checkpoint's env state has {state['num_envs']} envs, this run has {self.num_envs}"
             )
+        missing = [name for name in self._BUFFERS if name not in state["buffers"]]
+        if missing:
+            raise ConfigError(f"--resume: the checkpoint's env state lacks {missing} (written by an older phalanx)")
         self.sim.load_state_dict(state["sim"])
         for name in self._BUFFERS:
             getattr(self, name).copy_(state["buffers"][name])
@@ -313,9 +323,20 @@ class TaskEnv(VecEnv):
 
     def command(self, name: str) -> torch.Tensor:
         """(num_envs, d) the current value of the named command."""
+        return self.command_term(name).command
+
+    def command_term(self, name: str) -> CommandTerm:
+        """The named command's term (its ranges and state, e.g. for a curriculum)."""
         if name not in self._command_terms:
             raise ValueError(f"task {self.cfg.name!r}: no command {name!r}; it has {list(self._command_terms)}")
-        return self._command_terms[name][0].command
+        return self._command_terms[name][0]
+
+    def episode_reward_sum(self, name: str) -> torch.Tensor:
+        """(num_envs,) the named reward term's weighted sum over each env's current episode."""
+        names = list(self.cfg.rewards)
+        if name not in names:
+            raise ValueError(f"task {self.cfg.name!r}: no reward term {name!r}; it has {names}")
+        return self._episode_terms[:, names.index(name)]
 
     def constant(self, values: tuple[float, ...]) -> torch.Tensor:
         """A float32 tensor of `values` on the env's device, made once (no host copy per step)."""
@@ -341,6 +362,7 @@ class TaskEnv(VecEnv):
     _BUFFERS = (
         "action", "episode_length", "episode_return", "terminated",
         "_episode_terms", "_episode_metrics", "_invalid_counts", "_invalid_envs",
+        "_action_delay", "_action_history", "_curriculum_levels",
     )  # fmt: skip
 
     def _all_terms(self) -> list[tuple[str, Term]]:
@@ -397,6 +419,14 @@ class TaskEnv(VecEnv):
                 terminated |= term(self)
         return terminated, time_out
 
+    def _delayed(self, action: torch.Tensor) -> torch.Tensor:
+        """The action each env applies now: this step's, or with a delay the one from `delay` steps ago."""
+        if len(self._action_history) == 1:
+            return action
+        self._action_history.copy_(torch.roll(self._action_history, 1, dims=0))
+        self._action_history[0] = action
+        return self._action_history[self._action_delay, torch.arange(self.num_envs, device=self.device)]
+
     def _reward_values(self) -> torch.Tensor:
         """(num_envs, num_terms) the reward terms' values before weights."""
         return torch.stack([term(self) for _, term, _ in self._reward_terms], dim=1)
@@ -416,6 +446,8 @@ class TaskEnv(VecEnv):
             self._episode_metrics += torch.nan_to_num(values).masked_fill_(invalid[:, None], 0.0)
 
     def _reset_envs(self, mask: torch.Tensor) -> None:
+        for i, (func, params) in enumerate(self._curriculum.values()):
+            self._curriculum_levels[i] = func(self, mask, **params)
         if self.terrain is not None:
             self.terrain.before_reset(self, mask)
         self.sim.reset_(mask)
@@ -432,6 +464,11 @@ class TaskEnv(VecEnv):
         self._episode_terms.masked_fill_(mask[:, None], 0.0)
         self._episode_metrics.masked_fill_(mask[:, None], 0.0)
         self.action.masked_fill_(mask[:, None], 0.0)
+        low, high = self.cfg.actions.delay_range
+        if high > 0:
+            self._action_history.masked_fill_(mask[None, :, None], 0.0)
+            delay = torch.randint(low, high + 1, (self.num_envs,), device=self.device, generator=self.rng)
+            self._action_delay.copy_(torch.where(mask, delay, self._action_delay))
         for group in self._obs_terms.values():
             for _, term, _ in group:
                 term.reset(self, mask)
@@ -454,6 +491,7 @@ class TaskEnv(VecEnv):
     def _resample_commands(self) -> None:
         for name, (term, cfg) in self._command_terms.items():
             term.resample(self, self._due(self._command_timers[name], cfg.resampling_time_range_s))
+            term.update(self)
 
     def _due(self, timer: torch.Tensor, range_s: tuple[float, float]) -> torch.Tensor:
         """Counts `timer` (num_envs,) down one env step and returns the envs whose time ran out;
@@ -464,4 +502,5 @@ class TaskEnv(VecEnv):
         return due
 
     def _log(self) -> dict[str, torch.Tensor]:
-        return {} if self.terrain is None else {"terrain_level": self.terrain.mean_level()}
+        log = {} if self.terrain is None else {"terrain_level": self.terrain.mean_level()}
+        return log | {name: self._curriculum_levels[i] for i, name in enumerate(self._curriculum)}

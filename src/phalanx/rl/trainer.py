@@ -285,7 +285,9 @@ class Trainer:
         metrics["skipped_updates"] = int(stats["skipped_updates"])
         metrics.update({k: stats[k] for k in env_log})
         if stats["episodes"] > 0:
-            per_episode = {k: v / stats["episodes"] for k, v in stats.items() if k.startswith(("reward_terms/", "metrics/"))}
+            per_episode = {
+                k: v / stats["episodes"] for k, v in stats.items() if k.startswith(("reward_terms/", "metrics/"))
+            }
             metrics.update(per_episode)
         self.iteration += 1
         return metrics

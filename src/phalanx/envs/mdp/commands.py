@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.envs.cfg import CommandTerm
+from phalanx.envs.mdp import state
+from phalanx.envs.mdp.math import wrap_to_pi
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -15,7 +17,12 @@ if TYPE_CHECKING:
 class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functions)
     """(num_envs, 3) base velocity command in the base frame: forward and lateral speed (m/s) and
     yaw rate (rad/s), each uniform in its range; a fraction `standing` of the resampled envs
-    gets zero (stand still), as Isaac Lab's UniformVelocityCommand."""
+    gets zero (stand still), as Isaac Lab's UniformVelocityCommand.
+
+    With a `heading` range, a fraction `heading_envs` of the resampled envs is given a target
+    heading (world yaw, uniform in the range) instead of a yaw rate: every env step their yaw-rate
+    command becomes `heading_stiffness` x the heading error, clamped to the `ang_vel_z` range
+    (Isaac Lab's heading command)."""
 
     def __init__(
         self,
@@ -24,14 +31,42 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
         lin_vel_y: tuple[float, float],
         ang_vel_z: tuple[float, float],
         standing: float = 0.0,
+        heading: tuple[float, float] | None = None,
+        heading_envs: float = 1.0,
+        heading_stiffness: float = 0.5,
     ):
-        ranges = torch.tensor([lin_vel_x, lin_vel_y, ang_vel_z], dtype=torch.float32, device=env.device)
-        self.low, self.span = ranges[:, 0], ranges[:, 1] - ranges[:, 0]
+        # (3, 2) low and high of each component; a curriculum may change them during training
+        self.ranges = torch.tensor([lin_vel_x, lin_vel_y, ang_vel_z], dtype=torch.float32, device=env.device)
+        self.ang_vel_z = ang_vel_z
         self.standing = standing
-        self.command = torch.zeros(env.num_envs, 3, device=env.device)
+        self.heading = heading
+        self.heading_envs = heading_envs
+        self.heading_stiffness = heading_stiffness
+        n = env.num_envs
+        self.command = torch.zeros(n, 3, device=env.device)
+        self.is_standing = torch.zeros(n, dtype=torch.bool, device=env.device)
+        self.is_heading = torch.zeros(n, dtype=torch.bool, device=env.device)
+        self.heading_target = torch.zeros(n, device=env.device)
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
-        draw = self.low + self.span * torch.rand(env.num_envs, 3, device=env.device, generator=env.rng)
-        stand = torch.rand(env.num_envs, device=env.device, generator=env.rng) < self.standing
-        draw = draw.masked_fill(stand[:, None], 0.0)
+        n = env.num_envs
+        low, high = self.ranges[:, 0], self.ranges[:, 1]
+        draw = low + (high - low) * torch.rand(n, 3, device=env.device, generator=env.rng)
         self.command.copy_(torch.where(mask[:, None], draw, self.command))
+        stand = torch.rand(n, device=env.device, generator=env.rng) < self.standing
+        self.is_standing.copy_(torch.where(mask, stand, self.is_standing))
+        if self.heading is not None:
+            low, high = self.heading
+            target = low + (high - low) * torch.rand(n, device=env.device, generator=env.rng)
+            self.heading_target.copy_(torch.where(mask, target, self.heading_target))
+            use = torch.rand(n, device=env.device, generator=env.rng) < self.heading_envs
+            self.is_heading.copy_(torch.where(mask, use, self.is_heading))
+        self.update(env)
+
+    def update(self, env: TaskEnv) -> None:
+        if self.heading is not None:
+            forward = state.heading_w(env)
+            error = wrap_to_pi(self.heading_target - torch.atan2(forward[:, 1], forward[:, 0]))
+            yaw_rate = (self.heading_stiffness * error).clamp(*self.ang_vel_z)
+            self.command[:, 2] = torch.where(self.is_heading, yaw_rate, self.command[:, 2])
+        self.command.masked_fill_(self.is_standing[:, None], 0.0)

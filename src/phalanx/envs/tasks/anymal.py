@@ -67,7 +67,15 @@ def _velocity_cfg(name: str, description: str) -> TaskCfg:
             "base_velocity": CommandTermCfg(
                 func=commands.uniform_velocity,
                 resampling_time_range_s=(10.0, 10.0),
-                params={"lin_vel_x": (-1.0, 1.0), "lin_vel_y": (-1.0, 1.0), "ang_vel_z": (-1.0, 1.0), "standing": 0.02},
+                params={
+                    "lin_vel_x": (-1.0, 1.0),
+                    "lin_vel_y": (-1.0, 1.0),
+                    "ang_vel_z": (-1.0, 1.0),
+                    "standing": 0.02,
+                    "heading": (-math.pi, math.pi),  # every env steers to a target heading
+                    "heading_envs": 1.0,
+                    "heading_stiffness": 0.5,
+                },
             )
         },
         observations={

@@ -1,0 +1,38 @@
+"""Curriculum terms: run at every reset, before the resetting envs lose their episode; each
+returns its current level as a scalar device tensor (see `CurriculumTermCfg`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+def command_velocity_levels(
+    env: TaskEnv,
+    mask: torch.Tensor,
+    command: str,
+    reward: str,
+    threshold: float = 0.8,
+    step: float = 0.5,
+    limit: tuple[float, float] = (-2.0, 2.0),
+) -> torch.Tensor:
+    """legged_gym's command curriculum: when the envs resetting now earned, on average, more than
+    `threshold` of the most the `reward` term (values at most 1) gives over a full episode, the forward-speed
+    range of `command` (a `uniform_velocity`) widens by `step` on both sides, up to `limit`.
+    Returns the range's upper end. Graph-safe: the decision stays on the device."""
+    term = env.command_term(command)
+    ranges = term.ranges
+    # The most the term can sum to over a full episode (its values are at most 1, e.g. exp tracking).
+    best = (
+        env.cfg.rewards[reward].weight * env.max_episode_length * (env.step_dt if env.cfg.reward_scale_by_dt else 1.0)
+    )
+    count = mask.sum()
+    mean = torch.where(mask, env.episode_reward_sum(reward), 0.0).sum() / count.clamp(min=1)
+    harder = (count > 0) & (mean > threshold * best)
+    wider = torch.stack([(ranges[0, 0] - step).clamp(min=limit[0]), (ranges[0, 1] + step).clamp(max=limit[1])])
+    ranges[0] = torch.where(harder, wider, ranges[0])
+    return ranges[0, 1]
