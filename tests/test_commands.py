@@ -78,3 +78,11 @@ def test_action_delay_range_is_checked() -> None:
     cfg.actions.delay_range = (2, 1)
     with pytest.raises(ConfigError, match="actions.delay_range"):
         make_cpu(cfg, num_envs=2)
+
+
+def test_resume_into_a_different_action_delay_names_the_mismatch() -> None:
+    cfg = task_cfg("anymal-flat")
+    cfg.actions.delay_range = (0, 2)
+    state = make_cpu(cfg, num_envs=2).state_dict()
+    with pytest.raises(ConfigError, match="_action_history"):
+        make_cpu("anymal-flat", num_envs=2).load_state_dict(state)

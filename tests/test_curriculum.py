@@ -1,5 +1,6 @@
 """Curriculum terms run at reset on the resetting envs' episodes: legged_gym's command curriculum
-widens the forward-speed range only when those envs tracked well, up to its limit, and is logged."""
+widens the forward-speed range only when those envs tracked well, once per episode length of
+steps, up to its limit, and is logged. (`env.reset` does not step: `step_count` stays put.)"""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ def test_command_range_widens_when_the_resetting_envs_tracked_well() -> None:
     assert ranges[0].tolist() == [-1.0, 1.0]
     _reset_with_sums(env, [0.7 * best, 0.7 * best, best, best], [True, True, False, False])
     assert ranges[0].tolist() == [-1.0, 1.0], "70 % on the resetting envs: not yet (the others do not count)"
+    env.step_count.fill_(env.max_episode_length + 1)
+    _reset_with_sums(env, [best] * 4, [True] * 4)
+    assert ranges[0].tolist() == [-1.0, 1.0], "judged once per episode length of steps only"
+    env.step_count.fill_(2 * env.max_episode_length)
     _reset_with_sums(env, [0.9 * best, 0.8 * best, 0.0, 0.0], [True, True, False, False])
     assert ranges[0].tolist() == [-1.5, 1.5], "85 % on average: harder"
     assert ranges[1:].tolist() == [[-1.0, 1.0], [-1.0, 1.0]], "only the forward speed"

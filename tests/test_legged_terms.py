@@ -68,6 +68,7 @@ def test_heading_command_turns_the_heading_error_into_a_clamped_yaw_rate(env) ->
         [torch.cos(yaw / 2), torch.zeros(6), torch.zeros(6), torch.sin(yaw / 2)], dim=1
     )  # upright, turned by yaw about z
     term.resample(env, torch.ones(6, dtype=torch.bool))
+    term.update(env)  # the env calls it after resampling, every step
     # target heading 0: yaw rate = 0.5 x (0 - yaw), wrapped to (-pi, pi], clamped to [-1, 1]
     expected = (0.5 * -yaw).clamp(-1.0, 1.0)
     torch.testing.assert_close(term.command[:, 2], expected)

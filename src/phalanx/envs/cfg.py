@@ -98,7 +98,8 @@ class EventTermCfg:
 class CurriculumTermCfg:
     """One curriculum: `func(env, mask, **params)` runs at every reset, before the envs where mask
     is True lose their episode (its statistics are still readable), and may make the task harder
-    or easier; it returns a scalar device tensor (its current level), logged as env/NAME."""
+    or easier; it returns a scalar device tensor (its current level), logged as env/NAME (the
+    mean over ranks: each rank judges its own envs, so ranks may sit at different levels)."""
 
     func: Callable[..., torch.Tensor]
     params: dict[str, Any] = field(default_factory=dict)

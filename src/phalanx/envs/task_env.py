@@ -120,7 +120,9 @@ class TaskEnv(VecEnv):
             raise ConfigError(f"actions.delay_range: must be 0 <= low <= high env steps, got {cfg.actions.delay_range}")
         self._action_delay = torch.zeros(n, dtype=torch.long, device=dev)
         self._action_history = torch.zeros(high + 1, n, self.action_dim, device=dev)  # [k]: the action k steps ago
+        self._env_ids = torch.arange(n, device=dev)
         self.episode_length = torch.zeros(n, dtype=torch.long, device=dev)
+        self.step_count = torch.zeros((), dtype=torch.long, device=dev)  # env steps since creation
         self.episode_return = torch.zeros(n, device=dev)
         self.terminated = torch.zeros(n, dtype=torch.bool, device=dev)
         self._episode_terms = torch.zeros(n, len(cfg.rewards), device=dev)
@@ -225,6 +227,7 @@ class TaskEnv(VecEnv):
         self.sim.ctrl[:, self._actuator_ids] = self._action_offset + self.cfg.actions.scale * self._delayed(action)
         self.sim.step()
         self.episode_length += 1
+        self.step_count += 1
 
         # A broken env (buffer overflow; NaN/inf in its physics, observations or rewards) ends its
         # episode without reward or bootstrap, is reset below and counted.
@@ -308,6 +311,13 @@ class TaskEnv(VecEnv):
         missing = [name for name in self._BUFFERS if name not in state["buffers"]]
         if missing:
             raise ConfigError(f"--resume: the checkpoint's env state lacks {missing} (written by an older phalanx)")
+        for name in self._BUFFERS:
+            here, saved = tuple(getattr(self, name).shape), tuple(state["buffers"][name].shape)
+            if here != saved:
+                raise ConfigError(
+                    f"--resume: the checkpoint's env state has {name} of shape {saved}, this task makes {here} "
+                    "(its metrics or action delay differ from the checkpoint's)"
+                )
         self.sim.load_state_dict(state["sim"])
         for name in self._BUFFERS:
             getattr(self, name).copy_(state["buffers"][name])
@@ -360,7 +370,7 @@ class TaskEnv(VecEnv):
     # ----------------------------------------------------------------------------- internals
 
     _BUFFERS = (
-        "action", "episode_length", "episode_return", "terminated",
+        "action", "episode_length", "step_count", "episode_return", "terminated",
         "_episode_terms", "_episode_metrics", "_invalid_counts", "_invalid_envs",
         "_action_delay", "_action_history", "_curriculum_levels",
     )  # fmt: skip
@@ -425,7 +435,7 @@ class TaskEnv(VecEnv):
             return action
         self._action_history.copy_(torch.roll(self._action_history, 1, dims=0))
         self._action_history[0] = action
-        return self._action_history[self._action_delay, torch.arange(self.num_envs, device=self.device)]
+        return self._action_history[self._action_delay, self._env_ids]
 
     def _reward_values(self) -> torch.Tensor:
         """(num_envs, num_terms) the reward terms' values before weights."""
@@ -443,7 +453,8 @@ class TaskEnv(VecEnv):
         """Adds this step's metric values to the episode sums (0 for a broken env's step)."""
         if self._metric_terms:
             values = torch.stack([term(self) for _, term, _ in self._metric_terms], dim=1)
-            self._episode_metrics += torch.nan_to_num(values).masked_fill_(invalid[:, None], 0.0)
+            values = torch.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+            self._episode_metrics += values.masked_fill_(invalid[:, None], 0.0)
 
     def _reset_envs(self, mask: torch.Tensor) -> None:
         for i, (func, params) in enumerate(self._curriculum.values()):
@@ -457,6 +468,7 @@ class TaskEnv(VecEnv):
             event.func(self, mask, **event.params)
         for name, (term, cfg) in self._command_terms.items():
             term.resample(self, mask)
+            term.update(self)
             timer = self._command_timers[name]
             timer.copy_(torch.where(mask, self._draw_interval(cfg.resampling_time_range_s), timer))
         self.episode_length.masked_fill_(mask, 0)

@@ -37,7 +37,6 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
     ):
         # (3, 2) low and high of each component; a curriculum may change them during training
         self.ranges = torch.tensor([lin_vel_x, lin_vel_y, ang_vel_z], dtype=torch.float32, device=env.device)
-        self.ang_vel_z = ang_vel_z
         self.standing = standing
         self.heading = heading
         self.heading_envs = heading_envs
@@ -61,12 +60,11 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
             self.heading_target.copy_(torch.where(mask, target, self.heading_target))
             use = torch.rand(n, device=env.device, generator=env.rng) < self.heading_envs
             self.is_heading.copy_(torch.where(mask, use, self.is_heading))
-        self.update(env)
 
     def update(self, env: TaskEnv) -> None:
         if self.heading is not None:
             forward = state.heading_w(env)
             error = wrap_to_pi(self.heading_target - torch.atan2(forward[:, 1], forward[:, 0]))
-            yaw_rate = (self.heading_stiffness * error).clamp(*self.ang_vel_z)
+            yaw_rate = torch.clamp(self.heading_stiffness * error, self.ranges[2, 0], self.ranges[2, 1])
             self.command[:, 2] = torch.where(self.is_heading, yaw_rate, self.command[:, 2])
         self.command.masked_fill_(self.is_standing[:, None], 0.0)

@@ -20,10 +20,11 @@ def command_velocity_levels(
     step: float = 0.5,
     limit: tuple[float, float] = (-2.0, 2.0),
 ) -> torch.Tensor:
-    """legged_gym's command curriculum: when the envs resetting now earned, on average, more than
-    `threshold` of the most the `reward` term (values at most 1) gives over a full episode, the forward-speed
-    range of `command` (a `uniform_velocity`) widens by `step` on both sides, up to `limit`.
-    Returns the range's upper end. Graph-safe: the decision stays on the device."""
+    """legged_gym's command curriculum: once every episode length of env steps (`env.step_count`),
+    if the envs resetting then earned on average more than `threshold` of the most the `reward`
+    term (values at most 1) gives over a full episode, the forward-speed range of `command` (a
+    `uniform_velocity`) widens by `step` on both sides, up to `limit`, never narrowing. Returns
+    the range's upper end. Graph-safe: the decision stays on the device."""
     term = env.command_term(command)
     ranges = term.ranges
     # The most the term can sum to over a full episode (its values are at most 1, e.g. exp tracking).
@@ -32,7 +33,10 @@ def command_velocity_levels(
     )
     count = mask.sum()
     mean = torch.where(mask, env.episode_reward_sum(reward), 0.0).sum() / count.clamp(min=1)
-    harder = (count > 0) & (mean > threshold * best)
-    wider = torch.stack([(ranges[0, 0] - step).clamp(min=limit[0]), (ranges[0, 1] + step).clamp(max=limit[1])])
+    due = env.step_count % env.max_episode_length == 0
+    harder = due & (count > 0) & (mean > threshold * best)
+    low = torch.minimum(ranges[0, 0], (ranges[0, 0] - step).clamp(min=limit[0]))  # never narrower
+    high = torch.maximum(ranges[0, 1], (ranges[0, 1] + step).clamp(max=limit[1]))
+    wider = torch.stack([low, high])
     ranges[0] = torch.where(harder, wider, ranges[0])
     return ranges[0, 1]
