@@ -56,3 +56,18 @@ def test_stands_on_its_feet_on_warp_as_on_mujoco_c() -> None:
     np.testing.assert_allclose(sim.sensordata[:, feet].sum(dim=1).numpy(), weight, rtol=0.03)
     assert torch.all(sim.sensordata[:, feet] > 0.15 * weight), "every foot carries load"
     assert torch.all(sim.sensordata[:, others] == 0), "no thigh or base contact"
+
+
+def test_a_robot_holding_its_pose_does_not_creep() -> None:
+    """Feet stay where they landed: friction holds the splay of the legs under the robot's weight."""
+    mjm = load_model(asset_path("anymal.xml"))
+    d = _home(mjm)
+    d.ctrl[:] = d.qpos[7:]
+    feet = [mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_GEOM, f"{leg}_foot") for leg in ("LF", "RF", "LH", "RH")]
+    for _ in range(200):  # 1 s: the drop from the spawn height settles
+        mujoco.mj_step(mjm, d)
+    landed = d.geom_xpos[feet, :2].copy()
+    for _ in range(1000):  # 5 s more
+        mujoco.mj_step(mjm, d)
+    slide = np.linalg.norm(d.geom_xpos[feet, :2] - landed, axis=1)
+    assert slide.max() < 0.01, f"feet slid {slide} m in 5 s"
