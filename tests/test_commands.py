@@ -57,7 +57,7 @@ def test_action_delay_applies_the_action_of_delay_steps_ago() -> None:
     env = make_cpu(cfg, num_envs=12, seed=3)
     delay = env._action_delay.clone()
     assert set(delay.tolist()) == {0, 1, 2}, "each env draws its delay from the range"
-    home = env._action_offset
+    home = env.joint_action_offset
     sent = [torch.full((12, env.action_dim), 0.1 * (k + 1)) for k in range(4)]
     for k, actions in enumerate(sent):
         env.step(actions)

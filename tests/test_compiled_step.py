@@ -1,6 +1,7 @@
 """The env step compiled by torch.compile (as it runs on the GPU, inside the captured graph)
 matches eager stepping with the legged features that live in the step: the heading command,
-the actuation delay, the command curriculum, and the resets that drive them."""
+the actuation delay, the command curriculum, the low-level policy of a hierarchical task, and
+the resets that drive them."""
 
 from __future__ import annotations
 
@@ -36,3 +37,18 @@ def test_compiled_legged_step_matches_eager() -> None:
     ranges = [e.command_term("base_velocity").ranges for e in envs]
     assert torch.equal(ranges[0], ranges[1]) and ranges[1][0, 1] > 1.0, "the curriculum widened, in both"
     assert torch.equal(envs[0]._action_delay, envs[1]._action_delay)
+
+
+def test_compiled_hierarchical_step_matches_eager() -> None:
+    """anymal-nav: ten low-level policy steps inside one compiled env step, time-outs included."""
+    envs = [make_cpu("anymal-nav", num_envs=4, seed=1, compile=compiled) for compiled in (True, False)]
+    g = torch.Generator().manual_seed(0)
+    time_outs = 0
+    for _ in range(42):  # episodes are 40 steps
+        actions = torch.rand(4, 3, generator=g) * 2 - 1
+        (obs_c, rew_c, term_c, trunc_c, _), (obs_e, rew_e, term_e, trunc_e, _) = (e.step(actions) for e in envs)
+        torch.testing.assert_close(obs_c["policy"], obs_e["policy"], atol=1e-3, rtol=1e-3)
+        torch.testing.assert_close(rew_c, rew_e, atol=1e-3, rtol=1e-3)
+        assert torch.equal(term_c | trunc_c, term_e | trunc_e)
+        time_outs += int(trunc_e.sum())
+    assert time_outs > 0, "the comparison covers resets"

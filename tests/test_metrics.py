@@ -51,3 +51,18 @@ def test_trainer_logs_the_episode_mean_of_each_metric() -> None:
     for row in rows:
         if row["episodes"] > 0:
             assert abs(row["metrics/step_count"] - (row["mean_episode_length"] + 1) / 2) < 1e-3
+
+
+def test_a_final_metric_is_the_value_at_the_episode_last_step() -> None:
+    cfg = task_cfg("cartpole")
+    cfg.metrics["last_step"] = MetricTermCfg(func=_step_count, final=True)
+    env = make_cpu(cfg, num_envs=16)
+    g = torch.Generator().manual_seed(0)
+    ended = 0
+    for _ in range(120):
+        *_, extras = env.step(random_actions(env, g))
+        episode = extras["episode"]
+        done = episode["done"]
+        torch.testing.assert_close(episode["metrics"]["last_step"][done], episode["length"][done].float())
+        ended += int(done.sum())
+    assert ended > 16

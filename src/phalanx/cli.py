@@ -76,7 +76,7 @@ def list_tasks(console: Console) -> None:
             obs,
             str(env.action_dim),
             f"{env.sim.dt * 1e3:.2f} ms",
-            str(env.cfg.sim.decimation),
+            str(round(env.step_dt / env.sim.dt)),
             f"{env.cfg.episode_length_s:g} s",
             env.cfg.description,
         )
@@ -194,6 +194,7 @@ def train(args: list[str], console: Console) -> int:
         resume = str(last) if last.is_file() else None
     resume_state = load_checkpoint(resume, task) if resume else None  # fail before building the env
     tcfg.sim = cfg.sim
+    _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint)
     env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
     ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
     console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
@@ -227,6 +228,21 @@ def train(args: list[str], console: Console) -> int:
     return 0
 
 
+def _set_low_level_checkpoint(tcfg, checkpoint: str | None) -> None:
+    """Gives a hierarchical task its low-level policy's checkpoint; any other task must get none."""
+    low = tcfg.actions.low_level
+    if low is None:
+        if checkpoint is not None:
+            raise ConfigError(f"--low-level-checkpoint: task {tcfg.name!r} has no low-level policy")
+        return
+    if checkpoint is None:
+        raise ConfigError(
+            f"--low-level-checkpoint: task {tcfg.name!r} commands a frozen {low.task} policy; give its checkpoint "
+            f"(`phalanx train {low.task}` writes runs/{low.task}/<time>/checkpoints/model_last.pt)"
+        )
+    low.checkpoint = checkpoint
+
+
 def play(args: list[str], console: Console) -> None:
     from phalanx.devices import resolve_device
     from phalanx.envs import make, task_cfg
@@ -243,6 +259,7 @@ def play(args: list[str], console: Console) -> None:
     state = load_checkpoint(cfg.checkpoint, task)
     tcfg = task_cfg(task)
     tcfg.sim = type(tcfg.sim)(**state["config"]["sim"])
+    _set_low_level_checkpoint(tcfg, state["config"].get("low_level_checkpoint"))
     env = make(tcfg, num_envs=cfg.num_envs, device=resolve_device(cfg.device), seed=cfg.seed, verbose=False)
     recorder = EnvRecorder(env.sim) if cfg.video else None
     steps = cfg.steps or env.max_episode_length

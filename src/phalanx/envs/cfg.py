@@ -66,11 +66,14 @@ class RewardTermCfg:
 @dataclass
 class MetricTermCfg:
     """One metric: a (num_envs,) float tensor per env step, not part of the reward. The trainer
-    logs `metrics/NAME`: its mean over each episode's steps, averaged over the episodes that
-    ended in the iteration (e.g. the velocity-tracking error of a legged task)."""
+    logs `metrics/NAME`: its mean over each episode's steps (or, with `final`, its value at the
+    last step), averaged over the episodes that ended in the iteration (e.g. the velocity-tracking
+    error of a legged task, or whether a navigating robot reached its goal)."""
 
     func: TermFunc
     params: dict[str, Any] = field(default_factory=dict)
+    final: bool = False
+    """Log the value at the episode's last step instead of its mean (e.g. "goal reached")."""
 
 
 @dataclass
@@ -108,7 +111,8 @@ class CurriculumTermCfg:
 class CommandTerm(Term):
     """A per-env command the policy must follow (e.g. a base velocity). `command` holds it,
     (num_envs, d); the env calls `resample(env, mask)` at reset and when an env's resampling
-    timer runs out, then `update(env)` every step. Calling the term returns the command."""
+    timer runs out, and `update(env)` after the physics and after any resampling in every step.
+    Calling the term returns the command."""
 
     command: torch.Tensor
 
@@ -133,6 +137,22 @@ class CommandTermCfg:
 
 
 @dataclass
+class LowLevelPolicyCfg:
+    """Hierarchical control (Isaac Lab's PreTrainedPolicyAction): the env's actions become the
+    `command` of a frozen policy trained on `task`, which drives the actuators with its own
+    observations and actions for `decimation` steps (of `sim.decimation` physics steps each)
+    per env step. The task must hold `command` as a `held_command` for the policy to write."""
+
+    task: str
+    """The low-level policy's task (its observations and ActionCfg), e.g. "anymal-flat"."""
+    checkpoint: str | None = None
+    """A checkpoint of that task; None: an untrained policy of its default size (for listing,
+    tests and benchmarks; `phalanx train` asks for one)."""
+    command: str = "base_velocity"
+    decimation: int = 10
+
+
+@dataclass
 class ActionCfg:
     """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip), plus the driven
     joints' default positions with `use_default_offset` (position actuators: actions are offsets
@@ -146,6 +166,10 @@ class ActionCfg:
     """Add each driven joint's default position (the "home" keyframe, else qpos0) to its ctrl."""
     clip: float | None = 1.0
     """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
+    low_level: LowLevelPolicyCfg | None = None
+    """Actions command a frozen low-level policy instead of driving actuators (see
+    `LowLevelPolicyCfg`); then `actuators`, `offset` and `use_default_offset` come from its task,
+    and `scale`/`clip` shape the command."""
     delay_range: tuple[int, int] = (0, 0)
     """Actuation delay in env steps: each env applies the action of `delay` steps ago, `delay`
     drawn uniformly from this inclusive range at every reset (an env reset with a delay holds

@@ -10,7 +10,7 @@ import torch
 from phalanx.devices import resolve_device
 from phalanx.envs.cfg import TaskCfg
 from phalanx.envs.task_env import TaskEnv
-from phalanx.envs.tasks.anymal import anymal_flat_cfg, anymal_rough_cfg
+from phalanx.envs.tasks.anymal import anymal_flat_cfg, anymal_nav_cfg, anymal_rough_cfg
 from phalanx.envs.tasks.cartpole import cartpole_cfg
 from phalanx.envs.tasks.locomotion import ant_cfg, humanoid_cfg
 from phalanx.errors import ConfigError
@@ -21,6 +21,7 @@ TASKS: dict[str, Callable[[], TaskCfg]] = {
     "humanoid": humanoid_cfg,
     "anymal-flat": anymal_flat_cfg,
     "anymal-rough": anymal_rough_cfg,
+    "anymal-nav": anymal_nav_cfg,
 }
 
 

@@ -23,9 +23,11 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
 def sim_summary(env: TaskEnv) -> str:
     """One line: task, envs, device, physics and env dt, episode length, buffer sizes."""
     sim = env.sim
+    low = env.cfg.actions.low_level
+    steps = f"{sim.cfg.decimation}" if low is None else f"{sim.cfg.decimation} x {low.decimation} low-level steps"
     return (
         f"{env.cfg.name}: {env.num_envs} envs on {env.device} | physics dt {sim.dt * 1e3:.2f} ms x "
-        f"{sim.cfg.decimation} = env dt {env.step_dt * 1e3:.2f} ms | episode {env.max_episode_length} steps "
+        f"{steps} = env dt {env.step_dt * 1e3:.2f} ms | episode {env.max_episode_length} steps "
         f"({env.cfg.episode_length_s:g} s) | buffers per env: {sim.nconmax} contacts, {sim.njmax} constraint rows"
     )
 
@@ -46,17 +48,21 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
         title = f"Observations '{group}' shape {env.observation_spec[group]}"
         console.print(_table(title, ["#", "term", "shape", "scale", "clip", "noise"], rows))
     actions = cfg.actions
+    title = f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action){_delay_note(actions)})"
+    if env.low_level is not None:
+        low = actions.low_level
+        source = low.checkpoint or "untrained: no checkpoint given"
+        console.print(
+            f"Actions (dim {env.action_dim}): command {low.command!r} = {actions.scale:g} * clip(action) "
+            f"of a frozen {low.task} policy ({source}), {low.decimation} low-level steps per env step"
+        )
+        actions = env.low_level.actions
+        title = f"Low-level actions (dim {env.joint_action_dim}, ctrl = offset + scale * clip(action))"
     action_rows = [
         [name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]
-        for name in (env.sim.actuator_names[i] for i in env._actuator_ids.tolist())
+        for name in (env.sim.actuator_names[i] for i in env.actuator_ids.tolist())
     ]
-    console.print(
-        _table(
-            f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action){_delay_note(actions)})",
-            ["#", "actuator", "dim", "scale", "clip"],
-            action_rows,
-        )
-    )
+    console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], action_rows))
     reward_note = f" x env dt {env.step_dt:g} s" if cfg.reward_scale_by_dt else ""
     console.print(
         _table(
@@ -79,7 +85,8 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
         ]
         console.print(_table("Commands", ["#", "term", "shape", "resampled after"], rows))
     if cfg.metrics:
-        console.print(_table("Metrics (episode means)", ["#", "term"], [[name] for name in cfg.metrics]))
+        rows = [[name, "last step" if m.final else "episode mean"] for name, m in cfg.metrics.items()]
+        console.print(_table("Metrics", ["#", "term", "logged"], rows))
     if cfg.curriculum:
         console.print(_table("Curriculum (at reset)", ["#", "term"], [[name] for name in cfg.curriculum]))
 

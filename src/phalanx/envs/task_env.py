@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from phalanx.envs.cfg import CommandTerm, TaskCfg, Term
+from phalanx.envs.cfg import CommandTerm, ObsTermCfg, TaskCfg, Term
+from phalanx.envs.low_level import LowLevelPolicy
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
@@ -44,7 +45,8 @@ def _attribute(obj: Any, dotted: str) -> Any:
     return obj
 
 
-def _bind(env: TaskEnv, func: Any, params: dict[str, Any]) -> Term:
+def bind_term(env: TaskEnv, func: Any, params: dict[str, Any]) -> Term:
+    """A term function or `Term` class, built for `env` with its params."""
     if isinstance(func, type) and issubclass(func, Term):
         return func(env, **params)
     return _FunctionTerm(env, func, params)
@@ -91,20 +93,33 @@ class TaskEnv(VecEnv):
             self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.rng, cfg.terrain_command)
         model = load_model(cfg.model) if self.terrain is None else self.terrain.model(cfg.model)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
-        self.step_dt = self.sim.dt * cfg.sim.decimation
+        low_level = cfg.actions.low_level
+        self.step_dt = self.sim.dt * cfg.sim.decimation * (1 if low_level is None else low_level.decimation)
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
 
-        self._actuator_ids = self._select_actuators(cfg.actions.actuators)
-        self.action_dim = len(self._actuator_ids)
-        self.action_joint_ids = self.sim.actuator_joint_ids[self._actuator_ids]  # (action_dim,) into sim joints
-        self.action_gear = self.sim.actuator_gear[self._actuator_ids]  # (action_dim,)
-        self._action_offset = torch.full((self.action_dim,), cfg.actions.offset, device=device)
-        if cfg.actions.use_default_offset:
-            if (self.action_joint_ids < 0).any():
-                raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
-            self._action_offset += self.sim.default_qpos[self.sim.joint_qposadr[self.action_joint_ids]]
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
+        # The actuators the actions drive: the task's own, or those of its low-level policy's task.
+        if low_level is None:
+            joint_cfg = cfg.actions
+        else:
+            from phalanx.envs.registry import task_cfg  # the registry imports this module
+
+            if cfg.actions.delay_range != (0, 0):
+                raise ConfigError("actions.delay_range: not supported with actions.low_level")
+            joint_cfg = task_cfg(low_level.task).actions
+        self.actuator_ids = self._select_actuators(joint_cfg.actuators)
+        self.joint_action_dim = len(self.actuator_ids)
+        self.action_joint_ids = self.sim.actuator_joint_ids[self.actuator_ids]  # (joint_action_dim,) into sim joints
+        self.action_gear = self.sim.actuator_gear[self.actuator_ids]  # (joint_action_dim,)
+        self.joint_action_offset = torch.full((self.joint_action_dim,), joint_cfg.offset, device=device)
+        if joint_cfg.use_default_offset:
+            if (self.action_joint_ids < 0).any():
+                raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
+            self.joint_action_offset += self.sim.default_qpos[self.sim.joint_qposadr[self.action_joint_ids]]
+        self._command_terms = {name: (bind_term(self, c.func, c.params), c) for name, c in cfg.commands.items()}
+        self.low_level = None if low_level is None else LowLevelPolicy(self, low_level)
+        self.action_dim = self.joint_action_dim if self.low_level is None else self.low_level.command_dim
         self.capture = device.type == "cuda" if capture is None else capture
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_in = torch.zeros(num_envs, self.action_dim, device=device)
@@ -131,19 +146,19 @@ class TaskEnv(VecEnv):
         self._invalid_envs = torch.zeros((), dtype=torch.long, device=dev)
 
         self._obs_terms = {
-            group: [(name, _bind(self, t.func, t.params), t) for name, t in terms.items()]
+            group: [(name, bind_term(self, t.func, t.params), t) for name, t in terms.items()]
             for group, terms in cfg.observations.items()
         }
-        self._reward_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.rewards.items()]
+        self._reward_terms = [(name, bind_term(self, t.func, t.params), t) for name, t in cfg.rewards.items()]
         reward_dt = self.step_dt if cfg.reward_scale_by_dt else 1.0
         self._reward_weights = torch.tensor([t.weight * reward_dt for t in cfg.rewards.values()], device=dev)
-        self._termination_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.terminations.items()]
-        self._metric_terms = [(name, _bind(self, t.func, t.params), t) for name, t in cfg.metrics.items()]
+        self._termination_terms = [(name, bind_term(self, t.func, t.params), t) for name, t in cfg.terminations.items()]
+        self._metric_terms = [(name, bind_term(self, t.func, t.params), t) for name, t in cfg.metrics.items()]
+        self._metric_final = torch.tensor([t.final for t in cfg.metrics.values()], dtype=torch.bool, device=dev)
         self._events = {
             mode: [(k, e) for k, e in cfg.events.items() if e.mode == mode] for mode in ("startup", "reset", "interval")
         }
         self._event_timers = {k: self._draw_interval(e.interval_range_s) for k, e in self._events["interval"]}
-        self._command_terms = {name: (_bind(self, c.func, c.params), c) for name, c in cfg.commands.items()}
         self._curriculum = {name: (c.func, c.params) for name, c in cfg.curriculum.items()}
         self._curriculum_levels = torch.zeros(len(cfg.curriculum), device=dev)
         self._command_timers = {
@@ -224,8 +239,15 @@ class TaskEnv(VecEnv):
         if clip is not None:
             action = action.clamp(-clip, clip)
         self.action.copy_(action)
-        self.sim.ctrl[:, self._actuator_ids] = self._action_offset + self.cfg.actions.scale * self._delayed(action)
-        self.sim.step()
+        if self.low_level is None:
+            self.sim.ctrl[:, self.actuator_ids] = self.joint_action_offset + self.cfg.actions.scale * self._delayed(
+                action
+            )
+            self.sim.step()
+        else:
+            self.low_level.drive(self, self.cfg.actions.scale * action)
+        for term, _ in self._command_terms.values():
+            term.update(self)  # terminations and rewards see the commands as of the new state
         self.episode_length += 1
         self.step_count += 1
 
@@ -256,8 +278,8 @@ class TaskEnv(VecEnv):
             "length": self.episode_length.clone(),
             "terms": {name: self._episode_terms[:, i].clone() for i, (name, _, _) in enumerate(self._reward_terms)},
             "metrics": {
-                name: self._episode_metrics[:, i] / self.episode_length.clamp(min=1)
-                for i, (name, _, _) in enumerate(self._metric_terms)
+                name: self._episode_metrics[:, i] / (1 if cfg.final else self.episode_length.clamp(min=1))
+                for i, (name, _, cfg) in enumerate(self._metric_terms)
             },
         }
         self._reset_envs(done)
@@ -380,6 +402,7 @@ class TaskEnv(VecEnv):
         terms += [(f"reward/{name}", term) for name, term, _ in self._reward_terms]
         terms += [(f"metric/{name}", term) for name, term, _ in self._metric_terms]
         terms += [(f"command/{name}", term) for name, (term, _) in self._command_terms.items()]
+        terms += [] if self.low_level is None else [("low_level", self.low_level)]
         return terms + [(f"termination/{name}", term) for name, term, _ in self._termination_terms]
 
     def _select_actuators(self, pattern: str) -> torch.Tensor:
@@ -403,21 +426,21 @@ class TaskEnv(VecEnv):
         if not actions.is_floating_point():
             raise ValueError(f"actions: expected a floating-point tensor, got {actions.dtype}")
 
+    def obs_term_value(self, value: torch.Tensor, cfg: ObsTermCfg) -> torch.Tensor:
+        """An observation term's value after its scale, clip and noise."""
+        if cfg.scale != 1.0:
+            value = value * cfg.scale
+        if cfg.clip is not None:
+            value = value.clamp(*cfg.clip)
+        if cfg.noise:
+            value = value + self._noise(value.shape, cfg.noise)
+        return value
+
     def _compute_obs(self) -> dict[str, torch.Tensor]:
-        obs = {}
-        for group, terms in self._obs_terms.items():
-            parts = []
-            for _, term, cfg in terms:
-                value = term(self)
-                if cfg.scale != 1.0:
-                    value = value * cfg.scale
-                if cfg.clip is not None:
-                    value = value.clamp(*cfg.clip)
-                if cfg.noise:
-                    value = value + self._noise(value.shape, cfg.noise)
-                parts.append(value)
-            obs[group] = torch.cat(parts, dim=-1)
-        return obs
+        return {
+            group: torch.cat([self.obs_term_value(term(self), cfg) for _, term, cfg in terms], dim=-1)
+            for group, terms in self._obs_terms.items()
+        }
 
     def _compute_terminations(self) -> tuple[torch.Tensor, torch.Tensor]:
         terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
@@ -453,8 +476,8 @@ class TaskEnv(VecEnv):
         """Adds this step's metric values to the episode sums (0 for a broken env's step)."""
         if self._metric_terms:
             values = torch.stack([term(self) for _, term, _ in self._metric_terms], dim=1)
-            values = torch.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
-            self._episode_metrics += values.masked_fill_(invalid[:, None], 0.0)
+            values = torch.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0).masked_fill_(invalid[:, None], 0.0)
+            self._episode_metrics.copy_(torch.where(self._metric_final, values, self._episode_metrics + values))
 
     def _reset_envs(self, mask: torch.Tensor) -> None:
         for i, (func, params) in enumerate(self._curriculum.values()):
@@ -486,6 +509,8 @@ class TaskEnv(VecEnv):
                 term.reset(self, mask)
         for _, term, _ in self._reward_terms + self._termination_terms + self._metric_terms:
             term.reset(self, mask)
+        if self.low_level is not None:
+            self.low_level.reset(self, mask)
 
     @torch.compiler.disable  # one random op from the env's generator (as the events draw theirs)
     def _noise(self, shape: torch.Size, scale: float) -> torch.Tensor:

@@ -53,7 +53,7 @@ class VecEnv(abc.ABC):
                 done envs hold their last observation); "episode": per-env statistics of the
                 episodes that ended this step, valid where "done" is True: "done", "return",
                 "length", "terms" (reward term name -> episode sum) and "metrics" (metric
-                name -> mean over the episode's steps); "log": scalar device
+                name -> mean over the episode's steps, or its last value); "log": scalar device
                 tensors the trainer logs as env/NAME (their mean over ranks), e.g. the mean
                 terrain level.
         """

@@ -64,6 +64,9 @@ class TrainCfg:
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""
+    low_level_checkpoint: str | None = None
+    """Tasks whose actions command a frozen policy (anymal-nav): that policy's checkpoint, a
+    model_*.pt written by `phalanx train` on its task (anymal-flat)."""
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     sim: SimCfg = field(default_factory=SimCfg)
@@ -89,6 +92,15 @@ def default_train_cfg(task: str) -> TrainCfg:
             num_steps_per_env=24,
             cpu_num_envs=256,
             policy=PolicyCfg(actor_hidden_dims=hidden, critic_hidden_dims=hidden),
+            algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
+        )
+    if task == "anymal-nav":  # rsl_rl's NavigationEnvPPORunnerCfg
+        return TrainCfg(
+            task=task,
+            max_iterations=1500,
+            num_steps_per_env=8,
+            cpu_num_envs=256,
+            policy=PolicyCfg(actor_hidden_dims=(128, 128), critic_hidden_dims=(128, 128), init_noise_std=0.5),
             algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
         )
     if task in ("ant", "humanoid"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -68,3 +69,47 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
             yaw_rate = torch.clamp(self.heading_stiffness * error, self.ranges[2, 0], self.ranges[2, 1])
             self.command[:, 2] = torch.where(self.is_heading, yaw_rate, self.command[:, 2])
         self.command.masked_fill_(self.is_standing[:, None], 0.0)
+
+
+class held_command(CommandTerm):  # noqa: N801 (terms are named like functions)
+    """(num_envs, dim) a command that only its writer changes: the env's actions, when they
+    command a low-level policy (`LowLevelPolicyCfg`). A reset zeroes it; timers do nothing."""
+
+    def __init__(self, env: TaskEnv, dim: int):
+        self.command = torch.zeros(env.num_envs, dim, device=env.device)
+
+    def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        self.command.masked_fill_(mask[:, None], 0.0)
+
+
+class uniform_pose_2d(CommandTerm):  # noqa: N801 (terms are named like functions)
+    """A goal on the ground: at resampling, a position `pos_x` x `pos_y` (uniform, meters) from
+    where the base stands and a heading (uniform in `heading`, world yaw). `command` (num_envs, 3)
+    is the goal seen from the base, updated every step: its xy in the base's yaw frame and the
+    heading error wrapped to (-pi, pi] (Isaac Lab's UniformPose2dCommand, without z)."""
+
+    def __init__(
+        self,
+        env: TaskEnv,
+        pos_x: tuple[float, float],
+        pos_y: tuple[float, float],
+        heading: tuple[float, float] = (-math.pi, math.pi),
+    ):
+        self.ranges = torch.tensor([pos_x, pos_y, heading], dtype=torch.float32, device=env.device)
+        self.goal_w = torch.zeros(env.num_envs, 3, device=env.device)  # x, y, heading in the world
+        self.command = torch.zeros(env.num_envs, 3, device=env.device)
+
+    def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        low, high = self.ranges[:, 0], self.ranges[:, 1]
+        draw = low + (high - low) * torch.rand(env.num_envs, 3, device=env.device, generator=env.rng)
+        draw[:, :2] += state.root_pos_w(env)[:, :2]
+        self.goal_w.copy_(torch.where(mask[:, None], draw, self.goal_w))
+
+    def update(self, env: TaskEnv) -> None:
+        forward = state.heading_w(env)
+        yaw = torch.atan2(forward[:, 1], forward[:, 0])
+        dx, dy = (self.goal_w[:, :2] - state.root_pos_w(env)[:, :2]).unbind(dim=1)
+        cos, sin = torch.cos(yaw), torch.sin(yaw)
+        self.command[:, 0] = cos * dx + sin * dy
+        self.command[:, 1] = -sin * dx + cos * dy
+        self.command[:, 2] = wrap_to_pi(self.goal_w[:, 2] - yaw)

@@ -1,6 +1,7 @@
-"""Legged velocity tracking with the ANYmal-C-like quadruped: the terms and weights of Isaac
-Lab's Isaac-Velocity-{Flat,Rough}-Anymal-C-v0 (legged_gym's rewards), on a plane and on the
-generated terrain with a height scan and the terrain curriculum."""
+"""The ANYmal-C-like quadruped: velocity tracking with the terms and weights of Isaac Lab's
+Isaac-Velocity-{Flat,Rough}-Anymal-C-v0 (legged_gym's rewards), on a plane and on the generated
+terrain with a height scan and the terrain curriculum; and goal navigation through a frozen
+walking policy (Isaac-Navigation-Flat-Anymal-C-v0)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,23 @@ from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
     EventTermCfg,
+    LowLevelPolicyCfg,
     MetricTermCfg,
     ObsTermCfg,
     RewardTermCfg,
     TaskCfg,
     TerminationTermCfg,
 )
-from phalanx.envs.mdp import commands, events, metrics, observations, terminations, velocity_rewards
+from phalanx.envs.mdp import (
+    commands,
+    events,
+    metrics,
+    navigation,
+    observations,
+    rewards,
+    terminations,
+    velocity_rewards,
+)
 from phalanx.sim import SimCfg
 from phalanx.terrain import TerrainCfg
 
@@ -114,12 +125,7 @@ def _velocity_cfg(name: str, description: str) -> TaskCfg:
             "lin_vel_xy_error": MetricTermCfg(func=metrics.lin_vel_xy_error, params=CMD),
             "ang_vel_z_error": MetricTermCfg(func=metrics.ang_vel_z_error, params=CMD),
         },
-        terminations={
-            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
-            "base_contact": TerminationTermCfg(
-                func=terminations.touch_above, params={"sensors": ["base_contact"], "threshold": 1.0}
-            ),
-        },
+        terminations=_fall_or_time_out(),
         events={
             # One friction coefficient per world for feet, legs, base and ground (Isaac Lab keeps
             # its 0.8 static / 0.6 dynamic fixed; MuJoCo has one coefficient, drawn around them).
@@ -147,3 +153,68 @@ def _velocity_cfg(name: str, description: str) -> TaskCfg:
         reward_scale_by_dt=True,
         num_envs=4096,
     )
+
+
+def anymal_nav_cfg() -> TaskCfg:
+    """Walk to a goal 3 m away and face its heading (Isaac-Navigation-Flat-Anymal-C-v0): the
+    policy commands a frozen `anymal-flat` walking policy at 5 Hz, which runs at 50 Hz."""
+    goal = {"command": "pose_command"}
+    return TaskCfg(
+        name="anymal-nav",
+        description="quadruped walks to a goal through a frozen anymal-flat policy (Isaac-Navigation-Flat-Anymal-C-v0)",
+        model=asset_path("anymal.xml"),
+        episode_length_s=8.0,
+        sim=SimCfg(dt=0.005, decimation=4),
+        actions=ActionCfg(scale=1.0, clip=None, low_level=LowLevelPolicyCfg(task="anymal-flat", decimation=10)),
+        commands={
+            "base_velocity": CommandTermCfg(
+                func=commands.held_command, resampling_time_range_s=(1.0e9, 1.0e9), params={"dim": 3}
+            ),
+            "pose_command": CommandTermCfg(
+                func=commands.uniform_pose_2d,
+                resampling_time_range_s=(8.0, 8.0),
+                params={"pos_x": (-3.0, 3.0), "pos_y": (-3.0, 3.0), "heading": (-math.pi, math.pi)},
+            ),
+        },
+        observations={
+            "policy": {
+                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
+                "projected_gravity": ObsTermCfg(func=observations.projected_gravity),
+                "pose_command": ObsTermCfg(func=observations.generated_commands, params=goal),
+            }
+        },
+        rewards={
+            "termination_penalty": RewardTermCfg(func=rewards.is_terminated, weight=-400.0),
+            "position_tracking": RewardTermCfg(
+                func=navigation.position_tracking_tanh, weight=0.5, params={**goal, "std": 2.0}
+            ),
+            "position_tracking_fine_grained": RewardTermCfg(
+                func=navigation.position_tracking_tanh, weight=0.5, params={**goal, "std": 0.2}
+            ),
+            "orientation_tracking": RewardTermCfg(func=navigation.heading_error_abs, weight=-0.2, params=goal),
+        },
+        metrics={
+            "goal_distance": MetricTermCfg(func=navigation.goal_distance, params=goal, final=True),
+            "goal_reached": MetricTermCfg(func=navigation.goal_reached, params={**goal, "distance": 0.5}, final=True),
+        },
+        terminations=_fall_or_time_out(),
+        events={
+            "reset_base": EventTermCfg(
+                func=events.reset_root_state_uniform,
+                mode="reset",
+                params={"xy_range": (-0.5, 0.5), "yaw_range": (-math.pi, math.pi)},
+            ),
+        },
+        reward_scale_by_dt=True,
+        num_envs=4096,
+    )
+
+
+def _fall_or_time_out() -> dict[str, TerminationTermCfg]:
+    """The episode ends at its time limit, or when the base touches the ground."""
+    return {
+        "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+        "base_contact": TerminationTermCfg(
+            func=terminations.touch_above, params={"sensors": ["base_contact"], "threshold": 1.0}
+        ),
+    }

@@ -1,0 +1,99 @@
+"""A frozen low-level policy that turns an env's actions (its commands) into actuator targets:
+hierarchical control, as Isaac Lab's PreTrainedPolicyAction (see `LowLevelPolicyCfg`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, Term
+from phalanx.envs.mdp import observations
+from phalanx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+class LowLevelPolicy(Term):
+    """Computes the low-level task's "policy" observations on this env (its `last_action` term
+    reads the low-level's own last action; its command is the env's held `command`), runs the
+    checkpoint's actor (mean action, normalized observations if it was trained so) and sets the
+    actuators as the low-level task's ActionCfg does, `decimation` times per env step."""
+
+    def __init__(self, env: TaskEnv, cfg: LowLevelPolicyCfg):
+        from phalanx.envs.registry import task_cfg  # the registry imports the env module
+        from phalanx.envs.task_env import bind_term
+        from phalanx.rl.config import default_train_cfg
+        from phalanx.rl.models import mlp
+        from phalanx.rl.normalizer import EmpiricalNormalizer
+
+        if cfg.decimation < 1:
+            raise ConfigError(f"actions.low_level.decimation: must be >= 1, got {cfg.decimation}")
+        low = task_cfg(cfg.task)
+        if low.actions.low_level is not None:
+            raise ConfigError(f"actions.low_level.task: {cfg.task!r} is itself hierarchical")
+        self.cfg = cfg
+        self.actions: ActionCfg = low.actions
+        self.command_dim = env.command(cfg.command).shape[1]
+        terms = low.observations["policy"]
+        self.terms: list[tuple[Term | None, ObsTermCfg]] = [
+            (None if t.func is observations.last_action else bind_term(env, t.func, t.params), t)
+            for t in terms.values()
+        ]
+        train = default_train_cfg(cfg.task)
+        policy, normalize, state = train.policy, train.empirical_normalization, None
+        if cfg.checkpoint is not None:
+            from phalanx.rl.checkpoint import CheckpointError, load_checkpoint
+            from phalanx.rl.config import PolicyCfg
+
+            try:
+                state = load_checkpoint(cfg.checkpoint, cfg.task)
+            except CheckpointError as error:
+                raise ConfigError(f"--low-level-checkpoint: {error}") from None
+            policy = PolicyCfg(**state["config"]["policy"])
+            normalize = state["config"]["empirical_normalization"]
+        self.last_action = torch.zeros(env.num_envs, env.joint_action_dim, device=env.device)
+        obs_dim = sum(self._value(env, term, t).shape[1] for term, t in self.terms)
+        with torch.random.fork_rng(devices=[]):  # an untrained actor is the same for the same env seed
+            torch.manual_seed(env.seed)
+            actor = mlp(obs_dim, policy.actor_hidden_dims, env.joint_action_dim, policy.activation)
+        self.actor = actor.to(env.device)
+        self.normalizer = EmpiricalNormalizer(obs_dim).to(env.device) if normalize else None
+        if state is not None:
+            actor = {k.removeprefix("actor."): v for k, v in state["policy"].items() if k.startswith("actor.")}
+            try:
+                self.actor.load_state_dict(actor)
+            except RuntimeError as error:
+                raise ConfigError(
+                    f"--low-level-checkpoint: {cfg.checkpoint} does not fit {cfg.task}'s observations "
+                    f"({obs_dim}) and actions ({env.joint_action_dim}): {str(error).splitlines()[0]}"
+                ) from None
+            if self.normalizer is not None:
+                self.normalizer.load_state_dict(state["obs_norm"])
+        self.actor.requires_grad_(False)
+
+    def _value(self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg) -> torch.Tensor:
+        return env.obs_term_value(self.last_action if term is None else term(env), cfg)
+
+    def observe(self, env: TaskEnv) -> torch.Tensor:
+        """(num_envs, obs_dim) the low-level policy's observation now."""
+        obs = torch.cat([self._value(env, term, t) for term, t in self.terms], dim=-1)
+        return obs if self.normalizer is None else self.normalizer(obs)
+
+    def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
+        """Holds `command` and steps the physics `decimation` times under the low-level policy."""
+        env.command(self.cfg.command).copy_(command)
+        for _ in range(self.cfg.decimation):
+            action = self.actor(self.observe(env))
+            if self.actions.clip is not None:
+                action = action.clamp(-self.actions.clip, self.actions.clip)
+            self.last_action.copy_(action)
+            env.sim.ctrl[:, env.actuator_ids] = env.joint_action_offset + self.actions.scale * action
+            env.sim.step()
+
+    def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        self.last_action.masked_fill_(mask[:, None], 0.0)
+        for term, _ in self.terms:
+            if term is not None:
+                term.reset(env, mask)

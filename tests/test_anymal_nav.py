@@ -1,0 +1,103 @@
+"""anymal-nav: actions command a frozen anymal-flat policy, which drives the joints for 10
+low-level steps per env step; the goal is seen from the base; train asks for the checkpoint."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import make_cpu
+from phalanx.cli import main
+from phalanx.envs import task_cfg
+from phalanx.envs.mdp import navigation
+
+FLAT = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "1"]
+
+
+@pytest.fixture(scope="module")
+def walker(tmp_path_factory) -> Path:
+    """An anymal-flat checkpoint (one CPU iteration: its weights only need to be its own)."""
+    run = tmp_path_factory.mktemp("flat")
+    assert main(["train", "anymal-flat", *FLAT, "--run-dir", str(run)]) == 0
+    return run / "checkpoints" / "model_last.pt"
+
+
+def _nav(walker: Path, num_envs: int = 4):
+    cfg = task_cfg("anymal-nav")
+    cfg.actions.low_level.checkpoint = str(walker)
+    return make_cpu(cfg, num_envs=num_envs, seed=1)
+
+
+class _Recording(torch.nn.Module):
+    """The low-level actor, recording what it sees and returns."""
+
+    def __init__(self, actor: torch.nn.Module):
+        super().__init__()
+        self.actor, self.inputs, self.outputs = actor, [], []
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        out = self.actor(obs)
+        self.inputs.append(obs.clone())
+        self.outputs.append(out.clone())
+        return out
+
+
+def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path) -> None:
+    env = _nav(walker)
+    state = torch.load(walker, map_location="cpu", weights_only=False)
+    torch.testing.assert_close(env.low_level.actor[0].weight, state["policy"]["actor.0.weight"])
+    assert env.action_dim == 3 and env.joint_action_dim == 12 and env.step_dt == pytest.approx(0.2)
+    recording = env.low_level.actor = _Recording(env.low_level.actor)
+    physics_calls = []
+    step = env.sim.step
+    env.sim.step = lambda: (physics_calls.append(1), step())[1]
+    command = torch.tensor([[0.5, -0.2, 0.3]] * 4)
+    env.step(command)
+    assert len(recording.inputs) == 10 and len(physics_calls) == 10
+    for obs in recording.inputs:
+        torch.testing.assert_close(obs[:, 9:12], command)  # anymal-flat's velocity_commands slot
+    for seen, previous in zip(recording.inputs[1:], recording.outputs[:-1], strict=True):
+        torch.testing.assert_close(seen[:, 36:48], previous)  # its own last action, not the env's
+    scale = task_cfg("anymal-flat").actions.scale
+    torch.testing.assert_close(env.sim.ctrl, env.joint_action_offset + scale * recording.outputs[-1])
+    torch.testing.assert_close(env.action, command)  # the env's action is the command
+
+
+def test_goal_is_seen_from_the_base() -> None:
+    env = make_cpu("anymal-nav", num_envs=2)
+    term = env.command_term("pose_command")
+    yaw = math.pi / 2  # the base faces +y
+    env.sim.qpos[:, :2] = torch.tensor([1.0, 2.0])
+    env.sim.qpos[:, 3:7] = torch.tensor([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+    term.goal_w[:] = torch.tensor([1.0, 5.0, 0.0])  # 3 m straight ahead, heading +x
+    term.update(env)
+    torch.testing.assert_close(term.command, torch.tensor([[3.0, 0.0, -math.pi / 2]] * 2))
+    torch.testing.assert_close(navigation.goal_distance(env, "pose_command"), torch.tensor([3.0, 3.0]))
+    expected = 1 - math.tanh(3.0 / 2.0)
+    torch.testing.assert_close(navigation.position_tracking_tanh(env, "pose_command", 2.0), torch.full((2,), expected))
+    assert navigation.goal_reached(env, "pose_command", 0.5).tolist() == [0.0, 0.0]
+    term.goal_w[0, :2] = torch.tensor([1.2, 2.3])
+    term.update(env)
+    assert navigation.goal_reached(env, "pose_command", 0.5).tolist() == [1.0, 0.0]
+
+
+def test_goals_are_drawn_around_the_base_at_reset() -> None:
+    env = make_cpu("anymal-nav", num_envs=64)
+    goal = env.command_term("pose_command").goal_w
+    offset = goal[:, :2] - env.sim.qpos[:, :2]
+    assert offset.abs().max() <= 3.0 + 1e-5 and offset.abs().max() > 2.0
+    assert goal[:, 2].abs().max() <= math.pi
+
+
+def test_train_asks_for_the_walker_and_uses_it(walker: Path, tmp_path: Path, capsys) -> None:
+    flags = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "1"]
+    assert main(["train", "anymal-nav", *flags, "--run-dir", str(tmp_path / "a")]) != 0
+    assert "--low-level-checkpoint" in capsys.readouterr().err
+    assert main(["train", "anymal-flat", *flags, "--low-level-checkpoint", str(walker)]) != 0
+    assert "has no low-level policy" in capsys.readouterr().err
+    run = tmp_path / "b"
+    assert main(["train", "anymal-nav", *flags, "--run-dir", str(run), "--low-level-checkpoint", str(walker)]) == 0
+    assert (run / "checkpoints" / "model_last.pt").is_file()
