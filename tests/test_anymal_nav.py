@@ -78,6 +78,7 @@ def test_goal_is_seen_from_the_base() -> None:
     torch.testing.assert_close(navigation.goal_distance(env, "pose_command"), torch.tensor([3.0, 3.0]))
     expected = 1 - math.tanh(3.0 / 2.0)
     torch.testing.assert_close(navigation.position_tracking_tanh(env, "pose_command", 2.0), torch.full((2,), expected))
+    torch.testing.assert_close(navigation.heading_error_abs(env, "pose_command"), torch.full((2,), math.pi / 2))
     assert navigation.goal_reached(env, "pose_command", 0.5).tolist() == [0.0, 0.0]
     term.goal_w[0, :2] = torch.tensor([1.2, 2.3])
     term.update(env)
@@ -96,8 +97,24 @@ def test_train_asks_for_the_walker_and_uses_it(walker: Path, tmp_path: Path, cap
     flags = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "1"]
     assert main(["train", "anymal-nav", *flags, "--run-dir", str(tmp_path / "a")]) != 0
     assert "--low-level-checkpoint" in capsys.readouterr().err
-    assert main(["train", "anymal-flat", *flags, "--low-level-checkpoint", str(walker)]) != 0
+    flat_run = ["--run-dir", str(tmp_path / "flat")]
+    assert main(["train", "anymal-flat", *flags, *flat_run, "--low-level-checkpoint", str(walker)]) != 0
     assert "has no low-level policy" in capsys.readouterr().err
     run = tmp_path / "b"
     assert main(["train", "anymal-nav", *flags, "--run-dir", str(run), "--low-level-checkpoint", str(walker)]) == 0
-    assert (run / "checkpoints" / "model_last.pt").is_file()
+    checkpoint = run / "checkpoints" / "model_last.pt"
+    assert checkpoint.is_file()
+    # play finds the walker through the run's config, and takes another one when told
+    play = ["play", "anymal-nav", "--checkpoint", str(checkpoint), "--device", "cpu", "--num-envs", "2", "--steps", "3"]
+    assert main(play) == 0
+    assert main([*play, "--low-level-checkpoint", str(tmp_path / "missing.pt")]) != 0
+    assert "--low-level-checkpoint" in capsys.readouterr().err
+
+
+def test_the_low_level_command_must_be_one_the_walker_observes() -> None:
+    from phalanx.errors import ConfigError
+
+    cfg = task_cfg("anymal-nav")
+    cfg.actions.low_level.command = "pose_command"
+    with pytest.raises(ConfigError, match="actions.low_level.command"):
+        make_cpu(cfg, num_envs=2)

@@ -50,6 +50,9 @@ class PlayCfg:
     """Seeds the env's initial states."""
     video: str | None = None
     """Write an mp4 of env 0 here."""
+    low_level_checkpoint: str | None = None
+    """Hierarchical tasks (anymal-nav): the low-level policy's checkpoint; default: the one the
+    run was trained with."""
 
 
 def configure_warp() -> None:
@@ -194,6 +197,8 @@ def train(args: list[str], console: Console) -> int:
         resume = str(last) if last.is_file() else None
     resume_state = load_checkpoint(resume, task) if resume else None  # fail before building the env
     tcfg.sim = cfg.sim
+    if cfg.low_level_checkpoint is not None:  # absolute in config.json and checkpoints: play finds it anywhere
+        cfg.low_level_checkpoint = str(Path(cfg.low_level_checkpoint).resolve())
     _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint)
     env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
     ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
@@ -259,7 +264,7 @@ def play(args: list[str], console: Console) -> None:
     state = load_checkpoint(cfg.checkpoint, task)
     tcfg = task_cfg(task)
     tcfg.sim = type(tcfg.sim)(**state["config"]["sim"])
-    _set_low_level_checkpoint(tcfg, state["config"].get("low_level_checkpoint"))
+    _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint or state["config"].get("low_level_checkpoint"))
     env = make(tcfg, num_envs=cfg.num_envs, device=resolve_device(cfg.device), seed=cfg.seed, verbose=False)
     recorder = EnvRecorder(env.sim) if cfg.video else None
     steps = cfg.steps or env.max_episode_length

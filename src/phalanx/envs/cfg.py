@@ -111,8 +111,8 @@ class CurriculumTermCfg:
 class CommandTerm(Term):
     """A per-env command the policy must follow (e.g. a base velocity). `command` holds it,
     (num_envs, d); the env calls `resample(env, mask)` at reset and when an env's resampling
-    timer runs out, and `update(env)` after the physics and after any resampling in every step.
-    Calling the term returns the command."""
+    timer runs out, then `update(env)` every step. Calling the term returns the command: the
+    one the policy observes (terms that need the state after the physics read the state)."""
 
     command: torch.Tensor
 

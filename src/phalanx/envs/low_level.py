@@ -33,10 +33,20 @@ class LowLevelPolicy(Term):
         low = task_cfg(cfg.task)
         if low.actions.low_level is not None:
             raise ConfigError(f"actions.low_level.task: {cfg.task!r} is itself hierarchical")
+        from phalanx.envs.mdp.commands import held_command
+
         self.cfg = cfg
         self.actions: ActionCfg = low.actions
-        self.command_dim = env.command(cfg.command).shape[1]
         terms = low.observations["policy"]
+        observed = {t.params.get("command") for t in terms.values() if t.func is observations.generated_commands}
+        if cfg.command not in observed:
+            raise ConfigError(
+                f"actions.low_level.command: {cfg.command!r} is not a command the {cfg.task} policy "
+                f"observes ({observed})"
+            )
+        if not isinstance(env.command_term(cfg.command), held_command):
+            raise ConfigError(f"commands.{cfg.command}: must be a held_command for the low-level policy to read")
+        self.command_dim = env.command(cfg.command).shape[1]
         self.terms: list[tuple[Term | None, ObsTermCfg]] = [
             (None if t.func is observations.last_action else bind_term(env, t.func, t.params), t)
             for t in terms.values()
@@ -56,7 +66,7 @@ class LowLevelPolicy(Term):
         self.last_action = torch.zeros(env.num_envs, env.joint_action_dim, device=env.device)
         obs_dim = sum(self._value(env, term, t).shape[1] for term, t in self.terms)
         with torch.random.fork_rng(devices=[]):  # an untrained actor is the same for the same env seed
-            torch.manual_seed(env.seed)
+            torch.default_generator.manual_seed(env.seed)  # the CPU generator only, restored after
             actor = mlp(obs_dim, policy.actor_hidden_dims, env.joint_action_dim, policy.activation)
         self.actor = actor.to(env.device)
         self.normalizer = EmpiricalNormalizer(obs_dim).to(env.device) if normalize else None

@@ -246,8 +246,6 @@ class TaskEnv(VecEnv):
             self.sim.step()
         else:
             self.low_level.drive(self, self.cfg.actions.scale * action)
-        for term, _ in self._command_terms.values():
-            term.update(self)  # terminations and rewards see the commands as of the new state
         self.episode_length += 1
         self.step_count += 1
 

@@ -1,6 +1,7 @@
-"""Reward and metric terms of goal navigation (Isaac Lab's Isaac-Navigation-Flat-Anymal-C-v0),
-on a `uniform_pose_2d` command: the goal's xy seen from the base and the heading error. Each
-returns (num_envs,) float32."""
+"""Reward and metric terms of goal navigation (Isaac Lab's Isaac-Navigation-Flat-Anymal-C-v0)
+toward the goal of a `uniform_pose_2d` command, measured from the state after the physics (the
+command itself is what the policy observed, one env step earlier). Each returns (num_envs,)
+float32."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.envs.mdp import state
+from phalanx.envs.mdp.math import wrap_to_pi
+
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
 
 def goal_distance(env: TaskEnv, command: str) -> torch.Tensor:
     """Meters from the base to the goal, on the ground."""
-    return env.command(command)[:, :2].norm(dim=1)
+    goal = env.command_term(command).goal_w
+    return (goal[:, :2] - state.root_pos_w(env)[:, :2]).norm(dim=1)
 
 
 def position_tracking_tanh(env: TaskEnv, command: str, std: float) -> torch.Tensor:
@@ -24,7 +29,9 @@ def position_tracking_tanh(env: TaskEnv, command: str, std: float) -> torch.Tens
 
 def heading_error_abs(env: TaskEnv, command: str) -> torch.Tensor:
     """|goal heading - base heading| in rad, wrapped."""
-    return env.command(command)[:, 2].abs()
+    forward = state.heading_w(env)
+    yaw = torch.atan2(forward[:, 1], forward[:, 0])
+    return wrap_to_pi(env.command_term(command).goal_w[:, 2] - yaw).abs()
 
 
 def goal_reached(env: TaskEnv, command: str, distance: float) -> torch.Tensor:

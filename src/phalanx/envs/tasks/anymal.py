@@ -172,7 +172,7 @@ def anymal_nav_cfg() -> TaskCfg:
             ),
             "pose_command": CommandTermCfg(
                 func=commands.uniform_pose_2d,
-                resampling_time_range_s=(8.0, 8.0),
+                resampling_time_range_s=(1.0e9, 1.0e9),  # one goal per episode, drawn at reset
                 params={"pos_x": (-3.0, 3.0), "pos_y": (-3.0, 3.0), "heading": (-math.pi, math.pi)},
             ),
         },
