@@ -105,8 +105,10 @@ def test_train_asks_for_the_walker_and_uses_it(walker: Path, tmp_path: Path, cap
     checkpoint = run / "checkpoints" / "model_last.pt"
     assert checkpoint.is_file()
     # play finds the walker through the run's config, and takes another one when told
-    play = ["play", "anymal-nav", "--checkpoint", str(checkpoint), "--device", "cpu", "--num-envs", "2", "--steps", "3"]
-    assert main(play) == 0
+    play = ["play", "anymal-nav", "--checkpoint", str(checkpoint), "--device", "cpu", "--num-envs", "2"]
+    assert main(play) == 0  # one whole episode per env: the success rate over them
+    out = capsys.readouterr().out
+    assert "episodes finished" in out and "goal_reached" in out and "goal_distance" in out
     assert main([*play, "--low-level-checkpoint", str(tmp_path / "missing.pt")]) != 0
     assert "--low-level-checkpoint" in capsys.readouterr().err
 

@@ -268,13 +268,11 @@ def play(args: list[str], console: Console) -> None:
     env = make(tcfg, num_envs=cfg.num_envs, device=resolve_device(cfg.device), seed=cfg.seed, verbose=False)
     recorder = EnvRecorder(env.sim) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
-    returns, lengths = run_episodes(env, load_actor(state, env), steps, recorder)
-    summary = f"{len(returns)} episodes finished in {steps} steps x {env.num_envs} envs"
-    if returns:
-        summary += (
-            f": mean return {sum(returns) / len(returns):.2f}, mean episode length {sum(lengths) / len(lengths):.1f}"
-        )
-    console.print(summary + f" (max {env.max_episode_length})")
+    episodes = run_episodes(env, load_actor(state, env), steps, recorder)
+    console.print(
+        f"{len(episodes.returns)} episodes finished in {steps} steps x {env.num_envs} envs "
+        f"(max length {env.max_episode_length}): {episodes.summary()}"
+    )
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env 0: {path} ({len(recorder.frames)} frames)")

@@ -4,6 +4,8 @@ statistics, optionally record env 0."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from statistics import mean
 from typing import Any
 
 import torch
@@ -30,19 +32,37 @@ def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[torch.Tensor], 
     return act
 
 
+@dataclass
+class Episodes:
+    """The episodes that finished while playing: return, length and the task's metrics of each."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """Means over the episodes, e.g. "mean return 296.30, mean episode length 300.0, goal_reached 0.82"."""
+        if not self.returns:
+            return "no episode finished"
+        parts = [f"mean return {mean(self.returns):.2f}", f"mean episode length {mean(self.lengths):.1f}"]
+        return ", ".join(parts + [f"{name} {mean(values):.3g}" for name, values in self.metrics.items()])
+
+
 def run_episodes(
     env: TaskEnv, act: Callable[[torch.Tensor], torch.Tensor], steps: int, recorder: EnvRecorder | None = None
-) -> tuple[list[float], list[int]]:
-    """Steps every env `steps` times from a reset; returns the returns and lengths of the episodes
-    that finished (host reads every step: for evaluation, not training)."""
-    returns: list[float] = []
-    lengths: list[int] = []
+) -> Episodes:
+    """Steps every env `steps` times from a reset and collects the episodes that finished (host
+    reads every step: for evaluation, not training)."""
+    episodes = Episodes(metrics={name: [] for name in env.cfg.metrics})
     obs = env.reset()
     for _ in range(steps):
         if recorder is not None:
             recorder.capture()
         obs, _, _, _, extras = env.step(act(obs["policy"]))
         episode = extras["episode"]
-        returns += episode["return"][episode["done"]].tolist()
-        lengths += episode["length"][episode["done"]].tolist()
-    return returns, lengths
+        done = episode["done"]
+        episodes.returns += episode["return"][done].tolist()
+        episodes.lengths += episode["length"][done].tolist()
+        for name, values in episode["metrics"].items():
+            episodes.metrics[name] += values[done].tolist()
+    return episodes
