@@ -4,7 +4,8 @@
 #   1. phalanx bench throughput anymal-flat at $ENVS envs (fps and the raw physics limit)
 #   2. train anymal-flat for TRAIN_S seconds of wall clock (then SIGINT: the trainer finishes its
 #      iteration, saves and exits); metrics.jsonl gives the time to a tracking error
-#   3. with NAV_S > 0: train anymal-nav for NAV_S seconds on the walker of step 2
+#   3. with NAV_S > 0: train anymal-nav for NAV_S seconds on the walker of step 2, then play it
+#      on 1024 envs (success rate: goal_reached)
 #   4. phalanx bench throughput anymal-rough at $ENVS envs
 #   ENVS=4096 TRAIN_S=170 NAV_S=120 bash bench/legged_gpu.sh
 set -uo pipefail
@@ -26,6 +27,8 @@ if [ "${NAV_S:-0}" -gt 0 ]; then
   timeout -s INT "$NAV_S" python3 -m phalanx train anymal-nav --num-envs "$envs" --max-iterations 100000 \
     --save-interval 100000 --low-level-checkpoint /tmp/anymal-flat.pt --run-dir "$out/train-anymal-nav" \
     >"$out/train-anymal-nav.log" 2>&1
+  python3 -m phalanx play anymal-nav --checkpoint "$out/train-anymal-nav/checkpoints/model_last.pt" --num-envs 1024 \
+    2>&1 | tail -1 | tee -a "$out/legged.log"  # the success rate over 1024 episodes
   rm -rf "$out/train-anymal-nav/checkpoints" "$out"/train-anymal-nav/events.out*
 fi
 python3 -m phalanx bench throughput anymal-rough --num-envs "$envs" --iterations 5 --run-dir "$out/throughput-anymal-rough" \
