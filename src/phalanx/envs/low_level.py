@@ -22,6 +22,7 @@ class LowLevelPolicy(Term):
     actuators as the low-level task's ActionCfg does, `decimation` times per env step."""
 
     def __init__(self, env: TaskEnv, cfg: LowLevelPolicyCfg):
+        from phalanx.envs.mdp.commands import held_command
         from phalanx.envs.registry import task_cfg  # the registry imports the env module
         from phalanx.envs.task_env import bind_term
         from phalanx.rl.config import default_train_cfg
@@ -33,8 +34,6 @@ class LowLevelPolicy(Term):
         low = task_cfg(cfg.task)
         if low.actions.low_level is not None:
             raise ConfigError(f"actions.low_level.task: {cfg.task!r} is itself hierarchical")
-        from phalanx.envs.mdp.commands import held_command
-
         self.cfg = cfg
         self.actions: ActionCfg = low.actions
         terms = low.observations["policy"]

@@ -64,8 +64,7 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
 
     def update(self, env: TaskEnv) -> None:
         if self.heading is not None:
-            forward = state.heading_w(env)
-            error = wrap_to_pi(self.heading_target - torch.atan2(forward[:, 1], forward[:, 0]))
+            error = wrap_to_pi(self.heading_target - state.yaw_w(env))
             yaw_rate = torch.clamp(self.heading_stiffness * error, self.ranges[2, 0], self.ranges[2, 1])
             self.command[:, 2] = torch.where(self.is_heading, yaw_rate, self.command[:, 2])
         self.command.masked_fill_(self.is_standing[:, None], 0.0)
@@ -106,8 +105,7 @@ class uniform_pose_2d(CommandTerm):  # noqa: N801 (terms are named like function
         self.goal_w.copy_(torch.where(mask[:, None], draw, self.goal_w))
 
     def update(self, env: TaskEnv) -> None:
-        forward = state.heading_w(env)
-        yaw = torch.atan2(forward[:, 1], forward[:, 0])
+        yaw = state.yaw_w(env)
         dx, dy = (self.goal_w[:, :2] - state.root_pos_w(env)[:, :2]).unbind(dim=1)
         cos, sin = torch.cos(yaw), torch.sin(yaw)
         self.command[:, 0] = cos * dx + sin * dy

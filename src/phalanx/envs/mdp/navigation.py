@@ -29,9 +29,7 @@ def position_tracking_tanh(env: TaskEnv, command: str, std: float) -> torch.Tens
 
 def heading_error_abs(env: TaskEnv, command: str) -> torch.Tensor:
     """|goal heading - base heading| in rad, wrapped."""
-    forward = state.heading_w(env)
-    yaw = torch.atan2(forward[:, 1], forward[:, 0])
-    return wrap_to_pi(env.command_term(command).goal_w[:, 2] - yaw).abs()
+    return wrap_to_pi(env.command_term(command).goal_w[:, 2] - state.yaw_w(env)).abs()
 
 
 def goal_reached(env: TaskEnv, command: str, distance: float) -> torch.Tensor:

@@ -62,6 +62,12 @@ def heading_w(env: TaskEnv) -> torch.Tensor:
     return quat_apply(q, env.constant(FORWARD_B).expand(q.shape[0], 3))
 
 
+def yaw_w(env: TaskEnv) -> torch.Tensor:
+    """(num_envs,) the heading of the body's forward axis about world z (rad, in (-pi, pi])."""
+    forward = heading_w(env)
+    return torch.atan2(forward[:, 1], forward[:, 0])
+
+
 def joint_pos(env: TaskEnv) -> torch.Tensor:
     """(num_envs, J) positions of the 1-dof joints, in `sim.joint_names` order."""
     return env.sim.qpos[:, env.sim.joint_qposadr]
