@@ -1,35 +1,59 @@
 #!/usr/bin/env bash
-# GPU plan for the legged tasks (one device call, most important first; everything lands in $OUT
-# as it is made, so a call cut short keeps what it reached):
-#   1. phalanx bench throughput anymal-flat at $ENVS envs (fps and the raw physics limit)
-#   2. train anymal-flat for TRAIN_S seconds of wall clock (then SIGINT: the trainer finishes its
-#      iteration, saves and exits); metrics.jsonl gives the time to a tracking error
-#   3. with NAV_S > 0: train anymal-nav for NAV_S seconds on the walker of step 2, then play it
-#      on 1024 envs (success rate: goal_reached)
-#   4. phalanx bench throughput anymal-rough at $ENVS envs
-#   ENVS=4096 TRAIN_S=170 NAV_S=120 bash bench/legged_gpu.sh
+# GPU plan for the legged tasks, in steps that each fit one device call (everything lands in $OUT
+# as it is made, so a call cut short keeps what it reached). STEPS picks them, in this order:
+#   flat-bench   phalanx bench throughput anymal-flat at $ENVS envs (fps and the raw physics limit)
+#   flat-train   train anymal-flat for TRAIN_S s of wall clock (then SIGINT: the trainer finishes
+#                its iteration, saves and exits); metrics.jsonl gives the time to a tracking error;
+#                the walker is kept in /tmp/anymal-flat.pt and $OUT/anymal-flat.pt
+#   nav          train anymal-nav for NAV_S s on that walker (or $WALKER), then play it on 1024
+#                envs (success rate: goal_reached)
+#   rough-bench  phalanx bench throughput anymal-rough at $ENVS envs
+#   rough-train  train anymal-rough for ROUGH_S s (env/terrain_level over time); with
+#                ROUGH_RESUME=1 it continues the run in /tmp/anymal-rough (a second call)
+#   ENVS=4096 TRAIN_S=170 STEPS="flat-bench flat-train" bash bench/legged_gpu.sh
 set -uo pipefail
 out=${OUT:-bench-out}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 envs=${ENVS:-4096}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
-python3 -m phalanx bench throughput anymal-flat --num-envs "$envs" --iterations 5 --run-dir "$out/throughput-anymal-flat" \
-  2>&1 | tail -3 | tee -a "$out/legged.log"
-start=$(date +%s.%N)
-timeout -s INT "${TRAIN_S:-170}" python3 -m phalanx train anymal-flat --num-envs "$envs" --max-iterations 100000 \
-  --save-interval 100000 --run-dir "$out/train-anymal-flat" >"$out/train-anymal-flat.log" 2>&1
-echo "anymal-flat training: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s wall clock from launch" | tee -a "$out/legged.log"
-mv "$out/train-anymal-flat/checkpoints/model_last.pt" /tmp/anymal-flat.pt
-rm -rf "$out/train-anymal-flat/checkpoints" "$out"/train-anymal-flat/events.out*
-# 3. anymal-nav on top of that walker for NAV_S seconds (metrics/goal_reached = success rate)
-if [ "${NAV_S:-0}" -gt 0 ]; then
-  timeout -s INT "$NAV_S" python3 -m phalanx train anymal-nav --num-envs "$envs" --max-iterations 100000 \
-    --save-interval 100000 --low-level-checkpoint /tmp/anymal-flat.pt --run-dir "$out/train-anymal-nav" \
+steps=" ${STEPS:-flat-bench flat-train nav rough-bench} "
+has() { [[ "$steps" == *" $1 "* ]]; }
+since() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
+nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+
+if has flat-bench; then
+  python3 -m phalanx bench throughput anymal-flat --num-envs "$envs" --iterations 5 \
+    --run-dir "$out/throughput-anymal-flat" 2>&1 | tail -3 | tee -a "$out/legged.log"
+fi
+if has flat-train; then
+  start=$(date +%s.%N)
+  timeout -s INT "${TRAIN_S:-170}" python3 -m phalanx train anymal-flat --num-envs "$envs" --max-iterations 100000 \
+    --save-interval 100000 --run-dir "$out/train-anymal-flat" >"$out/train-anymal-flat.log" 2>&1
+  echo "anymal-flat training: $(since "$start") s wall clock from launch" | tee -a "$out/legged.log"
+  cp "$out/train-anymal-flat/checkpoints/model_last.pt" /tmp/anymal-flat.pt
+  mv "$out/train-anymal-flat/checkpoints/model_last.pt" "$out/anymal-flat.pt"
+  rm -rf "$out/train-anymal-flat/checkpoints" "$out"/train-anymal-flat/events.out*
+fi
+if has nav; then
+  timeout -s INT "${NAV_S:-120}" python3 -m phalanx train anymal-nav --num-envs "$envs" --max-iterations 100000 \
+    --save-interval 100000 --low-level-checkpoint "${WALKER:-/tmp/anymal-flat.pt}" --run-dir "$out/train-anymal-nav" \
     >"$out/train-anymal-nav.log" 2>&1
   python3 -m phalanx play anymal-nav --checkpoint "$out/train-anymal-nav/checkpoints/model_last.pt" --num-envs 1024 \
-    2>&1 | tail -1 | tee -a "$out/legged.log"  # the success rate over 1024 episodes
+    2>&1 | tail -2 | tee -a "$out/legged.log"  # the success rate over 1024 episodes
+  mv "$out/train-anymal-nav/checkpoints/model_last.pt" "$out/anymal-nav.pt"
   rm -rf "$out/train-anymal-nav/checkpoints" "$out"/train-anymal-nav/events.out*
 fi
-python3 -m phalanx bench throughput anymal-rough --num-envs "$envs" --iterations 5 --run-dir "$out/throughput-anymal-rough" \
-  2>&1 | tail -3 | tee -a "$out/legged.log"
+if has rough-bench; then
+  python3 -m phalanx bench throughput anymal-rough --num-envs "$envs" --iterations 5 \
+    --run-dir "$out/throughput-anymal-rough" 2>&1 | tail -3 | tee -a "$out/legged.log"
+fi
+if has rough-train; then
+  resume=()
+  [ "${ROUGH_RESUME:-0}" = 1 ] && resume=(--resume last)
+  start=$(date +%s.%N)
+  timeout -s INT "${ROUGH_S:-500}" python3 -m phalanx train anymal-rough --num-envs "$envs" --max-iterations 100000 \
+    --save-interval 100000 --run-dir /tmp/anymal-rough "${resume[@]}" >>"$out/train-anymal-rough.log" 2>&1
+  echo "anymal-rough training: $(since "$start") s wall clock from launch" | tee -a "$out/legged.log"
+  cp /tmp/anymal-rough/metrics.jsonl "$out/train-anymal-rough.jsonl"
+  cp /tmp/anymal-rough/checkpoints/model_last.pt "$out/anymal-rough.pt"
+fi
