@@ -49,12 +49,14 @@ def test_curriculum_moves_envs_at_their_reset() -> None:
     assert torch.all(offset.abs() <= 0.5 + 1e-5), "the reset envs start on their new tile"
 
 
-def test_contact_buffers_hold_on_every_sub_terrain() -> None:
+def test_contact_buffers_hold_and_contacts_stay_sane_on_every_sub_terrain() -> None:
     env = _small_rough(14, seed=1)
     g = torch.Generator().manual_seed(0)
     for _ in range(150):
         obs, reward, *_ = env.step(random_actions(env, g))
         assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
+        speed = env.sim.qvel[:, :3].norm(dim=1).max()
+        assert speed < 20.0, f"a flailing robot moves at {speed:.3g} m/s: a bad terrain contact"
     assert int(env.invalid_resets) == 0, env.report_invalid()
 
 

@@ -92,3 +92,35 @@ def test_curriculum_promotes_demotes_and_recycles_on_scripted_distances() -> Non
         cur.update(all_envs, far, required)
     assert cur.levels.min() >= 0 and cur.levels.max() < 3
     assert cur.mean_level().item() == pytest.approx(cur.levels.float().mean().item())
+
+
+def test_contacts_stay_under_the_geom_on_a_large_terrain() -> None:
+    """A 3 cm sphere pressed 0-6 cm into flat ground anywhere on a 40 m x 40 m terrain touches it
+    at most as deep as it is pressed, right under it (one 40 m heightfield gave contacts metres
+    deep and away in 1 of 50 poses; see phalanx.terrain.model)."""
+    import mujoco_warp as mjw
+
+    terrain = generate_terrain(TerrainCfg(num_rows=5, num_cols=5, tile_size=8.0, proportions={"flat": 1.0}))
+    spec = mujoco.MjSpec.from_string(
+        '<mujoco><worldbody><geom name="floor" type="plane" size="0 0 1"/>'
+        '<body><freejoint/><geom type="sphere" size="0.03"/></body></worldbody></mujoco>'
+    )
+    add_terrain(spec, terrain)
+    n = 2000
+    sim = Simulator(spec.compile(), n, "cpu", SimCfg(nconmax_per_env=8, njmax_per_env=32))
+    rng = np.random.default_rng(0)
+    pressed = rng.uniform(0.0, 0.06, n)
+    quat = rng.standard_normal((n, 4))
+    qpos = np.concatenate(
+        [rng.uniform(0.5, 39.5, (n, 2)), (0.03 - pressed)[:, None], quat / np.linalg.norm(quat, axis=1, keepdims=True)],
+        1,
+    )
+    sim.qpos.copy_(torch.tensor(qpos, dtype=torch.float32))
+    mjw.forward(sim.model, sim.data)
+    count = int(sim.data.nacon.numpy()[0])
+    world = sim.data.contact.worldid.numpy()[:count]
+    dist = sim.data.contact.dist.numpy()[:count]
+    offset = np.linalg.norm(sim.data.contact.pos.numpy()[:count, :2] - qpos[world, :2], axis=1)
+    assert count >= n // 2, "most pressed spheres touch"
+    assert np.all(dist >= -pressed[world] - 1e-3), f"contacts deeper than pressed: {np.sort(dist)[:5]}"
+    assert np.all(offset <= 0.03 + 1e-3), f"contacts away from the sphere: {np.sort(offset)[-5:]}"
