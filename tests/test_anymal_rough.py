@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 from helpers import make_cpu, random_actions
 from phalanx.cli import main
 from phalanx.envs import task_cfg
+from phalanx.errors import ConfigError
 
 
 def _small_rough(num_envs: int, seed: int = 0):
@@ -65,3 +67,19 @@ def test_trainer_logs_the_mean_terrain_level(tmp_path: Path) -> None:
     assert main(["train", "anymal-rough", *flags, "--run-dir", str(tmp_path)]) == 0
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert all(0.0 <= row["env/terrain_level"] <= 9.0 for row in rows)
+
+
+def test_resume_restores_each_envs_level_and_tile() -> None:
+    env = _small_rough(6, seed=3)
+    env.step(torch.zeros(6, env.action_dim))
+    env.terrain.curriculum.levels.copy_(torch.tensor([3, 0, 2, 1, 3, 0]))
+    env.terrain.origins.copy_(env.terrain.curriculum.env_origins())
+    state = env.state_dict()
+    fresh = _small_rough(6, seed=4)
+    assert not torch.equal(fresh.terrain.curriculum.levels, env.terrain.curriculum.levels)
+    fresh.load_state_dict(state)
+    assert fresh.terrain.curriculum.levels.tolist() == [3, 0, 2, 1, 3, 0]
+    torch.testing.assert_close(fresh.terrain.origins, env.terrain.origins)
+    del state["terrain"]
+    with pytest.raises(ConfigError, match="lacks \\['terrain'\\]"):
+        fresh.load_state_dict(state)

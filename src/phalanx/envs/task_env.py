@@ -320,6 +320,7 @@ class TaskEnv(VecEnv):
             "command_timers": {name: timer.clone() for name, timer in self._command_timers.items()},
             "obs": {group: value.clone() for group, value in self.obs.items()},
             "rng": self.rng.get_state(),
+            "terrain": None if self.terrain is None else self.terrain.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -329,6 +330,7 @@ class TaskEnv(VecEnv):
                 f"--num-envs: the checkpoint's env state has {state['num_envs']} envs, this run has {self.num_envs}"
             )
         missing = [name for name in self._BUFFERS if name not in state["buffers"]]
+        missing += ["terrain"] if self.terrain is not None and state.get("terrain") is None else []
         if missing:
             raise ConfigError(f"--resume: the checkpoint's env state lacks {missing} (written by an older phalanx)")
         for name in self._BUFFERS:
@@ -350,6 +352,8 @@ class TaskEnv(VecEnv):
             timer.copy_(state["command_timers"][name])
         self._store_obs({group: value.to(self.device) for group, value in state["obs"].items()})
         self.rng.set_state(state["rng"])
+        if self.terrain is not None:
+            self.terrain.load_state_dict(state["terrain"])
 
     def command(self, name: str) -> torch.Tensor:
         """(num_envs, d) the current value of the named command."""
