@@ -76,6 +76,10 @@ def test_play_writes_a_video(tmp_path: Path, capsys) -> None:
         (["train", "cartpole", "--device", "gpu0"], "device: got 'gpu0'; allowed: 'cpu', 'cuda' or 'cuda:K'"),
         (["train", "cartpole", "--resume", "nope.pt"], "checkpoint: no file nope.pt"),
         (["play", "cartpole", "--checkpoint", "nope.pt"], "checkpoint: no file nope.pt"),
+        (
+            ["play", "cartpole", "--checkpoint", "nope.pt", "--num-envs", "4", "--video-env", "4"],
+            "--video-env: must be an env index in [0, 3], got 4",
+        ),
         (["train"], "train: missing TASK"),
         (["bogus"], "unknown command 'bogus'"),
     ],

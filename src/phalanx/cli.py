@@ -3,7 +3,7 @@
     phalanx list
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
                        [--resume CKPT] [--algo.* ...] [--policy.* ...] [--sim.* ...]
-    phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4]
+    phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
     phalanx bench throughput|envs TASK [--num-envs 4096,16384] [--device D] [--iterations K]
                                        [--run-dir DIR] [--telemetry]
     phalanx bench report DIR [DIR ...] [--out DIR]
@@ -34,7 +34,7 @@ COMMANDS = ("list", "train", "play", "bench")
 
 @dataclass
 class PlayCfg:
-    """phalanx play: run a trained policy deterministically, report returns, optionally record env 0."""
+    """phalanx play: run a trained policy deterministically, report returns, optionally record one env."""
 
     task: str
     """Registered task name."""
@@ -49,7 +49,9 @@ class PlayCfg:
     seed: int = 0
     """Seeds the env's initial states."""
     video: str | None = None
-    """Write an mp4 of env 0 here."""
+    """Write an mp4 of one env here (`--video-env`)."""
+    video_env: int = 0
+    """The env the video follows (on a terrain, env K of N walks on column K * columns // N)."""
     low_level_checkpoint: str | None = None
     """Hierarchical tasks (anymal-nav): the low-level policy's checkpoint; default: the one the
     run was trained with."""
@@ -261,12 +263,14 @@ def play(args: list[str], console: Console) -> None:
         raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
     _positive("num-envs", cfg.num_envs)
     _positive("steps", cfg.steps)
+    if not 0 <= cfg.video_env < cfg.num_envs:
+        raise ConfigError(f"--video-env: must be an env index in [0, {cfg.num_envs - 1}], got {cfg.video_env}")
     state = load_checkpoint(cfg.checkpoint, task)
     tcfg = task_cfg(task)
     tcfg.sim = type(tcfg.sim)(**state["config"]["sim"])
     _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint or state["config"].get("low_level_checkpoint"))
     env = make(tcfg, num_envs=cfg.num_envs, device=resolve_device(cfg.device), seed=cfg.seed, verbose=False)
-    recorder = EnvRecorder(env.sim) if cfg.video else None
+    recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
     episodes = run_episodes(env, load_actor(state, env), steps, recorder)
     console.print(
@@ -275,7 +279,7 @@ def play(args: list[str], console: Console) -> None:
     )
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
-        console.print(f"video of env 0: {path} ({len(recorder.frames)} frames)")
+        console.print(f"video of env {cfg.video_env}: {path} ({len(recorder.frames)} frames)")
 
 
 def main(argv: list[str] | None = None) -> int:
