@@ -202,12 +202,15 @@ class Trainer:
         try:
             with progress:
                 bar = progress.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
+                reported_invalid = 0
                 while self.iteration < self.cfg.max_iterations and not self.interrupted:
                     metrics = self._iterate()
                     logger.log(metrics)
                     progress.console.print(logger.line(metrics, self.cfg.max_iterations))
-                    for line in self.env.report_invalid() if metrics["invalid_env_resets"] else []:
-                        progress.console.print(f"[yellow]warning:[/yellow] {line}")
+                    if metrics["invalid_env_resets"] > reported_invalid:  # new ones this iteration
+                        reported_invalid = metrics["invalid_env_resets"]
+                        for line in self.env.report_invalid():
+                            progress.console.print(f"[yellow]warning:[/yellow] {line}")
                     if metrics["skipped_updates"]:
                         progress.console.print(
                             f"[yellow]warning:[/yellow] {metrics['skipped_updates']:.0f} minibatch updates "
