@@ -98,8 +98,7 @@ class LowLevelPolicy(Term):
             if self.actions.clip is not None:
                 action = action.clamp(-self.actions.clip, self.actions.clip)
             self.last_action.copy_(action)
-            env.sim.ctrl[:, env.actuator_ids] = env.joint_action_offset + self.actions.scale * action
-            env.sim.step()
+            env.drive_joints(self.actions.scale * action)
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.last_action.masked_fill_(mask[:, None], 0.0)

@@ -240,10 +240,7 @@ class TaskEnv(VecEnv):
             action = action.clamp(-clip, clip)
         self.action.copy_(action)
         if self.low_level is None:
-            self.sim.ctrl[:, self.actuator_ids] = self.joint_action_offset + self.cfg.actions.scale * self._delayed(
-                action
-            )
-            self.sim.step()
+            self.drive_joints(self.cfg.actions.scale * self._delayed(action))
         else:
             self.low_level.drive(self, self.cfg.actions.scale * action)
         self.episode_length += 1
@@ -310,7 +307,8 @@ class TaskEnv(VecEnv):
 
     def state_dict(self) -> dict[str, Any]:
         """Everything that decides the next steps: simulator state, episode buffers, the state of
-        stateful terms, event timers, the last observations and the random generator."""
+        stateful terms (and of the low-level policy and terrain curriculum), event timers, the last
+        observations and the random generator."""
         return {
             "num_envs": self.num_envs,
             "sim": self.sim.state_dict(),
@@ -320,7 +318,6 @@ class TaskEnv(VecEnv):
             "command_timers": {name: timer.clone() for name, timer in self._command_timers.items()},
             "obs": {group: value.clone() for group, value in self.obs.items()},
             "rng": self.rng.get_state(),
-            "terrain": None if self.terrain is None else self.terrain.state_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -330,7 +327,7 @@ class TaskEnv(VecEnv):
                 f"--num-envs: the checkpoint's env state has {state['num_envs']} envs, this run has {self.num_envs}"
             )
         missing = [name for name in self._BUFFERS if name not in state["buffers"]]
-        missing += ["terrain"] if self.terrain is not None and state.get("terrain") is None else []
+        missing += [key for key, _ in self._all_terms() if key not in state["terms"]]
         if missing:
             raise ConfigError(f"--resume: the checkpoint's env state lacks {missing} (written by an older phalanx)")
         for name in self._BUFFERS:
@@ -352,8 +349,6 @@ class TaskEnv(VecEnv):
             timer.copy_(state["command_timers"][name])
         self._store_obs({group: value.to(self.device) for group, value in state["obs"].items()})
         self.rng.set_state(state["rng"])
-        if self.terrain is not None:
-            self.terrain.load_state_dict(state["terrain"])
 
     def command(self, name: str) -> torch.Tensor:
         """(num_envs, d) the current value of the named command."""
@@ -399,12 +394,14 @@ class TaskEnv(VecEnv):
         "_action_delay", "_action_history", "_curriculum_levels",
     )  # fmt: skip
 
-    def _all_terms(self) -> list[tuple[str, Term]]:
+    def _all_terms(self) -> list[tuple[str, Any]]:
+        """The parts whose tensor attributes are env state: terms, the low-level policy, the terrain."""
         terms = [(f"obs/{group}/{name}", term) for group, ts in self._obs_terms.items() for name, term, _ in ts]
         terms += [(f"reward/{name}", term) for name, term, _ in self._reward_terms]
         terms += [(f"metric/{name}", term) for name, term, _ in self._metric_terms]
         terms += [(f"command/{name}", term) for name, (term, _) in self._command_terms.items()]
         terms += [] if self.low_level is None else [("low_level", self.low_level)]
+        terms += [] if self.terrain is None else [("terrain", self.terrain)]
         return terms + [(f"termination/{name}", term) for name, term, _ in self._termination_terms]
 
     def _select_actuators(self, pattern: str) -> torch.Tensor:
@@ -427,6 +424,11 @@ class TaskEnv(VecEnv):
             raise ValueError(f"actions: expected device {self.device}, got {actions.device}")
         if not actions.is_floating_point():
             raise ValueError(f"actions: expected a floating-point tensor, got {actions.dtype}")
+
+    def drive_joints(self, scaled_action: torch.Tensor) -> None:
+        """Sets the driven actuators to their offset + `scaled_action` and steps the physics once."""
+        self.sim.ctrl[:, self.actuator_ids] = self.joint_action_offset + scaled_action
+        self.sim.step()
 
     def obs_term_value(self, value: torch.Tensor, cfg: ObsTermCfg) -> torch.Tensor:
         """An observation term's value after its scale, clip and noise."""

@@ -62,11 +62,3 @@ class TerrainScene:
 
     def mean_level(self) -> torch.Tensor:
         return self.curriculum.mean_level()
-
-    def state_dict(self) -> dict[str, torch.Tensor]:
-        """Each env's level and the origin of the tile it walks on (its type is fixed)."""
-        return {"levels": self.curriculum.levels.clone(), "origins": self.origins.clone()}
-
-    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        self.curriculum.levels.copy_(state["levels"])
-        self.origins.copy_(state["origins"])
