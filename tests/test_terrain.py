@@ -69,6 +69,43 @@ def test_height_scan_reads_the_generated_heights_on_known_tiles() -> None:
     assert scan[0].std() > 0.01, "the stairs tile is not flat"
 
 
+def test_height_scan_equals_mujoco_warps_plain_ray_cast_anywhere() -> None:
+    """The scan's BVH path hits what the plain path (every ray against every geom) hits, for
+    turned robots anywhere on and off a terrain of many heightfield blocks."""
+    import mujoco_warp as mjw
+    import warp as wp
+
+    terrain = generate_terrain(_cfg(seed=2))  # 12 m x 32 m: 2 x 4 blocks
+    spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
+    add_terrain(spec, terrain)
+    n = 64
+    sim = Simulator(spec.compile(), n, "cpu", SimCfg(decimation=1))
+    scanner = HeightScanner(sim, max_height=5.0)
+    rng = np.random.default_rng(0)
+    yaw = rng.uniform(-np.pi, np.pi, n)
+    qpos = np.concatenate(
+        [rng.uniform(-1.0, [13.0, 33.0], (n, 2)), np.full((n, 1), 3.0), np.cos(yaw / 2)[:, None], np.zeros((n, 2)),
+         np.sin(yaw / 2)[:, None]], 1,
+    )  # fmt: skip
+    sim.qpos[:, :7] = torch.tensor(qpos, dtype=torch.float32)
+    sim.step()
+    sim.qpos[:, :7] = torch.tensor(qpos, dtype=torch.float32)
+    scan = scanner().clone()
+    plain = wp.zeros_like(scanner._dist)
+    mjw.rays(sim.model, sim.data, scanner._pnt, scanner._vec, scanner._groups, True, scanner._exclude, plain,
+             wp.zeros_like(scanner._geomid), wp.zeros_like(scanner._normal))  # fmt: skip
+    plain = wp.to_torch(plain)
+    assert 0.0 < (plain < 0).float().mean() < 0.5, "some rays miss the terrain, most hit it"
+    torch.testing.assert_close(scanner.distance, plain, atol=1e-4, rtol=0.0)
+    assert scan.std() > 0.01
+
+
+def test_height_scan_refuses_moving_geoms() -> None:
+    sim = Simulator(mujoco.MjModel.from_xml_path(str(asset_path("anymal.xml"))), 1, "cpu", SimCfg())
+    with pytest.raises(ValueError, match="groups \\[0\\] hold geoms that move"):
+        HeightScanner(sim, groups=(0,))
+
+
 def test_curriculum_promotes_demotes_and_recycles_on_scripted_distances() -> None:
     from phalanx.terrain import TerrainCurriculum
 

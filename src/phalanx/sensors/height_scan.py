@@ -1,8 +1,14 @@
 """Height scan: a grid of rays cast straight down around each env's base, with MuJoCo Warp's
-batched ray casting; the observation of Isaac Lab's rough-terrain tasks."""
+batched ray casting; the observation of Isaac Lab's rough-terrain tasks.
+
+The rays go through MuJoCo Warp's BVH path (`mjw.rays` with a render context that holds only the
+scanned geoms). Its plain path tests every ray against every geom: on the 264 heightfield blocks
+of anymal-rough that was 928 of 1365 ms per training iteration at 4096 envs on an H100. The
+scanned geoms are static, so their BVH is built once and never refit."""
 
 from __future__ import annotations
 
+import mujoco
 import mujoco_warp as mjw
 import numpy as np
 import torch
@@ -17,7 +23,8 @@ class HeightScanner:
     straight down to the geoms of `groups`. `__call__` returns (num_envs, nray): root height - hit
     height - `offset`, the nominal clearance removed (Isaac Lab's height_scan), clipped to
     +-`max_height`; a ray that hits nothing (a hole deeper than the terrain) reads `max_height`.
-    The root pose comes from qpos, so a scan right after a reset sees the new pose."""
+    The root pose comes from qpos, so a scan right after a reset sees the new pose; the scanned
+    geoms' poses come from the data, so the sim must have stepped (or run forward) once."""
 
     def __init__(
         self,
@@ -37,7 +44,12 @@ class HeightScanner:
         grid = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
         self.pattern = torch.tensor(grid, dtype=torch.float32, device=sim.device)  # (nray, 2), body yaw frame
         n, nray = sim.num_envs, len(grid)
+        _check_static(sim.mjm, groups)
         with wp.ScopedDevice(sim.wp_device):
+            # A BVH over the scanned geoms of every world; no cameras, so no image buffers.
+            self._bvh = mjw.create_render_context(
+                sim.mjm, nworld=n, cam_active=[], enabled_geom_groups=list(groups), use_textures=False
+            )
             self._pnt = wp.zeros((n, nray), dtype=wp.vec3)
             self._vec = wp.array(np.tile([0.0, 0.0, -1.0], (n, nray, 1)).astype(np.float32), dtype=wp.vec3)
             self._dist = wp.zeros((n, nray), dtype=float)
@@ -65,6 +77,18 @@ class HeightScanner:
         return torch.where(self.distance >= 0, heights, self.max_height).clamp(-self.max_height, self.max_height)
 
     def _cast(self) -> None:
-        # geom_xpos (static terrain) is all the ray kernel reads from data besides the arrays here.
+        # geom_xpos/xmat (static terrain) are all the ray kernel reads from data besides the arrays here.
         mjw.rays(self.sim.model, self.sim.data, self._pnt, self._vec, self._groups, True, self._exclude,
-                 self._dist, self._geomid, self._normal)  # fmt: skip
+                 self._dist, self._geomid, self._normal, rc=self._bvh)  # fmt: skip
+
+
+def _check_static(mjm: mujoco.MjModel, groups: tuple[int, ...]) -> None:
+    """The BVH is never refit: every scanned geom must be welded to the world."""
+    scanned = np.flatnonzero(np.isin(mjm.geom_group, groups))
+    if len(scanned) == 0:
+        raise ValueError(f"HeightScanner: the model has no geoms in groups {list(groups)} to scan")
+    moving = [g for g in scanned if mjm.body_weldid[mjm.geom_bodyid[g]] != 0]
+    if moving:
+        names = [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g) or f"geom{g}" for g in moving]
+        raise ValueError(f"HeightScanner: groups {list(groups)} hold geoms that move ({names[:5]}); "
+                         "the scanner casts at static geoms only")  # fmt: skip
