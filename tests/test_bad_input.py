@@ -23,6 +23,14 @@ def test_num_envs_must_be_a_positive_integer(num_envs) -> None:
         phalanx.make("cartpole", num_envs=num_envs, device="cpu")
 
 
+@pytest.mark.parametrize(("field", "value"), [("decimation", 0), ("max_qvel", 0.0), ("max_qvel", float("nan"))])
+def test_bad_sim_settings_name_the_field(field: str, value) -> None:
+    cfg = phalanx.envs.task_cfg("cartpole")
+    setattr(cfg.sim, field, value)
+    with pytest.raises(ValueError, match=f"sim.{field}: must be .*, got {value}"):
+        phalanx.make(cfg, num_envs=2, device="cpu")
+
+
 @pytest.mark.parametrize("device", ["gpu", "cuda:x", "tpu", ""])
 def test_bad_device_string(device: str) -> None:
     with pytest.raises(ValueError, match="device: got .* allowed: 'cpu', 'cuda' or 'cuda:K'"):

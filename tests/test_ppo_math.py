@@ -86,10 +86,12 @@ def test_non_finite_loss_skips_the_update_and_counts_it() -> None:
     trainer = _tiny_trainer()
     trainer._iterate()
     before = [p.detach().clone() for p in trainer.policy.parameters()]
+    lr = float(trainer.ppo.learning_rate)
     trainer.storage.advantages.fill_(float("nan"))
     stats = trainer.ppo.update(trainer.storage)
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters(), strict=True))
     cfg = trainer.cfg.algo
+    assert cfg.schedule == "adaptive" and float(stats["learning_rate"]) == lr, "skipped steps leave the schedule"
     assert int(stats["skipped_updates"]) == cfg.num_learning_epochs * cfg.num_mini_batches
     assert all(torch.isfinite(p).all() for p in trainer.policy.parameters())
 

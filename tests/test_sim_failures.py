@@ -22,7 +22,24 @@ def test_nan_state_resets_only_that_env_and_is_counted() -> None:
     assert torch.equal(env.episode_length[[0, 1, 3]], lengths[[0, 1, 3]] + 1), "the others stepped on"
     assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
     assert int(env.invalid_resets) == 1
-    assert env.report_invalid() == ["1 env resets after NaN/inf in physics state, observations or rewards"]
+    assert env.report_invalid() == [
+        "1 env resets after diverged physics (NaN/inf, or |qvel| > sim.max_qvel = 1000) or NaN/inf in "
+        "observations or rewards"
+    ]
+
+
+def test_diverging_state_resets_that_env_before_it_turns_nan() -> None:
+    """A world flying off at finite but absurd speed is reset too: its rewards (-1e15 in an
+    anymal-rough run) would otherwise wreck the value targets of every env."""
+    cfg = task_cfg("ant")
+    cfg.sim.max_qvel = 100.0
+    env = make_cpu(cfg, num_envs=3)
+    zeros = torch.zeros(3, env.action_dim)
+    env.step(zeros)
+    env.sim.qvel[1, 2] = 1.0e4  # upward at 10 km/s: after the step it is still far above 100
+    _, reward, terminated, *_ = env.step(zeros)
+    assert terminated.tolist() == [False, True, False] and float(reward[1]) == 0.0
+    assert int(env.episode_length[1]) == 0 and int(env.invalid_resets) == 1
 
 
 def test_contact_overflow_is_detected_reset_and_names_the_flag() -> None:

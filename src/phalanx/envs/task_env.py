@@ -246,9 +246,9 @@ class TaskEnv(VecEnv):
         self.episode_length += 1
         self.step_count += 1
 
-        # A broken env (buffer overflow; NaN/inf in its physics, observations or rewards) ends its
-        # episode without reward or bootstrap, is reset below and counted.
-        reasons = self.sim.check_worlds()  # (num_envs, 3): contact overflow, constraint overflow, non-finite
+        # A broken env (buffer overflow; diverged physics; NaN/inf in its observations or rewards)
+        # ends its episode without reward or bootstrap, is reset below and counted.
+        reasons = self.sim.check_worlds()  # (num_envs, 3): contact overflow, constraint overflow, diverged
         final_obs = self._compute_obs()
         for value in final_obs.values():
             reasons[:, 2] |= ~torch.isfinite(value).all(dim=1)
@@ -302,7 +302,10 @@ class TaskEnv(VecEnv):
         if constraint:
             lines.append(f"{constraint} env resets after constraint overflow: {self.sim.overflow_hint('constraint')}")
         if nonfinite:
-            lines.append(f"{nonfinite} env resets after NaN/inf in physics state, observations or rewards")
+            lines.append(
+                f"{nonfinite} env resets after diverged physics (NaN/inf, or |qvel| > sim.max_qvel = "
+                f"{self.sim.cfg.max_qvel:g}) or NaN/inf in observations or rewards"
+            )
         return lines
 
     def state_dict(self) -> dict[str, Any]:

@@ -194,12 +194,16 @@ class PPO:
             kl, loss_check = self.dist.average_gradients(
                 list(self.policy.parameters()), torch.stack([kl, 0.0 * loss.detach()])
             )
-            if cfg.schedule == "adaptive":
-                # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it.
-                factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
-                self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         bad = ~(torch.isfinite(loss_check) & torch.isfinite(grad_norm))
+        if cfg.schedule == "adaptive":
+            # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it. A
+            # skipped minibatch leaves it: the unchanged policy's KL of ~0 would raise it to the cap
+            # (an anymal-rough run went from 1e-5 to 1e-2 over three skipped iterations and then
+            # took one step of KL 7.5).
+            factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
+            factor = torch.where(bad, 1.0, factor)
+            self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
         self.optimizer.found_inf.copy_(bad.float())
         self.skipped_updates += bad.long()
         self.optimizer.step()

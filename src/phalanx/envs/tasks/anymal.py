@@ -38,6 +38,11 @@ THIGHS = [f"{leg}_thigh_contact" for leg in LEGS]
 CMD = {"command": "base_velocity"}
 
 
+MAX_QVEL = 200.0
+"""|qvel| (rad/s or m/s) beyond which an anymal world has diverged; random actions reach 48. On
+the terrain one such world, reset only once it went NaN, made three iterations' updates non-finite."""
+
+
 def anymal_flat_cfg() -> TaskCfg:
     """Follow a commanded base velocity (forward, lateral, yaw rate) on flat ground."""
     return _velocity_cfg(
@@ -72,7 +77,7 @@ def _velocity_cfg(name: str, description: str) -> TaskCfg:
         description=description,
         model=asset_path("anymal.xml"),
         episode_length_s=20.0,
-        sim=SimCfg(dt=0.005, decimation=4),
+        sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL),
         actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=None),
         commands={
             "base_velocity": CommandTermCfg(
@@ -164,7 +169,7 @@ def anymal_nav_cfg() -> TaskCfg:
         description="quadruped walks to a goal through a frozen anymal-flat policy (Isaac-Navigation-Flat-Anymal-C-v0)",
         model=asset_path("anymal.xml"),
         episode_length_s=8.0,
-        sim=SimCfg(dt=0.005, decimation=4),
+        sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL),
         actions=ActionCfg(scale=1.0, clip=None, low_level=LowLevelPolicyCfg(task="anymal-flat", decimation=10)),
         commands={
             "base_velocity": CommandTermCfg(
