@@ -39,8 +39,7 @@ def root_yaw_roll(env: TaskEnv) -> torch.Tensor:
 def root_angle_to_target(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch.Tensor:
     """(num_envs, 1) angle from the root's yaw to the direction of the target (rad, in (-pi, pi])."""
     to_target = state.to_target_xy(env, target_pos)
-    _, _, yaw = euler_xyz_from_quat(state.root_quat_w(env))
-    return wrap_to_pi(torch.atan2(to_target[:, 1], to_target[:, 0]) - yaw)[:, None]
+    return wrap_to_pi(torch.atan2(to_target[:, 1], to_target[:, 0]) - state.yaw_w(env))[:, None]
 
 
 def root_up_proj(env: TaskEnv) -> torch.Tensor:
