@@ -26,7 +26,7 @@ since() { python3 -c "print(round($(date +%s.%N) - $1, 1))"; }
 keep() {
   cp "$1/metrics.jsonl" "$out/train-$2.jsonl"
   tail -c 20000 "$1.log" >"$out/train-$2.log"
-  python3 -c "import sys, torch; s = torch.load(sys.argv[1], map_location='cpu', weights_only=False)
+  python3 -c "import sys, torch; s = torch.load(sys.argv[1], map_location='cpu', weights_only=True)
 torch.save({k: s[k] for k in ('task', 'config', 'iteration', 'frames', 'policy', 'obs_norm')}, sys.argv[2])" \
     "$1/checkpoints/model_last.pt" "$out/$2.pt"
 }

@@ -3,6 +3,11 @@
 python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py MODE OUT_DIR [DEVICE]
 
 DEVICE 'cuda' trains on cuda:LOCAL_RANK with NCCL and the trainer's CUDA graphs; default cpu (gloo).
+
+python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py cli-hang WHERE -- TRAIN_FLAGS
+
+runs `phalanx train TRAIN_FLAGS` on every rank, rank 1 hanging forever WHERE: 'env' (building the
+env) or 'step' (the first env step).
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ def train(
     num_envs = 16 if device == "cpu" else 512
     env = make("cartpole", num_envs=num_envs, device=device, seed=cfg.seed + ctx.rank, verbose=False)
     trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True), dist=ctx)
-    with StallWatchdog(ctx, lambda: trainer.progress, timeout_s=5, warmup=cfg.num_steps_per_env + 1):
+    with StallWatchdog(ctx, trainer.progress, timeout_s=5, startup_timeout_s=60):
         for i in range(iterations):
             if die_after is not None and ctx.rank == 1 and i == die_after:
                 os._exit(3)
@@ -67,8 +72,23 @@ def grads(ctx, out: Path) -> None:
         torch.save([p.grad for p in reference.parameters()], out / "grads_single.pt")
 
 
+def cli_hang(where: str, flags: list[str]) -> int:
+    """`phalanx train` as the user runs it, with rank 1 stuck in start-up or in its first step."""
+    from phalanx import cli, envs
+    from phalanx.envs.task_env import TaskEnv
+
+    if os.environ["RANK"] == "1":
+        if where == "env":
+            envs.make = lambda *args, **kwargs: time.sleep(3600)
+        else:
+            TaskEnv.step = lambda self, actions: time.sleep(3600)
+    return cli.main(["train", *flags])
+
+
 def main() -> None:
     wp.config.log_level = wp.LOG_WARNING
+    if sys.argv[1] == "cli-hang":
+        sys.exit(cli_hang(sys.argv[2], sys.argv[4:]))
     mode, out = sys.argv[1], Path(sys.argv[2])
     ctx, device = init_distributed(sys.argv[3] if len(sys.argv) > 3 else "cpu", timeout_s=60)
     if mode == "train":

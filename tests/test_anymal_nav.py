@@ -47,7 +47,7 @@ class _Recording(torch.nn.Module):
 
 def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path) -> None:
     env = _nav(walker)
-    state = torch.load(walker, map_location="cpu", weights_only=False)
+    state = torch.load(walker, map_location="cpu", weights_only=True)
     torch.testing.assert_close(env.low_level.actor[0].weight, state["policy"]["actor.0.weight"])
     assert env.action_dim == 3 and env.joint_action_dim == 12 and env.step_dt == pytest.approx(0.2)
     recording = env.low_level.actor = _Recording(env.low_level.actor)

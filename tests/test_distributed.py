@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -127,16 +128,90 @@ def test_gpus_flag_launches_torchrun(tmp_path: Path) -> None:
     assert rows[-1]["frames"] == 2 * 8 * 16 * 2
 
 
-def test_resume_last_continues_a_restarted_job(tmp_path: Path) -> None:
-    """What torchrun --max-restarts does after a failure: the same command again. With
-    `--resume last` the first start begins fresh and a restart continues from the last checkpoint."""
-    train = ["--standalone", "--nproc_per_node", "2", "-m", "phalanx", "train", "cartpole", "--distributed"]
-    train += ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "1"]
-    train += ["--run-dir", str(tmp_path), "--resume", "last"]
-    first = _torchrun(*train, "--max-iterations", "2")
-    assert first.returncode == 0, first.stderr[-3000:]
-    second = _torchrun(*train, "--max-iterations", "4")
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert "resumed from" in second.stdout and "at iteration 2" in second.stdout
-    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [r["iteration"] for r in rows] == [0, 1, 2, 3]
+def _rows(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _assert_equal_states(a, b, where: str = "") -> None:
+    """Bitwise equality of two nested checkpoint states."""
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _assert_equal_states(a[key], b[key], f"{where}/{key}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_equal_states(x, y, f"{where}/{i}")
+    else:
+        assert a == b, where
+
+
+TRAIN_2_RANKS = ["--standalone", "--nproc_per_node", "2", "-m", "phalanx", "train", "cartpole", "--distributed"]
+TRAIN_2_RANKS += ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--empirical-normalization"]
+
+
+def test_distributed_resume_is_exact(tmp_path: Path) -> None:
+    """2 gloo ranks: 6 iterations straight equal 3, a crash, and 3 more through `--resume last`
+    (what torchrun --max-restarts runs): every rank's envs, generators and normalizer, the policy
+    and the optimizer, bitwise; metrics.jsonl holds each iteration once."""
+    straight, restarted = tmp_path / "straight", tmp_path / "restarted"
+    common = [*TRAIN_2_RANKS, "--save-interval", "3"]
+    run = _torchrun(*common, "--run-dir", str(straight), "--max-iterations", "6")
+    assert run.returncode == 0, run.stderr[-3000:]
+    for iterations in (3, 6):
+        run = _torchrun(*common, "--run-dir", str(restarted), "--resume", "last", "--max-iterations", str(iterations))
+        assert run.returncode == 0, run.stderr[-3000:]
+        if iterations == 3:  # the crash: one more iteration logged after the checkpoint, and half a line
+            with (restarted / "metrics.jsonl").open("a") as f:
+                f.write(json.dumps({**_rows(restarted)[-1], "iteration": 3}) + '\n{"iteration": 4, "fr')
+    assert "resumed from" in run.stdout and "at iteration 3" in run.stdout
+    assert [r["iteration"] for r in _rows(restarted)] == [0, 1, 2, 3, 4, 5]
+    a, b = (torch.load(d / "checkpoints" / "model_6.pt", weights_only=True) for d in (straight, restarted))
+    assert len(a["ranks"]) == 2 and not torch.equal(
+        a["ranks"][0]["env"]["sim"]["qpos"], a["ranks"][1]["env"]["sim"]["qpos"]
+    )
+    for key in ("iteration", "frames", "policy", "obs_norm", "critic_norm", "ppo", "ranks"):
+        _assert_equal_states(a[key], b[key], key)
+
+
+def test_sigterm_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp_path: Path) -> None:
+    """What a scheduler does to a torchrun job: SIGTERM to torchrun's agent, which forwards it to
+    the workers. They finish the iteration, rank 0 saves every rank's state, and they exit."""
+    command = [sys.executable, "-m", "torch.distributed.run", *TRAIN_2_RANKS, "--max-iterations", "100000"]
+    job = subprocess.Popen(
+        [*command, "--run-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.5)
+    job.send_signal(signal.SIGTERM)
+    out, err = job.communicate(timeout=120)
+    assert "interrupted by SIGTERM: saved" in out, err[-3000:]
+    state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
+    assert state["iteration"] >= 3 and len(_rows(tmp_path)) == state["iteration"]
+    steps = [int(rank["env"]["buffers"]["step_count"]) for rank in state["ranks"]]
+    assert steps == [state["iteration"] * 8] * 2, "both ranks stopped after the same iteration"
+    assert not (tmp_path / "run.lock").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "phase"), [("step", "iteration 0, the first of this process"), ("env", "building the env")]
+)
+def test_a_rank_stuck_in_start_up_is_named_and_blamed(tmp_path: Path, where: str, phase: str) -> None:
+    """Rank 1 hangs in `phalanx train` before its first iteration is done (in its first env step,
+    or building its env) while rank 0 waits in a collective. The watchdog, armed from the start,
+    names rank 1 and where it is stuck, and torchrun's root cause is rank 1, not the healthy rank."""
+    flags = ["cartpole", "--distributed", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+    flags += ["--startup-timeout-s", "8", "--stall-timeout-s", "5", "--run-dir", str(tmp_path)]
+    start = time.time()
+    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "cli-hang", where, "--", *flags, timeout=300)
+    elapsed = time.time() - start
+    assert run.returncode != 0
+    assert elapsed < 60, f"took {elapsed:.0f} s"
+    assert f"rank(s) 1 stopped behind the others (rank 1 in '{phase}')" in run.stderr, run.stderr[-3000:]
+    root_cause = run.stderr.split("Root Cause")[1].split("Other Failures")[0]
+    assert "rank      : 1 " in root_cause and f"rank 1 in '{phase}'" in root_cause, root_cause
+    assert "[rank0]: Traceback" not in run.stderr, "the healthy rank reports in one line, not a raw gloo error"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,8 +45,8 @@ def test_resume_continues_bit_identically(tmp_path: Path) -> None:
     assert _train(first, "--max-iterations", "5") == 0
     checkpoint = first / "checkpoints" / "model_5.pt"
     assert _train(resumed, "--max-iterations", "10", "--resume", str(checkpoint)) == 0
-    a = torch.load(straight / "checkpoints" / "model_10.pt", weights_only=False)
-    b = torch.load(resumed / "checkpoints" / "model_10.pt", weights_only=False)
+    a = torch.load(straight / "checkpoints" / "model_10.pt", weights_only=True)
+    b = torch.load(resumed / "checkpoints" / "model_10.pt", weights_only=True)
     assert a["iteration"] == b["iteration"] == 10
     for name, tensor in a["policy"].items():
         assert torch.equal(tensor, b["policy"][name]), name
@@ -52,8 +54,8 @@ def test_resume_continues_bit_identically(tmp_path: Path) -> None:
         for i, state in a["ppo"]["optimizer"]["state"].items():
             assert torch.equal(state[key], b["ppo"]["optimizer"]["state"][i][key])
     assert torch.equal(a["ppo"]["learning_rate"], b["ppo"]["learning_rate"])
-    for name, tensor in a["env"]["sim"].items():
-        assert torch.equal(tensor, b["env"]["sim"][name]), name
+    for name, tensor in a["ranks"][0]["env"]["sim"].items():
+        assert torch.equal(tensor, b["ranks"][0]["env"]["sim"][name]), name
 
 
 def test_play_writes_a_video(tmp_path: Path, capsys) -> None:
@@ -117,37 +119,25 @@ def test_cartpole_learns_with_cpu_defaults(tmp_path: Path) -> None:
     assert rows[-1]["mean_episode_length"] >= 0.95 * 300
 
 
-def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path: Path) -> None:
-    import signal
-    import time
-
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_signal_saves_a_checkpoint_and_exits_with_its_status(tmp_path: Path, sig: int, status: int) -> None:
+    """Ctrl-C and a scheduler's SIGTERM: finish the iteration, save, exit 128 + the signal."""
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", *TINY, "--max-iterations", "100000"]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "phalanx",
-            "train",
-            "cartpole",
-            *TINY,
-            "--max-iterations",
-            "100000",
-            "--run-dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [*command, "--run-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     metrics = tmp_path / "metrics.jsonl"
     deadline = time.time() + 240
     while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
         time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Traceback" not in err, err
-    assert "interrupted: saved" in out
-    saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=False)
+    assert proc.returncode == status and "Traceback" not in err, err
+    assert f"interrupted by {signal.Signals(sig).name}: saved" in out
+    saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
     assert 3 <= saved["iteration"] < 100000
+    assert len(metrics.read_text().splitlines()) == saved["iteration"], "every finished iteration is logged"
+    assert not (tmp_path / "run.lock").exists()
 
 
 def test_resume_with_another_env_count_is_a_one_line_error(tmp_path: Path, capsys) -> None:

@@ -14,20 +14,29 @@ exit with status 2; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
-import json
 import signal
 import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tyro
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.errors import ConfigError
+from phalanx.errors import ConfigError, check_int
+from phalanx.files import probe_writable
+
+if TYPE_CHECKING:  # the command line imports torch, Warp and the envs only when a command needs them
+    from phalanx.dist import DistContext, Progress
+    from phalanx.envs import TaskCfg
+    from phalanx.rl.config import TrainCfg
+    from phalanx.rl.run_dir import RunDir
+    from phalanx.rl.trainer import Trainer
 
 COMMANDS = ("list", "train", "play", "bench")
 
@@ -100,11 +109,6 @@ def _task_and_flags(command: str, args: list[str]) -> tuple[str, list[str]]:
     return args[0], args[1:]
 
 
-def _positive(name: str, value: int | None) -> None:
-    if value is not None and value <= 0:
-        raise ConfigError(f"--{name}: must be a positive integer, got {value}")
-
-
 def _launch_torchrun(task: str, flags: list[str], gpus: str) -> int:
     """Runs this same command as a torchrun job of N local processes with --distributed."""
     import subprocess
@@ -144,16 +148,16 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str) -> int:
 
 
 def train(args: list[str], console: Console) -> int:
+    """phalanx train: checks every flag, joins the torchrun job if asked, takes the run directory,
+    builds the env and the trainer, trains. Returns the exit status: 0, or 128 + the signal
+    (130 Ctrl-C, 143 SIGTERM) that stopped training after a checkpoint, or 1 on lost ranks."""
     import torch
 
     from phalanx.devices import resolve_device
-    from phalanx.dist import DistContext, StallWatchdog, init_distributed
-    from phalanx.envs import make, task_cfg
-    from phalanx.envs.tables import sim_summary
-    from phalanx.files import write_text_atomic
-    from phalanx.rl.checkpoint import load_checkpoint
-    from phalanx.rl.config import default_train_cfg
-    from phalanx.rl.trainer import Trainer
+    from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed
+    from phalanx.envs import task_cfg
+    from phalanx.rl.config import check_train_cfg, default_train_cfg
+    from phalanx.rl.run_dir import RunDir
 
     if hasattr(signal, "SIGUSR1") and sys.__stderr__ is not None:
         # `kill -USR1 PID` prints every thread's Python stack to stderr; training goes on.
@@ -165,18 +169,17 @@ def train(args: list[str], console: Console) -> int:
     cfg = tyro.cli(type(defaults), default=defaults, args=flags, prog=f"phalanx train {task}")
     if cfg.task != task:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
+    check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
     if cfg.gpus is not None:
         return _launch_torchrun(task, flags, cfg.gpus)
-    if cfg.stall_timeout_s <= 0:
-        raise ConfigError(f"--stall-timeout-s: must be positive, got {cfg.stall_timeout_s}")
+    if cfg.resume == "last" and not cfg.run_dir:
+        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
     dist = DistContext()
     if cfg.distributed:
-        # Collectives: a backstop behind the watchdog, and the only guard of the first iteration.
-        dist, cfg.device = init_distributed(cfg.device, timeout_s=max(2 * cfg.stall_timeout_s, 120.0))
+        # Collectives time out only behind the stall watchdog, which names the stuck rank.
+        dist, cfg.device = init_distributed(cfg.device, timeout_s=cfg.startup_timeout_s + 2 * cfg.stall_timeout_s)
         if not dist.is_main:
             console = Console(quiet=True)
-    for name in ("num-envs", "max-iterations", "num-steps-per-env", "save-interval"):
-        _positive(name, getattr(cfg, name.replace("-", "_")))
     device = resolve_device(cfg.device)
     if cfg.num_envs is None:
         cfg.num_envs = tcfg.num_envs if device.type == "cuda" else cfg.cpu_num_envs
@@ -186,40 +189,25 @@ def train(args: list[str], console: Console) -> int:
     batch = cfg.num_envs * cfg.num_steps_per_env
     if batch % cfg.algo.num_mini_batches:
         raise ConfigError(
-            f"--algo.num-mini-batches: {cfg.algo.num_mini_batches} does not divide num_envs x num_steps_per_env "
-            f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}"
+            f"{cfg.algo.num_mini_batches} does not divide num_envs x num_steps_per_env "
+            f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}",
+            "algo.num_mini_batches",
         )
-    if cfg.resume == "last" and not cfg.run_dir:
-        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
-    run_dir = Path(cfg.run_dir or Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else _new_run_dir(task)
     cfg.run_dir = str(run_dir)
-    resume = cfg.resume
-    if resume == "last":
-        last = run_dir / "checkpoints" / "model_last.pt"
-        resume = str(last) if last.is_file() else None
-    resume_state = load_checkpoint(resume, task) if resume else None  # fail before building the env
-    tcfg.sim = cfg.sim
-    if cfg.low_level_checkpoint is not None:  # absolute in config.json and checkpoints: play finds it anywhere
-        cfg.low_level_checkpoint = str(Path(cfg.low_level_checkpoint).resolve())
-    _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint)
-    env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
-    ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
-    console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
-    trainer = Trainer(cfg, env, run_dir, console, dist)
-    if dist.is_main:
-        write_text_atomic(run_dir / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2) + "\n")
-    if resume_state is not None:
-        trainer.load_state_dict(resume_state)
-        dist.broadcast_module(trainer.policy)
-        console.print(f"resumed from {resume} at iteration {trainer.iteration}")
+    progress = Progress()
+    watchdog = StallWatchdog(dist, progress, cfg.stall_timeout_s, cfg.startup_timeout_s)
+    trainer = None
     try:
-        # Armed after the first iteration (its T steps and update): compilation is not a stall.
-        warmup = cfg.num_steps_per_env + 1
-        with StallWatchdog(dist, lambda: trainer.progress, cfg.stall_timeout_s, warmup=warmup):
+        # Armed from the start, with a longer allowance until the first iteration is done.
+        with watchdog, RunDir(run_dir, console) if dist.is_main else contextlib.nullcontext() as run:
+            trainer = _prepare(cfg, tcfg, dist, progress, console, run)
             trainer.learn()
-    except torch.distributed.DistError as error:
-        if not dist.active:
+    except RuntimeError as error:
+        # torch's DistError, or gloo's plain RuntimeError (its message names gloo's source) for a peer that went away.
+        if not dist.active or not (isinstance(error, torch.distributed.DistError) or "/gloo/" in str(error)):
             raise
+        watchdog.wait_for_exit()  # the watchdog is stopping the job: its report is the one to read
         print(
             f"phalanx train: rank {dist.rank}: lost the other ranks, stopping ({error})".splitlines()[0],
             file=sys.stderr,
@@ -227,12 +215,78 @@ def train(args: list[str], console: Console) -> int:
         return 1
     finally:
         if torch.distributed.is_initialized():  # one rank too: NCCL warns about a group left open
-            trainer.release_graphs()
+            if trainer is not None:
+                trainer.release_graphs()
             torch.distributed.destroy_process_group()
     if trainer.interrupted:
-        return 130  # the shell's code for "stopped by Ctrl-C"; the checkpoint is saved
+        return 128 + trainer.stop_signal  # the shell's code for "stopped by that signal"; the checkpoint is saved
     console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
     return 0
+
+
+def _new_run_dir(task: str) -> Path:
+    """runs/TASK/DATE_TIME, with a suffix if a run started in the same second."""
+    base = Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}_{n}")
+    return path
+
+
+def _prepare(
+    cfg: TrainCfg, tcfg: TaskCfg, dist: DistContext, progress: Progress, console: Console, run: RunDir | None
+) -> Trainer:
+    """From checked flags to a trainer ready for its first iteration: which checkpoint to continue
+    (checked against the flags before any env is built), the env, the trainer and its state, and,
+    once every check has passed, the run directory's config.json and metrics cut back."""
+    import torch
+
+    from phalanx.envs import make
+    from phalanx.envs.tables import sim_summary
+    from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint
+    from phalanx.rl.trainer import Trainer
+
+    device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
+    resume = Path(cfg.resume) if cfg.resume not in (None, "last") else None
+    if cfg.resume == "last":
+        last = run_dir / "checkpoints" / "model_last.pt"
+        resume = last if last.is_file() else None
+    if run is not None:
+        run.check_owner(resume, cfg.resume == "last")
+    state = load_checkpoint(resume, cfg.task, RESUME_KEYS) if resume else None
+    if state is not None:
+        check_resumable(state, dataclasses.asdict(cfg), resume)
+    low, high = dist.spread(state["iteration"] if state else -1, device)
+    if low != high:
+        raise ConfigError(
+            f"the ranks would continue from different iterations ({low} to {high}; -1 is a fresh start): every "
+            "node must see the same run directory (a filesystem all nodes share)",
+            "resume",
+        )
+    tcfg.sim = cfg.sim
+    if cfg.low_level_checkpoint is not None:  # absolute in config.json and checkpoints: play finds it anywhere
+        cfg.low_level_checkpoint = str(Path(cfg.low_level_checkpoint).resolve())
+    _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint)
+    try:
+        progress.enter("building the env")
+        env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
+        ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
+        console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
+        progress.enter("building the trainer")
+        trainer = Trainer(cfg, env, run_dir, console, dist, progress)
+    except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
+        if not isinstance(error, torch.OutOfMemoryError | MemoryError) and "can't allocate memory" not in str(error):
+            raise
+        reason = str(error).splitlines()[0]
+        raise ConfigError(f"{cfg.num_envs} envs do not fit on {device} ({reason})", "num_envs") from None
+    if state is not None:
+        trainer.load_state_dict(state)
+        dist.broadcast_module(trainer.policy)
+        console.print(f"resumed from {resume} at iteration {trainer.iteration}")
+    if run is not None:
+        run.begin(trainer.iteration, dataclasses.asdict(cfg))
+    return trainer
 
 
 def _set_low_level_checkpoint(tcfg, checkpoint: str | None) -> None:
@@ -261,10 +315,13 @@ def play(args: list[str], console: Console) -> None:
     cfg = tyro.cli(PlayCfg, default=PlayCfg(task=task, checkpoint=""), args=flags, prog=f"phalanx play {task}")
     if not cfg.checkpoint:
         raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
-    _positive("num-envs", cfg.num_envs)
-    _positive("steps", cfg.steps)
+    check_int("num_envs", cfg.num_envs)
+    if cfg.steps is not None:
+        check_int("steps", cfg.steps)
     if not 0 <= cfg.video_env < cfg.num_envs:
         raise ConfigError(f"--video-env: must be an env index in [0, {cfg.num_envs - 1}], got {cfg.video_env}")
+    if cfg.video is not None:
+        _check_video_path(Path(cfg.video))
     state = load_checkpoint(cfg.checkpoint, task)
     tcfg = task_cfg(task)
     tcfg.sim = type(tcfg.sim)(**state["config"]["sim"])
@@ -280,6 +337,20 @@ def play(args: list[str], console: Console) -> None:
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env {cfg.video_env}: {path} ({len(recorder.frames)} frames)")
+
+
+def _check_video_path(video: Path) -> None:
+    """Refuses, before any env is built, a video path that could not be written after the rollout."""
+    if video.suffix.lower() != ".mp4":
+        raise ConfigError(f"must name an .mp4 file, got {str(video)!r}", "video")
+    if video.is_dir():
+        raise ConfigError(f"{video} is a directory", "video")
+    if video.parent.exists() and not video.parent.is_dir():
+        raise ConfigError(f"{video.parent} is a file, not a directory", "video")
+    try:
+        probe_writable(video.parent)
+    except OSError as error:
+        raise ConfigError(f"cannot write into {video.parent} ({error.strerror})", "video") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
 
             bench(rest, console)
     except ConfigError as error:
-        print(f"phalanx {command}: error: {error}", file=sys.stderr)
+        print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)
         return 2
     return 0
 

@@ -12,7 +12,7 @@ import torch
 import tyro
 from rich.console import Console
 
-from phalanx.errors import ConfigError
+from phalanx.errors import ConfigError, check_int
 
 SWEEP = "256,512,1024,2048,4096,8192,16384,32768,65536"
 
@@ -115,15 +115,16 @@ def _save(kind: str, task: str, args: list[str], device: str, cfg, results: list
 def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
-    from phalanx.cli import _positive, _task_and_flags
+    from phalanx.cli import _task_and_flags
     from phalanx.devices import resolve_device
 
     task, flags = _task_and_flags(f"bench {kind}", args)
     default = BenchCfg(task=task, num_envs=SWEEP if kind == "envs" else BenchCfg.num_envs)
     cfg = tyro.cli(BenchCfg, default=default, args=flags, prog=f"phalanx bench {kind} {task}")
     counts = _env_counts(cfg.num_envs)
-    _positive("iterations", cfg.iterations)
-    _positive("num-steps-per-env", cfg.num_steps_per_env)
+    check_int("iterations", cfg.iterations)
+    if cfg.num_steps_per_env is not None:
+        check_int("num_steps_per_env", cfg.num_steps_per_env)
     if cfg.profile < 0:
         raise ConfigError(f"--profile: must be >= 0, got {cfg.profile}")
     device = resolve_device(cfg.device)
@@ -152,7 +153,7 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
 def run_scaling(args: list[str], console: Console) -> None:
     from phalanx.bench import scaling
     from phalanx.bench.telemetry import Telemetry
-    from phalanx.cli import _positive, _task_and_flags
+    from phalanx.cli import _task_and_flags
     from phalanx.devices import resolve_device
 
     task, flags = _task_and_flags("bench scaling", args)
@@ -160,8 +161,8 @@ def run_scaling(args: list[str], console: Console) -> None:
     if cfg.mode not in ("strong", "weak"):
         raise ConfigError(f"--mode: got {cfg.mode!r}; allowed: 'strong', 'weak'")
     counts = _env_counts(cfg.gpus).copy()
-    _positive("num-envs", cfg.num_envs)
-    _positive("iterations", cfg.iterations)
+    check_int("num_envs", cfg.num_envs)
+    check_int("iterations", cfg.iterations)
     device = resolve_device(cfg.device)
     if device.type == "cuda" and max(counts) > torch.cuda.device_count():
         raise ConfigError(f"--gpus: asks for {max(counts)} GPUs, this machine has {torch.cuda.device_count()}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -66,6 +67,58 @@ class DistContext:
             dist.all_reduce(tensor)
             tensor /= self.world_size
         return tensor
+
+    def spread(self, value: int, device: torch.device) -> tuple[int, int]:
+        """The least and the greatest `value` over ranks (both `value` with one process)."""
+        if not self.active:
+            return value, value
+        both = torch.tensor([-value, value], dtype=torch.long, device=device)
+        dist.all_reduce(both, op=dist.ReduceOp.MAX)
+        return -int(both[0]), int(both[1])
+
+    def gather_to_main(self, tree: Any, device: torch.device) -> list[Any] | None:
+        """Every rank's `tree` (nested dicts, lists and tuples of tensors and plain values, alike
+        in structure and shapes on every rank) on rank 0, in rank order, with tensors on the CPU;
+        None on the other ranks. One gather of each rank's tensors packed into bytes on `device`
+        (plain values are rank 0's)."""
+        if not self.active:
+            return [_unpack(tree, _pack(tree, torch.device("cpu")))]
+        packed = _pack(tree, device)
+        low, high = self.spread(packed.numel(), device)
+        if low != high:
+            raise RuntimeError(f"gather_to_main: ranks hold {low} to {high} bytes of state; they must be alike")
+        chunks = [torch.empty_like(packed) for _ in range(self.world_size)] if self.is_main else None
+        dist.gather(packed, chunks, dst=0)
+        return None if chunks is None else [_unpack(tree, chunk.cpu()) for chunk in chunks]
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    """The tensors of a nested state, in a fixed order."""
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    children = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, list | tuple) else ()
+    return [t for child in children for t in _tensors(child)]
+
+
+def _pack(tree: Any, device: torch.device) -> torch.Tensor:
+    """The bytes of the tree's tensors, concatenated: a uint8 tensor on `device`."""
+    parts = [t.detach().reshape(-1).view(torch.uint8).to(device) for t in _tensors(tree)]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.uint8, device=device)
+
+
+def _unpack(tree: Any, packed: torch.Tensor, offset: list[int] | None = None) -> Any:
+    """A copy of `tree` whose tensors are read, in `_tensors` order, from the bytes `packed`."""
+    offset = [0] if offset is None else offset
+    if isinstance(tree, torch.Tensor):
+        size = tree.numel() * tree.element_size()
+        chunk = packed[offset[0] : offset[0] + size].clone()  # its own storage: aligned for any dtype
+        offset[0] += size
+        return chunk.view(tree.dtype).reshape(tree.shape)
+    if isinstance(tree, dict):
+        return {key: _unpack(value, packed, offset) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(_unpack(value, packed, offset) for value in tree)
+    return tree
 
 
 def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[DistContext, str | None]:

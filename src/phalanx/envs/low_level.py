@@ -53,7 +53,7 @@ class LowLevelPolicy(Term):
         train = default_train_cfg(cfg.task)
         policy, normalize, state = train.policy, train.empirical_normalization, None
         if cfg.checkpoint is not None:
-            from phalanx.rl.checkpoint import CheckpointError, load_checkpoint
+            from phalanx.rl.checkpoint import CheckpointError, load_checkpoint, load_weights
             from phalanx.rl.config import PolicyCfg
 
             try:
@@ -71,15 +71,10 @@ class LowLevelPolicy(Term):
         self.normalizer = EmpiricalNormalizer(obs_dim).to(env.device) if normalize else None
         if state is not None:
             actor = {k.removeprefix("actor."): v for k, v in state["policy"].items() if k.startswith("actor.")}
-            try:
-                self.actor.load_state_dict(actor)
-            except RuntimeError as error:
-                raise ConfigError(
-                    f"--low-level-checkpoint: {cfg.checkpoint} does not fit {cfg.task}'s observations "
-                    f"({obs_dim}) and actions ({env.joint_action_dim}): {str(error).splitlines()[0]}"
-                ) from None
+            source = f"--low-level-checkpoint: {cfg.checkpoint} on {cfg.task}'s observations ({obs_dim})"
+            load_weights(self.actor, actor, f"{source}: the actor")
             if self.normalizer is not None:
-                self.normalizer.load_state_dict(state["obs_norm"])
+                load_weights(self.normalizer, state["obs_norm"], f"{source}: the normalizer")
         self.actor.requires_grad_(False)
 
     def _value(self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg) -> torch.Tensor:

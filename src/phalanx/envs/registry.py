@@ -13,7 +13,7 @@ from phalanx.envs.task_env import TaskEnv
 from phalanx.envs.tasks.anymal import anymal_flat_cfg, anymal_nav_cfg, anymal_rough_cfg
 from phalanx.envs.tasks.cartpole import cartpole_cfg
 from phalanx.envs.tasks.locomotion import ant_cfg, humanoid_cfg
-from phalanx.errors import ConfigError
+from phalanx.errors import ConfigError, check_int
 
 TASKS: dict[str, Callable[[], TaskCfg]] = {
     "cartpole": cartpole_cfg,
@@ -58,8 +58,7 @@ def make(
     """
     cfg = task if isinstance(task, TaskCfg) else task_cfg(task)
     num_envs = cfg.num_envs if num_envs is None else num_envs
-    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs <= 0:
-        raise ConfigError(f"num_envs: must be a positive integer, got {num_envs!r}")
+    check_int("num_envs", num_envs)
     return TaskEnv(
         cfg,
         num_envs=num_envs,

@@ -12,7 +12,7 @@ from phalanx.envs.cfg import CommandTerm, ObsTermCfg, TaskCfg, Term
 from phalanx.envs.low_level import LowLevelPolicy
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.vec_env import VecEnv
-from phalanx.errors import ConfigError
+from phalanx.errors import ConfigError, check_positive
 from phalanx.sim import Simulator, load_model
 from phalanx.terrain.scene import TerrainScene
 
@@ -79,6 +79,7 @@ class TaskEnv(VecEnv):
     ):
         if capture and device.type != "cuda":
             raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
+        check_positive("episode_length_s", cfg.episode_length_s, " seconds")
         if device.type == "cuda":
             # CUDA graphs capture on the current device's stream: make it this env's device.
             torch.cuda.set_device(device)

@@ -1,18 +1,31 @@
-"""Checkpoints written atomically and read back with checks that speak to the user."""
+"""Checkpoints: written atomically, read as data (never as code), checked against what the
+reader needs with errors that speak to the user.
+
+A checkpoint holds only tensors, numbers, strings, lists, tuples and dicts, so it loads with
+`torch.load(weights_only=True)`: a file that needs anything else (pickled objects, which run code
+while loading) is refused before any of it runs.
+"""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from phalanx.errors import ConfigError
 from phalanx.files import atomic_path
 
+PLAY_KEYS = ("task", "config", "policy", "obs_norm")
+"""What playing a policy reads."""
+RESUME_KEYS = (*PLAY_KEYS, "iteration", "frames", "elapsed_s", "last_episode", "critic_norm", "ppo", "ranks")
+"""What resuming a run reads: the job's learner and, per rank, its envs and random generators."""
+
 
 class CheckpointError(ConfigError):
-    """A checkpoint that is missing, unreadable or belongs to another task."""
+    """A checkpoint that is missing, unreadable, unsafe or belongs to another task."""
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -21,17 +34,80 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         torch.save(state, tmp)
 
 
-def load_checkpoint(path: str | Path, task: str) -> dict[str, Any]:
-    """Loads a phalanx checkpoint (onto the CPU) and checks it was made for `task`."""
+def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KEYS) -> dict[str, Any]:
+    """Loads a phalanx checkpoint onto the CPU as data only, and checks it was made for `task`
+    and holds `keys`.
+
+    Raises:
+        CheckpointError: no such file, not a checkpoint, needs unpickling of objects, another
+            task's, or lacks some of `keys` (all named in one line).
+    """
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint: no file {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as error:  # noqa: BLE001 (any unpickling failure means the same to the user)
-        raise CheckpointError(f"checkpoint: {path} is not a readable phalanx checkpoint ({error})") from None
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            f"checkpoint: {path} holds Python objects, not only tensors, numbers, strings, lists and dicts; "
+            "loading them could run code from the file, so it is refused"
+        ) from None
+    except Exception as error:  # noqa: BLE001 (a torn or foreign file means the same to the user)
+        raise CheckpointError(
+            f"checkpoint: {path} is not a readable phalanx checkpoint ({str(error).splitlines()[0]})"
+        ) from None
     if not isinstance(state, dict) or "task" not in state:
         raise CheckpointError(f"checkpoint: {path} is not a phalanx checkpoint")
     if state["task"] != task:
         raise CheckpointError(f"checkpoint: {path} was trained on task {state['task']!r}, not {task!r}")
+    missing = [key for key in keys if key not in state]
+    if missing:
+        raise CheckpointError(
+            f"checkpoint: {path} lacks {', '.join(map(repr, missing))} (not written by this version of phalanx train)"
+        )
     return state
+
+
+def load_weights(module: nn.Module, weights: dict[str, torch.Tensor], source: str) -> None:
+    """`module.load_state_dict(weights)`, refusing with one line that names the first tensor
+    that is missing, extra or of another shape (`source` says where the weights come from)."""
+    own = module.state_dict()
+    missing, extra = [k for k in own if k not in weights], [k for k in weights if k not in own]
+    if missing or extra:
+        raise CheckpointError(f"{source}: the network differs (missing {missing}, unexpected {extra})")
+    for name, tensor in own.items():
+        theirs = weights[name]
+        if not isinstance(theirs, torch.Tensor) or theirs.shape != tensor.shape:
+            shape = tuple(theirs.shape) if isinstance(theirs, torch.Tensor) else type(theirs).__name__
+            raise CheckpointError(
+                f"{source}: {name} is {shape} in the checkpoint but {tuple(tensor.shape)} here "
+                "(the network sizes or the task's observations and actions differ)"
+            )
+    module.load_state_dict(weights)
+
+
+NETWORK_FIELDS = ("actor_hidden_dims", "critic_hidden_dims", "activation")
+
+
+def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | Path) -> None:
+    """Refuses, before any env is built, to continue `state` in a run configured as `config`
+    (a TrainCfg as a dict) with other envs per rank or another network; names the flag."""
+    saved = state["config"]
+    if not isinstance(saved, dict) or not isinstance(saved.get("policy"), dict) or "num_envs" not in saved:
+        raise CheckpointError(f"checkpoint: {path} lacks its training config (not written by this version of phalanx)")
+    if saved["num_envs"] != config["num_envs"]:
+        raise CheckpointError(
+            f"the checkpoint was trained with {saved['num_envs']} envs, this run has {config['num_envs']}", "num_envs"
+        )
+    for name in NETWORK_FIELDS:
+        theirs, ours = saved["policy"].get(name), config["policy"][name]
+        if _plain(theirs) != _plain(ours):
+            raise CheckpointError(
+                f"the checkpoint's network has {_plain(theirs)}, this run asks for {_plain(ours)} "
+                "(resume with the checkpoint's)",
+                f"policy.{name}",
+            )
+
+
+def _plain(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value

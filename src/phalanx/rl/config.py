@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.rl.models import ACTIVATIONS
 from phalanx.rl.ppo import PPOCfg
 from phalanx.sim import SimCfg
 
@@ -20,6 +22,15 @@ class PolicyCfg:
     """Activation between layers: elu, relu, tanh, selu or silu."""
     init_noise_std: float = 1.0
     """Initial standard deviation of the Gaussian policy."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`policy.FIELD`), its value and what is allowed."""
+        for name in ("actor_hidden_dims", "critic_hidden_dims"):
+            for width in getattr(self, name):
+                check_int(f"policy.{name}", width)
+        if self.activation not in ACTIVATIONS:
+            raise ConfigError(f"got {self.activation!r}; allowed: {', '.join(ACTIVATIONS)}", "policy.activation")
+        check_positive("policy.init_noise_std", self.init_noise_std)
 
 
 @dataclass
@@ -60,7 +71,11 @@ class TrainCfg:
     seed + rank, gradients averaged over ranks, only rank 0 writes."""
     stall_timeout_s: float = 60.0
     """Distributed: a rank that makes no progress for this long (after its first iteration)
-    stops the job and names the ranks behind; collectives time out after twice this (at least 120 s)."""
+    stops the job and names the ranks behind."""
+    startup_timeout_s: float = 600.0
+    """Distributed: the same for start-up (joining, building the env, compiling, the first
+    iteration), which may take minutes while kernels compile. Collectives time out after this
+    plus twice `stall_timeout_s`."""
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""
@@ -71,6 +86,20 @@ class TrainCfg:
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     sim: SimCfg = field(default_factory=SimCfg)
     """Physics settings; `phalanx train` starts from the task's own."""
+
+
+def check_train_cfg(cfg: TrainCfg) -> None:
+    """Raises ConfigError naming the first invalid field, its value and what is allowed: every
+    check that needs no env, so that a bad flag fails before anything is built."""
+    if cfg.num_envs is not None:
+        check_int("num_envs", cfg.num_envs)
+    for name in ("max_iterations", "num_steps_per_env", "save_interval", "cpu_num_envs"):
+        check_int(name, getattr(cfg, name))
+    check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
+    check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
+    cfg.algo.check()
+    cfg.policy.check()
+    cfg.sim.check()
 
 
 def default_train_cfg(task: str) -> TrainCfg:

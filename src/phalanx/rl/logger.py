@@ -13,7 +13,8 @@ class RunLogger:
     """Writes one JSON object per iteration to `run_dir/metrics.jsonl` and the same scalars to
     TensorBoard; prints one console line per iteration. Without a run_dir only the console."""
 
-    def __init__(self, run_dir: Path | None, console: Console):
+    def __init__(self, run_dir: Path | None, console: Console, purge_step: int | None = None):
+        """`purge_step`: TensorBoard hides events an earlier attempt logged at this frame count or later."""
         self.console = console
         self._jsonl = None
         self._tb = None
@@ -21,7 +22,7 @@ class RunLogger:
             self._jsonl = open(run_dir / "metrics.jsonl", "a")  # noqa: SIM115 (closed in close())
             from torch.utils.tensorboard import SummaryWriter
 
-            self._tb = SummaryWriter(log_dir=str(run_dir))
+            self._tb = SummaryWriter(log_dir=str(run_dir), purge_step=purge_step)
 
     def log(self, metrics: dict[str, Any]) -> None:
         if self._jsonl is not None:

@@ -19,7 +19,7 @@ ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "selu": nn.SELU,
 def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str) -> nn.Sequential:
     """Linear layers of the given widths with `activation` between them (none after the last)."""
     if activation not in ACTIVATIONS:
-        raise ConfigError(f"policy.activation: got {activation!r}; allowed: {', '.join(ACTIVATIONS)}")
+        raise ConfigError(f"got {activation!r}; allowed: {', '.join(ACTIVATIONS)}", "policy.activation")
     layers: list[nn.Module] = []
     dims = (in_dim, *hidden)
     for a, b in zip(dims[:-1], dims[1:], strict=True):

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from phalanx.envs.task_env import TaskEnv
+from phalanx.rl.checkpoint import load_weights
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
@@ -21,9 +22,9 @@ def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[torch.Tensor], 
     """The checkpoint's deterministic policy: policy observations (N, obs_dim) -> mean actions."""
     cfg = state["config"]
     policy = ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg(**cfg["policy"])).to(env.device)
-    policy.load_state_dict(state["policy"])
+    load_weights(policy, state["policy"], "--checkpoint: the policy")
     normalizer = EmpiricalNormalizer(env.observation_spec["policy"][0]).to(env.device)
-    normalizer.load_state_dict(state["obs_norm"])
+    load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
 
     @torch.no_grad()
     def act(obs: torch.Tensor) -> torch.Tensor:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from phalanx.dist import DistContext
-from phalanx.errors import ConfigError
+from phalanx.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.storage import RolloutStorage
 
@@ -49,6 +49,21 @@ class PPOCfg:
     """Gradient-norm clip."""
     normalize_advantages: bool = True
     """Normalize advantages per minibatch."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`algo.FIELD`), its value and what is allowed."""
+        check_positive("algo.learning_rate", self.learning_rate)
+        if self.schedule not in ("adaptive", "fixed"):
+            raise ConfigError(f"got {self.schedule!r}; allowed: 'adaptive', 'fixed'", "algo.schedule")
+        check_positive("algo.desired_kl", self.desired_kl)
+        check_int("algo.num_learning_epochs", self.num_learning_epochs)
+        check_int("algo.num_mini_batches", self.num_mini_batches)
+        check_positive("algo.clip_param", self.clip_param)
+        check_range("algo.gamma", self.gamma, 0.0, 1.0)
+        check_range("algo.lam", self.lam, 0.0, 1.0)
+        check_range("algo.value_loss_coef", self.value_loss_coef, low=0.0)
+        check_range("algo.entropy_coef", self.entropy_coef)
+        check_positive("algo.max_grad_norm", self.max_grad_norm)
 
 
 def surrogate_loss(
@@ -92,8 +107,7 @@ class PPO:
         capture: bool = False,
         dist: DistContext | None = None,
     ):
-        if cfg.schedule not in ("adaptive", "fixed"):
-            raise ConfigError(f"algo.schedule: got {cfg.schedule!r}; allowed: 'adaptive', 'fixed'")
+        cfg.check()
         self.policy, self.cfg, self.device, self.generator = policy, cfg, device, generator
         self.dist = dist or DistContext()
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)

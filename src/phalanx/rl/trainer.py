@@ -13,12 +13,13 @@ from typing import Any
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as ProgressBar
 
-from phalanx.dist import DistContext
+from phalanx.dist import DistContext, Progress
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
-from phalanx.rl.checkpoint import save_checkpoint
+from phalanx.rl.checkpoint import load_weights, save_checkpoint
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
 from phalanx.rl.models import ActorCritic, critic_group
@@ -28,10 +29,12 @@ from phalanx.rl.storage import RolloutStorage, compute_gae
 from phalanx.rl.timing import IntervalTimer, phase_range
 
 FPS_NAMES = ("fps_step", "fps_step_inference", "fps_total")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Trainer:
-    """Trains an actor-critic on `env` with PPO as `cfg` says; writes into `run_dir` if given."""
+    """Trains an actor-critic on `env` with PPO as `cfg` says; writes into `run_dir` if given
+    (every rank of a job gives the same: all take part in checkpoints, rank 0 writes)."""
 
     def __init__(
         self,
@@ -40,9 +43,11 @@ class Trainer:
         run_dir: Path | None,
         console: Console | None = None,
         dist: DistContext | None = None,
+        progress: Progress | None = None,
     ):
         self.dist = dist or DistContext()
         self.cfg, self.env = cfg, env
+        self.saves = run_dir is not None
         self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
         self.console = console or Console()
         self.device = env.device
@@ -78,8 +83,8 @@ class Trainer:
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
         self._env_log_names: list[str] = []  # the env's log scalars, as of the rollout's last step
         self._env_log = torch.zeros(0, device=self.device)
-        self.interrupted = False
-        self.progress = 0  # env steps, updates and saves begun by this process (the stall watchdog reads it)
+        self.stop_signal = 0  # SIGINT or SIGTERM once one asked training to stop (on any rank)
+        self.progress = progress or Progress()  # work begun by this process (the stall watchdog reads it)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
 
     # ----------------------------------------------------------------------------- rollout
@@ -102,7 +107,7 @@ class Trainer:
         in the second iteration), and the env step replays the env's graph between them."""
         obs = self.env.obs
         for t in range(self.cfg.num_steps_per_env):
-            self.progress += 1  # on entering a step: a rank blocked inside it has counted it
+            self.progress.tick()  # on entering a step: a rank blocked inside it has counted it
             self._copy_obs_in(obs)
             actions = self._staged(("act", t), self._act, t)
             step_timer.begin()
@@ -186,11 +191,17 @@ class Trainer:
 
     # ----------------------------------------------------------------------------- loop
 
+    @property
+    def interrupted(self) -> bool:
+        return self.stop_signal != 0
+
     def learn(self) -> None:
-        """Runs iterations up to `cfg.max_iterations`; Ctrl-C finishes the iteration, saves, stops."""
-        logger = RunLogger(self.run_dir, self.console)
-        previous_handler = signal.signal(signal.SIGINT, self._on_sigint)
-        progress = Progress(
+        """Runs iterations up to `cfg.max_iterations`. Ctrl-C (SIGINT) or SIGTERM finishes the
+        iteration, saves a checkpoint and stops; with several ranks, all stop after the same one."""
+        # Events an earlier attempt logged past this run's checkpoint are hidden in TensorBoard.
+        logger = RunLogger(self.run_dir, self.console, purge_step=self.frames + 1)
+        previous_handlers = {sig: signal.signal(sig, self._on_stop_signal) for sig in STOP_SIGNALS}
+        display = ProgressBar(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -200,30 +211,33 @@ class Trainer:
             transient=True,
         )
         try:
-            with progress:
-                bar = progress.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
+            with display:
+                bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
                 reported_invalid = 0
                 while self.iteration < self.cfg.max_iterations and not self.interrupted:
                     metrics = self._iterate()
                     logger.log(metrics)
-                    progress.console.print(logger.line(metrics, self.cfg.max_iterations))
+                    display.console.print(logger.line(metrics, self.cfg.max_iterations))
                     if metrics["invalid_env_resets"] > reported_invalid:  # new ones this iteration
                         reported_invalid = metrics["invalid_env_resets"]
                         for line in self.env.report_invalid():
-                            progress.console.print(f"[yellow]warning:[/yellow] {line}")
+                            display.console.print(f"[yellow]warning:[/yellow] {line}")
                     if metrics["skipped_updates"]:
-                        progress.console.print(
+                        display.console.print(
                             f"[yellow]warning:[/yellow] {metrics['skipped_updates']:.0f} minibatch updates "
                             "skipped so far: non-finite loss or gradient"
                         )
-                    progress.update(bar, completed=self.iteration)
+                    display.update(bar, completed=self.iteration)
                     if self.iteration % self.cfg.save_interval == 0:
                         self.save()
             self.save()
             if self.interrupted:
-                self.console.print(f"interrupted: saved {self.checkpoint_path()} at iteration {self.iteration}")
+                name = signal.Signals(self.stop_signal).name
+                path, iteration = self.checkpoint_path(), self.iteration
+                self.console.print(f"interrupted by {name}: saved {path} at iteration {iteration}")
         finally:
-            signal.signal(signal.SIGINT, previous_handler)
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
             logger.close()
 
     def release_graphs(self) -> None:
@@ -233,13 +247,22 @@ class Trainer:
         self._graphs.clear()
         self.ppo.release_graph()
 
-    def _on_sigint(self, signum, frame) -> None:
+    def _on_stop_signal(self, signum: int, frame) -> None:
+        """The first SIGINT or SIGTERM stops training after this iteration. A second Ctrl-C of a
+        single process aborts; other repeats are ignored: a scheduler signals every process of a
+        job and torchrun's agent forwards the signal again, and the save is what they wait for."""
         if self.interrupted:
-            raise KeyboardInterrupt
-        self.interrupted = True
-        self.console.print("Ctrl-C: finishing this iteration, then saving a checkpoint (Ctrl-C again to abort)")
+            if signum == signal.SIGINT and not self.dist.active:
+                raise KeyboardInterrupt
+            return
+        self.stop_signal = signum
+        again = " (Ctrl-C again to abort)" if signum == signal.SIGINT and not self.dist.active else ""
+        name = signal.Signals(signum).name
+        self.console.print(f"{name}: finishing this iteration, then saving a checkpoint{again}")
 
     def _iterate(self) -> dict[str, Any]:
+        first = "" if self.progress.started else ", the first of this process"
+        self.progress.enter(f"iteration {self.iteration}{first}")
         step_timer, collect_timer, total_timer = (IntervalTimer(self.device) for _ in range(3))
         total_timer.begin()
         collect_timer.begin()
@@ -248,7 +271,7 @@ class Trainer:
             self._collect(step_timer)
         collect_timer.end()
         with phase_range("ppo_update", self.profiling):
-            self.progress += 1
+            self.progress.tick()
             losses = self.ppo.update(self.storage)
         total_timer.end()
 
@@ -257,15 +280,19 @@ class Trainer:
         rates = [local_frames / step_s, local_frames / collect_s, local_frames / total_s]
         # The one host read of the iteration (after one sum over ranks when distributed).
         env_log = [f"env/{name}" for name in self._env_log_names]
-        names = [*self._stat_names, *losses, *env_log, "invalid_env_resets", "interrupted", *FPS_NAMES]
-        host_values = torch.tensor([float(self.interrupted), *rates], device=self.device)
+        stops = [f"stop/{sig.name}" for sig in STOP_SIGNALS]
+        names = [*self._stat_names, *losses, *env_log, "invalid_env_resets", *stops, *FPS_NAMES]
+        asked = [float(self.stop_signal == sig) for sig in STOP_SIGNALS]
+        host_values = torch.tensor([*asked, *rates], device=self.device)
         device_values = [*self._episode_stats, *(v.float() for v in losses.values()), *self._env_log]
         device_values.append(self.env.invalid_resets.float())
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in [*losses, *env_log]:  # losses, the learning rate and env logs: the mean over ranks
             stats[key] /= self.dist.world_size
-        self.interrupted = stats["interrupted"] > 0  # Ctrl-C on any rank stops every rank after this iteration
+        for sig, name in zip(STOP_SIGNALS, stops, strict=True):  # a signal to any rank stops every rank now
+            if stats[name] > 0:
+                self.stop_signal = sig  # SIGTERM wins over SIGINT: the later in STOP_SIGNALS
         frames = local_frames * self.dist.world_size
         self.frames += frames
         self.elapsed_s += total_s
@@ -293,6 +320,7 @@ class Trainer:
             }
             metrics.update(per_episode)
         self.iteration += 1
+        self.progress.started = True
         return metrics
 
     # ----------------------------------------------------------------------------- checkpoints
@@ -300,7 +328,15 @@ class Trainer:
     def checkpoint_path(self) -> Path | None:
         return None if self.run_dir is None else self.run_dir / "checkpoints" / "model_last.pt"
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> dict[str, Any] | None:
+        """The job's state: the learner (alike on every rank) and each rank's envs and random
+        generators, in rank order under "ranks". A collective: every rank calls it, rank 0
+        gets the state, the others None."""
+        own = {"env": self.env.state_dict(), "generator": self.generator.get_state()}
+        own["torch_rng"] = torch.get_rng_state()
+        ranks = self.dist.gather_to_main(own, self.device)
+        if ranks is None:
+            return None
         return {
             "task": self.cfg.task,
             "config": dataclasses.asdict(self.cfg),
@@ -312,37 +348,42 @@ class Trainer:
             "obs_norm": self.obs_norm.state_dict(),
             "critic_norm": self.critic_norm.state_dict(),
             "ppo": self.ppo.state_dict(),
-            "generator": self.generator.get_state(),
-            "torch_rng": torch.get_rng_state(),
-            "env": self.env.state_dict(),
+            "ranks": ranks,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if self.dist.is_main and state["env"]["num_envs"] != self.env.num_envs:
-            raise ConfigError(
-                f"--num-envs: the checkpoint was trained with {state['env']['num_envs']} envs, "
-                f"this run has {self.env.num_envs}"
-            )
+        """Continues exactly where `state` stopped: each rank takes its own envs and generators.
+        Ranks the checkpoint has no envs for (a job with more ranks) keep their fresh ones."""
         self.iteration, self.frames, self.elapsed_s = state["iteration"], state["frames"], state["elapsed_s"]
         self.last_episode = state["last_episode"]
-        self.policy.load_state_dict(state["policy"])
-        self.obs_norm.load_state_dict(state["obs_norm"])
-        self.critic_norm.load_state_dict(state["critic_norm"])
+        load_weights(self.policy, state["policy"], "--resume: the policy")
+        load_weights(self.obs_norm, state["obs_norm"], "--resume: the observation normalizer")
+        load_weights(self.critic_norm, state["critic_norm"], "--resume: the critic's observation normalizer")
         self.ppo.load_state_dict(state["ppo"])
-        torch.set_rng_state(state["torch_rng"])
-        if self.dist.is_main:  # the checkpoint holds rank 0's envs; other ranks keep their own
-            self.generator.set_state(state["generator"])
-            self.env.load_state_dict(_to_device(state["env"], self.device))
+        ranks = state["ranks"]
+        if len(ranks) != self.dist.world_size:
+            fate = "keep fresh envs" if len(ranks) < self.dist.world_size else "were left out"
+            self.console.print(
+                f"[yellow]warning:[/yellow] the checkpoint holds the envs of {len(ranks)} rank(s), this job has "
+                f"{self.dist.world_size}: the others {fate}, so the run continues, but not exactly"
+            )
+        if self.dist.rank < len(ranks):
+            own = ranks[self.dist.rank]
+            self.generator.set_state(own["generator"])
+            torch.set_rng_state(own["torch_rng"])
+            self.env.load_state_dict(_to_device(own["env"], self.device))
 
     def save(self) -> None:
-        path = self.checkpoint_path()
-        if path is None:
+        """Writes model_last.pt and model_ITERATION.pt (rank 0; every rank takes part)."""
+        if not self.saves:
             return
-        self.progress += 1  # a slow disk is not a stall: the watchdog sees the save begin and end
+        self.progress.enter("saving a checkpoint")  # a slow disk is not a stall: the watchdog sees it begin and end
         state = self.state_dict()
-        save_checkpoint(path, state)
-        save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
-        self.progress += 1
+        path = self.checkpoint_path()
+        if state is not None and path is not None:
+            save_checkpoint(path, state)
+            save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
+        self.progress.tick()
 
 
 def _to_device(value: Any, device: torch.device) -> Any:

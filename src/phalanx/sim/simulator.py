@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import mujoco_warp as mjw
 import numpy as np
+import psutil
 import torch
 import warp as wp
 
-from phalanx.errors import ConfigError
+from phalanx.errors import ConfigError, check_int, check_positive
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
@@ -49,6 +52,38 @@ class SimCfg:
     """On CUDA, capture the physics substeps once as a CUDA graph and replay it (off: eager
     launches, for debugging; about 10x slower)."""
 
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`sim.FIELD`), its value and what is allowed."""
+        if self.dt is not None:
+            check_positive("sim.dt", self.dt, " seconds (or None: the model's timestep)")
+        check_int("sim.decimation", self.decimation)
+        for name in ("nconmax_per_env", "njmax_per_env"):
+            value = getattr(self, name)
+            if value is not None:
+                check_int(f"sim.{name}", value, minimum=0)
+        check_positive("sim.max_qvel", self.max_qvel)
+
+
+def free_memory_bytes(device: torch.device) -> int:
+    """Bytes that can still be allocated on `device`: free GPU memory, or available host memory."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    return psutil.virtual_memory().available
+
+
+def _warp_bytes(struct: Any, seen: set[int] | None = None) -> int:
+    """Bytes held by the Warp arrays of a MuJoCo Warp dataclass (nested ones included)."""
+    seen = set() if seen is None else seen
+    total = 0
+    for f in dataclasses.fields(struct):
+        value = getattr(struct, f.name)
+        if isinstance(value, wp.array) and id(value) not in seen:
+            seen.add(id(value))
+            total += value.capacity
+        elif dataclasses.is_dataclass(value):
+            total += _warp_bytes(value, seen)
+    return total
+
 
 def _object_name(mjm: mujoco.MjModel, obj: mujoco.mjtObj, index: int) -> str:
     """The object's name, or e.g. "body3" when it has none."""
@@ -65,12 +100,8 @@ class Simulator:
     """
 
     def __init__(self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg):
-        if num_envs <= 0:
-            raise ConfigError(f"num_envs: must be a positive integer, got {num_envs}")
-        if cfg.decimation < 1:
-            raise ConfigError(f"sim.decimation: must be >= 1, got {cfg.decimation}")
-        if not cfg.max_qvel > 0:
-            raise ConfigError(f"sim.max_qvel: must be > 0, got {cfg.max_qvel}")
+        check_int("num_envs", num_envs)
+        cfg.check()
         if cfg.dt is not None:
             mjm.opt.timestep = cfg.dt
         self.mjm = mjm
@@ -83,9 +114,15 @@ class Simulator:
             cfg.njmax_per_env if cfg.njmax_per_env is not None else round_up(constraint_capacity(mjm, self.nconmax), 4)
         )
         with wp.ScopedDevice(self.wp_device):
+            self._check_memory()
             self.model = mjw.put_model(mjm)
             self.model.opt.warn_overflow = 0  # overflows are reported by phalanx, per env, with the flag to fix them
-            self.data = mjw.make_data(mjm, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
+            try:
+                self.data = mjw.make_data(mjm, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
+            except RuntimeError as error:  # Warp's allocator: "Failed to allocate N bytes on device ..."
+                if "Failed to allocate" not in str(error):
+                    raise
+                raise ConfigError(f"{num_envs} envs do not fit on {self.device} ({error})", "num_envs") from None
         self._bind_views()
         self._bind_names()
         self.default_qpos = torch.as_tensor(self._home_qpos(), dtype=torch.float32, device=self.device)
@@ -93,6 +130,21 @@ class Simulator:
         self._stepped = False
         self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
         self._wp_streams: dict[int, wp.Stream] = {}
+
+    def _check_memory(self) -> None:
+        """Refuses, before allocating, an env count whose physics state alone exceeds the device's
+        free memory (sized from a one-world MuJoCo Warp data; the env, the policy and the rollout
+        need more on top, so this is a floor)."""
+        one = mjw.make_data(self.mjm, nworld=1, nconmax=self.nconmax, njmax=self.njmax)
+        per_env = _warp_bytes(one)
+        free = free_memory_bytes(self.device)
+        if per_env * self.num_envs > free:
+            raise ConfigError(
+                f"{self.num_envs} envs need at least {per_env * self.num_envs / 2**30:,.1f} GiB for the physics "
+                f"state alone ({per_env / 1024:,.1f} KiB per env), but {self.device} has {free / 2**30:,.1f} GiB "
+                f"free; at most {free // per_env:,} envs fit there",
+                "num_envs",
+            )
 
     @property
     def stepped(self) -> bool:

@@ -1,0 +1,118 @@
+"""Every bad flag, path or checkpoint is one line naming the flag, the value and what is allowed,
+exit status 2, and (where it can be known then) refused before any env is built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import phalanx
+from phalanx.cli import main
+from phalanx.envs import task_cfg
+from phalanx.errors import ConfigError
+
+TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    run_dir = tmp_path_factory.mktemp("run")
+    assert main(["train", "cartpole", *TINY, "--max-iterations", "1", "--run-dir", str(run_dir)]) == 0
+    return run_dir / "checkpoints" / "model_last.pt"
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory, checkpoint: Path) -> Path:
+    """A checkpoint dict that lost its learner and env state."""
+    state = torch.load(checkpoint, weights_only=True)
+    path = tmp_path_factory.mktemp("partial") / "partial.pt"
+    torch.save({key: state[key] for key in ("task", "config", "policy", "obs_norm")}, path)
+    return path
+
+
+@pytest.fixture
+def no_env(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("an env was built before the input was checked")
+
+    monkeypatch.setattr(phalanx.envs, "make", refuse)
+
+
+def _run(args: list[str], capsys) -> str:
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+TRAIN = ["train", "cartpole", *TINY, "--max-iterations", "1"]
+BAD_TRAIN_FLAGS = [
+    (["--algo.num-mini-batches", "0"], "--algo.num-mini-batches: must be a positive integer, got 0"),
+    (["--algo.num-mini-batches", "-4"], "--algo.num-mini-batches: must be a positive integer, got -4"),
+    (["--algo.num-mini-batches", "3"], "--algo.num-mini-batches: 3 does not divide num_envs x num_steps_per_env"),
+    (["--sim.dt", "0"], "--sim.dt: must be a finite number > 0 seconds (or None: the model's timestep), got 0.0"),
+    (["--sim.dt", "-0.01"], "--sim.dt: must be a finite number > 0 seconds (or None: the model's timestep), got -0.01"),
+    (["--algo.learning-rate", "nan"], "--algo.learning-rate: must be a finite number > 0, got nan"),
+    (["--algo.learning-rate", "0"], "--algo.learning-rate: must be a finite number > 0, got 0.0"),
+    (["--algo.learning-rate", "-1e-3"], "--algo.learning-rate: must be a finite number > 0, got -0.001"),
+    (["--algo.num-learning-epochs", "0"], "--algo.num-learning-epochs: must be a positive integer, got 0"),
+    (["--policy.init-noise-std", "0"], "--policy.init-noise-std: must be a finite number > 0, got 0.0"),
+    (["--policy.init-noise-std", "-1"], "--policy.init-noise-std: must be a finite number > 0, got -1.0"),
+    (["--algo.gamma", "1.5"], "--algo.gamma: must be in [0, 1], got 1.5"),
+    (["--max-iterations", "0"], "--max-iterations: must be a positive integer, got 0"),
+    (["--stall-timeout-s", "inf"], "--stall-timeout-s: must be a finite number > 0 seconds, got inf"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), BAD_TRAIN_FLAGS, ids=[" ".join(f) for f, _ in BAD_TRAIN_FLAGS])
+def test_bad_train_flag(flags: list[str], message: str, no_env, capsys, tmp_path: Path) -> None:
+    assert message in _run([*TRAIN, "--run-dir", str(tmp_path / "run"), *flags], capsys)
+    assert not (tmp_path / "run").exists(), "nothing written"
+
+
+def test_resume_with_other_network_sizes(checkpoint: Path, no_env, capsys, tmp_path: Path) -> None:
+    args = [*TRAIN, "--run-dir", str(tmp_path), "--resume", str(checkpoint), "--policy.critic-hidden-dims", "8"]
+    err = _run(args, capsys)
+    assert "--policy.critic-hidden-dims: the checkpoint's network has (32, 32), this run asks for (8,)" in err
+
+
+def test_resume_from_a_checkpoint_that_lacks_keys(partial: Path, no_env, capsys, tmp_path: Path) -> None:
+    err = _run([*TRAIN, "--run-dir", str(tmp_path), "--resume", str(partial)], capsys)
+    assert f"checkpoint: {partial} lacks 'iteration', 'frames', 'elapsed_s', 'last_episode', 'critic_norm'" in err
+
+
+def test_play_a_checkpoint_that_lacks_keys(tmp_path: Path, no_env, capsys) -> None:
+    path = tmp_path / "bare.pt"
+    torch.save({"task": "cartpole", "config": {}}, path)
+    err = _run(["play", "cartpole", "--checkpoint", str(path)], capsys)
+    assert f"checkpoint: {path} lacks 'policy', 'obs_norm'" in err
+
+
+@pytest.mark.parametrize("where", ["under a file", "under a file's path", "not mp4", "a directory"])
+def test_a_video_that_could_not_be_written(checkpoint: Path, tmp_path: Path, no_env, capsys, where: str) -> None:
+    file, folder = tmp_path / "notes.txt", tmp_path / "clip.mp4"
+    file.write_text("not a directory")
+    folder.mkdir()
+    video, message = {
+        "under a file": (file / "play.mp4", f"--video: {file} is a file, not a directory"),
+        "under a file's path": (file / "x" / "play.mp4", f"--video: cannot write into {file / 'x'} (Not a directory)"),
+        "not mp4": (tmp_path / "play.gif", "--video: must name an .mp4 file, got"),
+        "a directory": (folder, f"--video: {folder} is a directory"),
+    }[where]
+    assert message in _run(["play", "cartpole", "--checkpoint", str(checkpoint), "--video", str(video)], capsys)
+
+
+def test_num_envs_far_beyond_memory_is_refused_before_allocating(capsys, tmp_path: Path) -> None:
+    err = _run(["train", "cartpole", "--device", "cpu", "--num-envs", str(10**10), "--run-dir", str(tmp_path)], capsys)
+    assert "--num-envs: 10000000000 envs need at least" in err and "GiB for the physics state alone" in err
+    assert "envs fit there" in err
+
+
+@pytest.mark.parametrize("length", [0.0, -1.0, float("nan")])
+def test_episode_length_must_be_positive(length: float) -> None:
+    cfg = task_cfg("cartpole")
+    cfg.episode_length_s = length
+    with pytest.raises(ConfigError, match=rf"episode_length_s: must be a finite number > 0 seconds, got {length}"):
+        phalanx.make(cfg, num_envs=2, device="cpu", verbose=False)

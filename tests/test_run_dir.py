@@ -1,0 +1,127 @@
+"""A run directory belongs to one run: refusals, the lock, and what a resume leaves behind."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from phalanx.cli import main
+from phalanx.rl.run_dir import RunDir
+
+TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "2"]
+
+
+def _train(run_dir: Path, *flags: str) -> int:
+    return main(["train", "cartpole", *TINY, "--run-dir", str(run_dir), *flags])
+
+
+def _iterations(run_dir: Path) -> list[int]:
+    return [json.loads(line)["iteration"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def _snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.rglob("*")) if p.is_file()}
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_a_fresh_run_into_a_run_directory_is_refused_and_changes_nothing(tmp_path: Path, capsys) -> None:
+    assert _train(tmp_path, "--max-iterations", "2") == 0
+    before = _snapshot(tmp_path)
+    capsys.readouterr()
+    assert _train(tmp_path, "--max-iterations", "2") == 2
+    err = _one_line_error(capsys)
+    assert f"--run-dir: {tmp_path} already holds a run (config.json, metrics.jsonl, checkpoints/" in err
+    assert "continue it with --resume last, or choose a new --run-dir" in err
+    assert _snapshot(tmp_path) == before
+
+
+def test_another_runs_checkpoint_is_not_resumed_into_a_run_directory(tmp_path: Path, capsys) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _train(a, "--max-iterations", "2") == 0
+    assert _train(b, "--max-iterations", "2") == 0
+    before = _snapshot(b)
+    capsys.readouterr()
+    assert _train(b, "--max-iterations", "4", "--resume", str(a / "checkpoints" / "model_2.pt")) == 2
+    assert f"--run-dir: {b} already holds another run than" in _one_line_error(capsys)
+    assert _snapshot(b) == before
+
+
+def test_a_live_run_holds_its_directory(tmp_path: Path, capsys) -> None:
+    with RunDir(tmp_path, Console(quiet=True)):
+        assert _train(tmp_path, "--max-iterations", "1") == 2
+        err = _one_line_error(capsys)
+        assert f"--run-dir: {tmp_path} is in use by another phalanx train (pid {os.getpid()} on " in err
+    assert not (tmp_path / "run.lock").exists(), "released on exit"
+    assert _train(tmp_path, "--max-iterations", "1") == 0
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path: Path, capsys) -> None:
+    (tmp_path / "run.lock").write_text("pid 999999 on elsewhere, started 2026-01-01 00:00:00")
+    assert _train(tmp_path, "--max-iterations", "1") == 0
+    assert "took over the lock of pid 999999 on elsewhere" in capsys.readouterr().out
+    assert not (tmp_path / "run.lock").exists()
+
+
+def test_resume_cuts_metrics_back_and_removes_temp_files(tmp_path: Path) -> None:
+    """A run that crashed after its checkpoint at iteration 2 had logged iteration 2 and half a
+    line, and left temp files of an interrupted save: the resume continues from 2 without
+    duplicates and removes them."""
+    assert _train(tmp_path, "--max-iterations", "3") == 0
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"iteration": 3, "frames": 512}\n{"iteration": 4, "fra')
+    temp = [tmp_path / "checkpoints" / ".model_last.k2j3l4.tmp", tmp_path / ".config.a8b7c6.tmp"]
+    for path in temp:
+        path.write_bytes(b"half a file")
+    assert _train(tmp_path, "--max-iterations", "5", "--resume", str(tmp_path / "checkpoints" / "model_2.pt")) == 0
+    assert _iterations(tmp_path) == [0, 1, 2, 3, 4]
+    assert not any(path.exists() for path in temp)
+    assert json.loads((tmp_path / "config.json").read_text())["max_iterations"] == 5
+
+
+def test_a_refused_resume_leaves_config_json_as_it_was(tmp_path: Path, capsys) -> None:
+    assert _train(tmp_path, "--max-iterations", "1") == 0
+    config = (tmp_path / "config.json").read_text()
+    capsys.readouterr()
+    assert _train(tmp_path, "--max-iterations", "2", "--resume", "last", "--policy.actor-hidden-dims", "64", "64") == 2
+    assert "--policy.actor-hidden-dims: the checkpoint's network has (32, 32), this run asks for (64, 64)" in (
+        _one_line_error(capsys)
+    )
+    assert (tmp_path / "config.json").read_text() == config
+
+
+def test_resume_last_restarts_a_run_that_stopped_before_its_first_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}\n")
+    (tmp_path / "metrics.jsonl").write_text('{"iteration": 0}\n{"iteration": 1}\n')
+    assert _train(tmp_path, "--max-iterations", "1", "--resume", "last") == 0
+    assert _iterations(tmp_path) == [0]
+    assert json.loads((tmp_path / "config.json").read_text())["task"] == "cartpole"
+
+
+@pytest.mark.parametrize("where", ["file", "under a file"])
+def test_a_run_dir_that_cannot_be_a_directory(tmp_path: Path, capsys, where: str) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("not a run")
+    run_dir = file if where == "file" else file / "run"
+    assert _train(run_dir, "--max-iterations", "1") == 2
+    err = _one_line_error(capsys)
+    expected = f"{file} is a file, not a directory" if where == "file" else f"cannot create {run_dir} (Not a directory)"
+    assert f"--run-dir: {expected}" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_an_unwritable_run_dir(tmp_path: Path, capsys) -> None:
+    tmp_path.chmod(0o500)
+    try:
+        assert _train(tmp_path / "run", "--max-iterations", "1") == 2
+    finally:
+        tmp_path.chmod(0o700)
+    assert "--run-dir: cannot create" in _one_line_error(capsys)

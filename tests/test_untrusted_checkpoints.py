@@ -1,0 +1,50 @@
+"""A checkpoint is data: a file whose loading would run code is refused before any of it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from phalanx.cli import main
+
+
+class _Payload:
+    """Unpickling this calls open(marker, "w"): the marker file shows that code from the file ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+@pytest.fixture
+def crafted(tmp_path: Path) -> tuple[Path, Path]:
+    marker, path = tmp_path / "payload-ran", tmp_path / "model_last.pt"
+    torch.save({"task": "cartpole", "config": {}, "policy": {"actor.0.weight": _Payload(marker)}}, path)
+    return path, marker
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["play", "cartpole", "--checkpoint", "{path}"],
+        ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--resume", "{path}", "--run-dir", "{run}"],
+        ["train", "anymal-nav", "--device", "cpu", "--num-envs", "4", "--low-level-checkpoint", "{path}",
+         "--run-dir", "{run}"],
+    ],
+    ids=["play", "resume", "low-level"],
+)  # fmt: skip
+def test_a_crafted_checkpoint_is_refused_and_its_code_never_runs(crafted, tmp_path: Path, capsys, command) -> None:
+    path, marker = crafted
+    args = [arg.format(path=path, run=tmp_path / "run") for arg in command]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"checkpoint: {path} holds Python objects" in err and "refused" in err
+    assert not marker.exists()
+    assert not (tmp_path / "run").exists(), "a refused run leaves no directory behind"
+    torch.load(path, weights_only=False)  # what an unguarded loader does: the payload runs
+    assert marker.exists()
