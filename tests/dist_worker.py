@@ -4,10 +4,11 @@ python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py MODE OUT
 
 DEVICE 'cuda' trains on cuda:LOCAL_RANK with NCCL and the trainer's CUDA graphs; default cpu (gloo).
 
-python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py cli-hang WHERE -- TRAIN_FLAGS
+python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py cli WHAT -- TRAIN_FLAGS
 
-runs `phalanx train TRAIN_FLAGS` on every rank, rank 1 hanging forever WHERE: 'env' (building the
-env) or 'step' (the first env step).
+runs `phalanx train TRAIN_FLAGS` on every rank with WHAT: rank 1 hangs forever building its env
+('hang-env') or in its first env step ('hang-step'), or rank 0 takes 8 s to write its first
+checkpoint ('slow-save').
 """
 
 from __future__ import annotations
@@ -72,23 +73,33 @@ def grads(ctx, out: Path) -> None:
         torch.save([p.grad for p in reference.parameters()], out / "grads_single.pt")
 
 
-def cli_hang(where: str, flags: list[str]) -> int:
-    """`phalanx train` as the user runs it, with rank 1 stuck in start-up or in its first step."""
+def cli(what: str, flags: list[str]) -> int:
+    """`phalanx train` as the user runs it, with one rank stuck or slow."""
     from phalanx import cli, envs
     from phalanx.envs.task_env import TaskEnv
+    from phalanx.rl import trainer
 
-    if os.environ["RANK"] == "1":
-        if where == "env":
-            envs.make = lambda *args, **kwargs: time.sleep(3600)
-        else:
-            TaskEnv.step = lambda self, actions: time.sleep(3600)
+    rank = int(os.environ["RANK"])
+    if what == "hang-env" and rank == 1:
+        envs.make = lambda *args, **kwargs: time.sleep(3600)
+    elif what == "hang-step" and rank == 1:
+        TaskEnv.step = lambda self, actions: time.sleep(3600)
+    elif what == "slow-save" and rank == 0:
+        write = trainer.save_checkpoint
+
+        def slow_first_save(path, state) -> None:
+            if state["iteration"] == 1 and path.name == "model_last.pt":
+                time.sleep(8)
+            write(path, state)
+
+        trainer.save_checkpoint = slow_first_save
     return cli.main(["train", *flags])
 
 
 def main() -> None:
     wp.config.log_level = wp.LOG_WARNING
-    if sys.argv[1] == "cli-hang":
-        sys.exit(cli_hang(sys.argv[2], sys.argv[4:]))
+    if sys.argv[1] == "cli":
+        sys.exit(cli(sys.argv[2], sys.argv[4:]))
     mode, out = sys.argv[1], Path(sys.argv[2])
     ctx, device = init_distributed(sys.argv[3] if len(sys.argv) > 3 else "cpu", timeout_s=60)
     if mode == "train":

@@ -207,7 +207,7 @@ def test_a_rank_stuck_in_start_up_is_named_and_blamed(tmp_path: Path, where: str
     flags = ["cartpole", "--distributed", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
     flags += ["--startup-timeout-s", "8", "--stall-timeout-s", "5", "--run-dir", str(tmp_path)]
     start = time.time()
-    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "cli-hang", where, "--", *flags, timeout=300)
+    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "cli", f"hang-{where}", "--", *flags, timeout=300)
     elapsed = time.time() - start
     assert run.returncode != 0
     assert elapsed < 60, f"took {elapsed:.0f} s"
@@ -215,3 +215,14 @@ def test_a_rank_stuck_in_start_up_is_named_and_blamed(tmp_path: Path, where: str
     root_cause = run.stderr.split("Root Cause")[1].split("Other Failures")[0]
     assert "rank      : 1 " in root_cause and f"rank 1 in '{phase}'" in root_cause, root_cause
     assert "[rank0]: Traceback" not in run.stderr, "the healthy rank reports in one line, not a raw gloo error"
+
+
+def test_a_slow_checkpoint_write_is_not_a_stall(tmp_path: Path) -> None:
+    """Rank 0 takes 8 s to write the checkpoint of iteration 1, longer than the 3 s stall timeout;
+    the other rank waits in the checkpoint's slow phase instead of stalling in iteration 2's
+    collectives, and the job finishes."""
+    flags = ["cartpole", "--distributed", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+    flags += ["--stall-timeout-s", "3", "--save-interval", "1", "--max-iterations", "2", "--run-dir", str(tmp_path)]
+    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "cli", "slow-save", "--", *flags, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)["iteration"] == 2

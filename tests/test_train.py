@@ -146,3 +146,29 @@ def test_resume_with_another_env_count_is_a_one_line_error(tmp_path: Path, capsy
     args = ["train", "cartpole", "--device", "cpu", "--num-envs", "32", "--num-steps-per-env", "8"]
     assert main([*args, "--run-dir", str(tmp_path / "b"), "--resume", str(checkpoint)]) == 2
     assert "--num-envs: the checkpoint was trained with 16 envs, this run has 32" in capsys.readouterr().err
+
+
+def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later() -> None:
+    """A signal that lands while a rank waits in the iteration's sum over ranks missed that sum, so
+    the other ranks cannot know: stopping now would leave this rank alone in the checkpoint's
+    collectives. It counts in the next iteration's sum, and every rank stops after that one."""
+    from rich.console import Console
+
+    from helpers import make_cpu
+    from phalanx.dist import DistContext
+    from phalanx.rl.config import default_train_cfg
+    from phalanx.rl.trainer import Trainer
+
+    class SignalDuringSum(DistContext):
+        def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
+            if trainer.iteration == 0:
+                trainer._on_stop_signal(signal.SIGTERM, None)
+            return tensor
+
+    cfg = default_train_cfg("cartpole")
+    cfg.num_steps_per_env = 8
+    trainer = Trainer(cfg, make_cpu("cartpole", num_envs=16), None, Console(quiet=True), SignalDuringSum())
+    trainer._iterate()
+    assert not trainer.interrupted
+    trainer._iterate()
+    assert trainer.stop_signal == signal.SIGTERM

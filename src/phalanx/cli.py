@@ -17,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import faulthandler
+import os
 import signal
 import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import tyro
 from rich.console import Console
@@ -109,10 +110,10 @@ def _task_and_flags(command: str, args: list[str]) -> tuple[str, list[str]]:
     return args[0], args[1:]
 
 
-def _launch_torchrun(task: str, flags: list[str], gpus: str) -> int:
-    """Runs this same command as a torchrun job of N local processes with --distributed."""
-    import subprocess
-
+def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None) -> NoReturn:
+    """Becomes (exec) a torchrun job of N local processes running this same command with
+    --distributed: signals then reach torchrun's agent as if the user had started it, and it
+    forwards them to every rank. The run directory is chosen here, once, for all ranks."""
     import torch
 
     if gpus == "all" and torch.cuda.device_count() == 0:
@@ -144,7 +145,11 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str) -> int:
         *rest,
         "--distributed",
     ]
-    return subprocess.call(command)
+    if run_dir is None:
+        command += ["--run-dir", str(_new_run_dir(task))]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, command)
 
 
 def train(args: list[str], console: Console) -> int:
@@ -170,10 +175,10 @@ def train(args: list[str], console: Console) -> int:
     if cfg.task != task:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
-    if cfg.gpus is not None:
-        return _launch_torchrun(task, flags, cfg.gpus)
     if cfg.resume == "last" and not cfg.run_dir:
         raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
+    if cfg.gpus is not None:
+        _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir)
     dist = DistContext()
     if cfg.distributed:
         # Collectives time out only behind the stall watchdog, which names the stuck rank.
@@ -269,11 +274,11 @@ def _prepare(
         cfg.low_level_checkpoint = str(Path(cfg.low_level_checkpoint).resolve())
     _set_low_level_checkpoint(tcfg, cfg.low_level_checkpoint)
     try:
-        progress.enter("building the env")
+        progress.enter("building the env", slow=True)
         env = make(tcfg, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, verbose=dist.is_main)
         ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
         console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
-        progress.enter("building the trainer")
+        progress.enter("building the trainer", slow=True)
         trainer = Trainer(cfg, env, run_dir, console, dist, progress)
     except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
         if not isinstance(error, torch.OutOfMemoryError | MemoryError) and "can't allocate memory" not in str(error):
@@ -284,6 +289,7 @@ def _prepare(
         trainer.load_state_dict(state)
         dist.broadcast_module(trainer.policy)
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
+    dist.barrier(device)  # every rank is ready: only now does the run directory change
     if run is not None:
         run.begin(trainer.iteration, dataclasses.asdict(cfg))
     return trainer

@@ -29,7 +29,8 @@ def atomic_path(path: str | Path, suffix: str = TEMP_SUFFIX) -> Iterator[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))  # the rename itself
+    with contextlib.suppress(OSError):  # the rename itself; some network filesystems cannot sync a directory
+        _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
 
 
 def _fsync(path: str | Path, flags: int) -> None:

@@ -76,6 +76,10 @@ class DistContext:
         dist.all_reduce(both, op=dist.ReduceOp.MAX)
         return -int(both[0]), int(both[1])
 
+    def barrier(self, device: torch.device) -> None:
+        """Returns on every rank once all ranks have called it (the host waits, on NCCL too)."""
+        self.spread(0, device)
+
     def gather_to_main(self, tree: Any, device: torch.device) -> list[Any] | None:
         """Every rank's `tree` (nested dicts, lists and tuples of tensors and plain values, alike
         in structure and shapes on every rank) on rank 0, in rank order, with tensors on the CPU;

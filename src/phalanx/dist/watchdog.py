@@ -2,8 +2,8 @@
 
 Every rank publishes its `Progress` (a count of the work it has begun and the phase it is in) to
 the job's key-value store once a second from a background thread, from the moment it joins the
-job. A rank whose own count has not moved for `timeout_s` (`startup_timeout_s` until its first
-iteration is done: joining, building the env and compiling take minutes) reads every rank's
+job. A rank whose own count has not moved for `timeout_s` (`startup_timeout_s` in slow phases:
+joining, building the env, compiling in the first iteration, writing a checkpoint) reads every rank's
 progress and names the ranks behind. It asks them through the store to stop first: a named rank's
 watchdog says why, writes torchrun's error file and exits, so torchrun reports the stuck rank as
 the root cause, not the healthy one that noticed; the noticing rank exits a moment later. This
@@ -35,15 +35,16 @@ class Progress:
     """Start-up stages, env steps, updates and saves begun (every rank counts the same ones)."""
     phase: str = "joining the job"
     """What it is doing, for the report ("building the env", "iteration 12", ...)."""
-    started: bool = False
-    """Whether its first iteration is done (until then the start-up allowance applies)."""
+    slow: bool = True
+    """Whether the phase may take minutes without counting (start-up, compiling, the first
+    iteration, writing a checkpoint): then the start-up allowance applies."""
 
     def tick(self) -> None:
         self.count += 1
 
-    def enter(self, phase: str) -> None:
+    def enter(self, phase: str, slow: bool = False) -> None:
         self.count += 1
-        self.phase = phase
+        self.phase, self.slow = phase, slow
 
 
 class StallWatchdog:
@@ -104,7 +105,7 @@ class StallWatchdog:
             if value != last:
                 last, changed_at = value, now
                 continue
-            allowance = self.timeout_s if self.progress.started else self.startup_timeout_s
+            allowance = self.startup_timeout_s if self.progress.slow else self.timeout_s
             if now - changed_at > allowance:
                 self._stop_job(now - changed_at)
 

@@ -73,9 +73,9 @@ class TrainCfg:
     """Distributed: a rank that makes no progress for this long (after its first iteration)
     stops the job and names the ranks behind."""
     startup_timeout_s: float = 600.0
-    """Distributed: the same for start-up (joining, building the env, compiling, the first
-    iteration), which may take minutes while kernels compile. Collectives time out after this
-    plus twice `stall_timeout_s`."""
+    """Distributed: the same for slow phases (start-up: joining, building the env, compiling in
+    the first iteration; writing a checkpoint), which may take minutes. Collectives time out
+    after this plus twice `stall_timeout_s`."""
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""

@@ -83,8 +83,11 @@ class Trainer:
         self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
         self._env_log_names: list[str] = []  # the env's log scalars, as of the rollout's last step
         self._env_log = torch.zeros(0, device=self.device)
-        self.stop_signal = 0  # SIGINT or SIGTERM once one asked training to stop (on any rank)
+        self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
+        self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
+        self._saved_iteration = -1
         self.progress = progress or Progress()  # work begun by this process (the stall watchdog reads it)
+        self._iterated = False  # whether this process has run an iteration (compiled, captured)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
 
     # ----------------------------------------------------------------------------- rollout
@@ -230,7 +233,8 @@ class Trainer:
                     display.update(bar, completed=self.iteration)
                     if self.iteration % self.cfg.save_interval == 0:
                         self.save()
-            self.save()
+            if self._saved_iteration != self.iteration:
+                self.save()
             if self.interrupted:
                 name = signal.Signals(self.stop_signal).name
                 path, iteration = self.checkpoint_path(), self.iteration
@@ -248,21 +252,24 @@ class Trainer:
         self.ppo.release_graph()
 
     def _on_stop_signal(self, signum: int, frame) -> None:
-        """The first SIGINT or SIGTERM stops training after this iteration. A second Ctrl-C of a
-        single process aborts; other repeats are ignored: a scheduler signals every process of a
-        job and torchrun's agent forwards the signal again, and the save is what they wait for."""
-        if self.interrupted:
+        """The first SIGINT or SIGTERM asks to stop: it joins the iteration's sum over ranks, so
+        every rank stops after the same iteration. A second Ctrl-C of a single process aborts;
+        other repeats are ignored: a scheduler signals every process of a job and torchrun's agent
+        forwards the signal again, and the save is what they wait for."""
+        if self._asked:
             if signum == signal.SIGINT and not self.dist.active:
                 raise KeyboardInterrupt
             return
-        self.stop_signal = signum
+        self._asked = signum
         again = " (Ctrl-C again to abort)" if signum == signal.SIGINT and not self.dist.active else ""
         name = signal.Signals(signum).name
         self.console.print(f"{name}: finishing this iteration, then saving a checkpoint{again}")
 
     def _iterate(self) -> dict[str, Any]:
-        first = "" if self.progress.started else ", the first of this process"
-        self.progress.enter(f"iteration {self.iteration}{first}")
+        # The first iteration of a process compiles and captures: the start-up allowance applies.
+        first = not self._iterated
+        phase = f"iteration {self.iteration}" + (", the first of this process" if first else "")
+        self.progress.enter(phase, slow=first)
         step_timer, collect_timer, total_timer = (IntervalTimer(self.device) for _ in range(3))
         total_timer.begin()
         collect_timer.begin()
@@ -282,7 +289,7 @@ class Trainer:
         env_log = [f"env/{name}" for name in self._env_log_names]
         stops = [f"stop/{sig.name}" for sig in STOP_SIGNALS]
         names = [*self._stat_names, *losses, *env_log, "invalid_env_resets", *stops, *FPS_NAMES]
-        asked = [float(self.stop_signal == sig) for sig in STOP_SIGNALS]
+        asked = [float(self._asked == sig) for sig in STOP_SIGNALS]
         host_values = torch.tensor([*asked, *rates], device=self.device)
         device_values = [*self._episode_stats, *(v.float() for v in losses.values()), *self._env_log]
         device_values.append(self.env.invalid_resets.float())
@@ -320,7 +327,7 @@ class Trainer:
             }
             metrics.update(per_episode)
         self.iteration += 1
-        self.progress.started = True
+        self._iterated = True
         return metrics
 
     # ----------------------------------------------------------------------------- checkpoints
@@ -374,15 +381,18 @@ class Trainer:
             self.env.load_state_dict(_to_device(own["env"], self.device))
 
     def save(self) -> None:
-        """Writes model_last.pt and model_ITERATION.pt (rank 0; every rank takes part)."""
+        """Writes model_last.pt and model_ITERATION.pt (rank 0; every rank takes part, and waits
+        until rank 0 has written: a slow disk is not a stall, it is a slow phase on every rank)."""
         if not self.saves:
             return
-        self.progress.enter("saving a checkpoint")  # a slow disk is not a stall: the watchdog sees it begin and end
+        self.progress.enter("saving a checkpoint", slow=True)
         state = self.state_dict()
         path = self.checkpoint_path()
         if state is not None and path is not None:
             save_checkpoint(path, state)
             save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
+        self.dist.barrier(self.device)
+        self._saved_iteration = self.iteration
         self.progress.tick()
 
 
