@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import signal_after_iterations
+
 WORKER = str(Path(__file__).with_name("dist_worker.py"))
 
 
@@ -180,15 +182,7 @@ def test_sigterm_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp
     """What a scheduler does to a torchrun job: SIGTERM to torchrun's agent, which forwards it to
     the workers. They finish the iteration, rank 0 saves every rank's state, and they exit."""
     command = [sys.executable, "-m", "torch.distributed.run", *TRAIN_2_RANKS, "--max-iterations", "100000"]
-    job = subprocess.Popen(
-        [*command, "--run-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    metrics = tmp_path / "metrics.jsonl"
-    deadline = time.time() + 300
-    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
-        time.sleep(0.5)
-    job.send_signal(signal.SIGTERM)
-    out, err = job.communicate(timeout=120)
+    _, out, err = signal_after_iterations([*command, "--run-dir", str(tmp_path)], tmp_path, signal.SIGTERM)
     assert "interrupted by SIGTERM: saved" in out, err[-3000:]
     state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
     assert state["iteration"] >= 3 and len(_rows(tmp_path)) == state["iteration"]

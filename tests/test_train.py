@@ -6,13 +6,17 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from rich.console import Console
 
+from helpers import make_cpu, signal_after_iterations
 from phalanx.cli import main
+from phalanx.dist import DistContext
+from phalanx.rl.config import default_train_cfg
+from phalanx.rl.trainer import Trainer
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "5"]
 
@@ -123,20 +127,12 @@ def test_cartpole_learns_with_cpu_defaults(tmp_path: Path) -> None:
 def test_a_stop_signal_saves_a_checkpoint_and_exits_with_its_status(tmp_path: Path, sig: int, status: int) -> None:
     """Ctrl-C and a scheduler's SIGTERM: finish the iteration, save, exit 128 + the signal."""
     command = [sys.executable, "-m", "phalanx", "train", "cartpole", *TINY, "--max-iterations", "100000"]
-    proc = subprocess.Popen(
-        [*command, "--run-dir", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    metrics = tmp_path / "metrics.jsonl"
-    deadline = time.time() + 240
-    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
-        time.sleep(0.5)
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == status and "Traceback" not in err, err
+    returncode, out, err = signal_after_iterations([*command, "--run-dir", str(tmp_path)], tmp_path, sig)
+    assert returncode == status and "Traceback" not in err, err
     assert f"interrupted by {signal.Signals(sig).name}: saved" in out
     saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
     assert 3 <= saved["iteration"] < 100000
-    assert len(metrics.read_text().splitlines()) == saved["iteration"], "every finished iteration is logged"
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == saved["iteration"], "each iteration logged"
     assert not (tmp_path / "run.lock").exists()
 
 
@@ -152,12 +148,6 @@ def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later()
     """A signal that lands while a rank waits in the iteration's sum over ranks missed that sum, so
     the other ranks cannot know: stopping now would leave this rank alone in the checkpoint's
     collectives. It counts in the next iteration's sum, and every rank stops after that one."""
-    from rich.console import Console
-
-    from helpers import make_cpu
-    from phalanx.dist import DistContext
-    from phalanx.rl.config import default_train_cfg
-    from phalanx.rl.trainer import Trainer
 
     class SignalDuringSum(DistContext):
         def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
