@@ -125,8 +125,7 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     check_int("iterations", cfg.iterations)
     if cfg.num_steps_per_env is not None:
         check_int("num_steps_per_env", cfg.num_steps_per_env)
-    if cfg.profile < 0:
-        raise ConfigError(f"--profile: must be >= 0, got {cfg.profile}")
+    check_int("profile", cfg.profile, minimum=0)
     device = resolve_device(cfg.device)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"{kind}-{task}-{stamp}")

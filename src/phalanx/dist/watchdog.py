@@ -111,7 +111,7 @@ class StallWatchdog:
 
     def _stop_job(self, stalled_s: float) -> NoReturn:
         """Reports, names the ranks behind so that they stop first, then ends this process."""
-        line, behind = self.report(self.progress.count, stalled_s)
+        line, behind = self.report(stalled_s)
         self.stopping.set()
         print(line, file=sys.stderr, flush=True)
         if behind and self.ctx.rank not in behind:
@@ -119,7 +119,7 @@ class StallWatchdog:
             time.sleep(self.grace_s)  # torchrun's failure times are whole seconds: theirs come first
         _exit(line)
 
-    def report(self, value: int, stalled_s: float) -> tuple[str, list[int]]:
+    def report(self, stalled_s: float) -> tuple[str, list[int]]:
         """One line (how long this rank has stalled, in which phase, and which ranks are behind
         and where) and the ranks behind."""
         progress: dict[int, tuple[int, str]] = {}
@@ -132,7 +132,7 @@ class StallWatchdog:
         silent = [r for r in range(self.ctx.world_size) if r not in progress]
         if silent:
             return f"{head}; rank(s) {_ranks(silent)} never reported progress: stopping the job", silent
-        top = max((count for count, _ in progress.values()), default=value)
+        top = max(count for count, _ in progress.values())  # every rank reported: none is silent
         behind = [r for r, (count, _) in progress.items() if count < top]
         if behind:
             where = "; ".join(f"rank {r} in '{progress[r][1]}'" for r in behind)

@@ -48,12 +48,12 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # noqa: BLE001 (a torn or foreign file means the same to the user)
-        lines = [line for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
         if isinstance(error, pickle.UnpicklingError) and "global" in str(error).lower():  # a class or function
             raise CheckpointError(
                 f"checkpoint: {path} holds Python objects, not only tensors, numbers, strings, lists and dicts; "
                 "loading them could run code from the file, so it is refused"
             ) from None
+        lines = [line for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
         reason = lines[1] if "Weights only load failed" in lines[0] and len(lines) > 1 else lines[0]
         raise CheckpointError(f"checkpoint: {path} is not a readable phalanx checkpoint ({reason})") from None
     if not isinstance(state, dict) or "task" not in state:
