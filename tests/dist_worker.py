@@ -24,8 +24,7 @@ import warp as wp
 from rich.console import Console
 
 from phalanx.dist import StallWatchdog, init_distributed
-from phalanx.envs import make
-from phalanx.rl.config import default_train_cfg
+from phalanx.registry import make, train_cfg
 from phalanx.rl.trainer import Trainer
 
 
@@ -38,7 +37,7 @@ def train(
     hang_after: int | None = None,
     capture: bool = True,
 ) -> None:
-    cfg = default_train_cfg("cartpole")
+    cfg = train_cfg("cartpole")
     if not capture:
         cfg.capture_update = cfg.capture_rollout = False
     cfg.num_steps_per_env = 8
@@ -75,13 +74,13 @@ def grads(ctx, out: Path) -> None:
 
 def cli(what: str, flags: list[str]) -> int:
     """`phalanx train` as the user runs it, with one rank stuck or slow."""
-    from phalanx import cli, envs
+    from phalanx import cli, registry
     from phalanx.envs.task_env import TaskEnv
     from phalanx.rl import trainer
 
     rank = int(os.environ["RANK"])
     if what == "hang-env" and rank == 1:
-        envs.make = lambda *args, **kwargs: time.sleep(3600)
+        registry.make = lambda *args, **kwargs: time.sleep(3600)
     elif what == "hang-step" and rank == 1:
         TaskEnv.step = lambda self, actions: time.sleep(3600)
     elif what == "slow-save" and rank == 0:

@@ -11,8 +11,8 @@ import torch
 
 from helpers import make_cpu
 from phalanx.cli import main
-from phalanx.envs import task_cfg
 from phalanx.envs.mdp import navigation
+from phalanx.registry import env_cfg
 
 FLAT = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "1"]
 
@@ -26,7 +26,7 @@ def walker(tmp_path_factory) -> Path:
 
 
 def _nav(walker: Path, num_envs: int = 4):
-    cfg = task_cfg("anymal-nav")
+    cfg = env_cfg("anymal-nav")
     cfg.actions.low_level.checkpoint = str(walker)
     return make_cpu(cfg, num_envs=num_envs, seed=1)
 
@@ -48,7 +48,7 @@ class _Recording(torch.nn.Module):
 def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path) -> None:
     env = _nav(walker)
     state = torch.load(walker, map_location="cpu", weights_only=True)
-    torch.testing.assert_close(env.low_level.actor[0].weight, state["policy"]["actor.0.weight"])
+    torch.testing.assert_close(env.low_level.actor.actor[0].weight, state["policy"]["actor.0.weight"])
     assert env.action_dim == 3 and env.joint_action_dim == 12 and env.step_dt == pytest.approx(0.2)
     recording = env.low_level.actor = _Recording(env.low_level.actor)
     physics_calls = []
@@ -61,7 +61,7 @@ def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path)
         torch.testing.assert_close(obs[:, 9:12], command)  # anymal-flat's velocity_commands slot
     for seen, previous in zip(recording.inputs[1:], recording.outputs[:-1], strict=True):
         torch.testing.assert_close(seen[:, 36:48], previous)  # its own last action, not the env's
-    scale = task_cfg("anymal-flat").actions.scale
+    scale = env_cfg("anymal-flat").actions.scale
     torch.testing.assert_close(env.sim.ctrl, env.joint_action_offset + scale * recording.outputs[-1])
     torch.testing.assert_close(env.action, command)  # the env's action is the command
 
@@ -96,12 +96,14 @@ def test_goals_are_drawn_around_the_base_at_reset() -> None:
 def test_train_asks_for_the_walker_and_uses_it(walker: Path, tmp_path: Path, capsys) -> None:
     flags = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "1"]
     assert main(["train", "anymal-nav", *flags, "--run-dir", str(tmp_path / "a")]) != 0
-    assert "--low-level-checkpoint" in capsys.readouterr().err
+    assert "--env.actions.low-level.checkpoint" in capsys.readouterr().err
     flat_run = ["--run-dir", str(tmp_path / "flat")]
-    assert main(["train", "anymal-flat", *flags, *flat_run, "--low-level-checkpoint", str(walker)]) != 0
-    assert "has no low-level policy" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:  # anymal-flat has no low-level policy to configure
+        main(["train", "anymal-flat", *flags, *flat_run, "--env.actions.low-level.checkpoint", str(walker)])
+    assert exit_info.value.code == 2 and "env.actions.low-level.checkpoint" in capsys.readouterr().err
     run = tmp_path / "b"
-    assert main(["train", "anymal-nav", *flags, "--run-dir", str(run), "--low-level-checkpoint", str(walker)]) == 0
+    walker_flag = ["--env.actions.low-level.checkpoint", str(walker)]
+    assert main(["train", "anymal-nav", *flags, "--run-dir", str(run), *walker_flag]) == 0
     checkpoint = run / "checkpoints" / "model_last.pt"
     assert checkpoint.is_file()
     # play finds the walker through the run's config, and takes another one when told
@@ -116,7 +118,7 @@ def test_train_asks_for_the_walker_and_uses_it(walker: Path, tmp_path: Path, cap
 def test_the_low_level_command_must_be_one_the_walker_observes() -> None:
     from phalanx.errors import ConfigError
 
-    cfg = task_cfg("anymal-nav")
+    cfg = env_cfg("anymal-nav")
     cfg.actions.low_level.command = "pose_command"
     with pytest.raises(ConfigError, match="actions.low_level.command"):
         make_cpu(cfg, num_envs=2)

@@ -11,12 +11,12 @@ import torch
 
 from helpers import make_cpu, random_actions
 from phalanx.cli import main
-from phalanx.envs import task_cfg
 from phalanx.errors import ConfigError
+from phalanx.registry import env_cfg
 
 
 def _small_rough(num_envs: int, seed: int = 0):
-    cfg = task_cfg("anymal-rough")
+    cfg = env_cfg("anymal-rough")
     cfg.terrain.num_rows, cfg.terrain.num_cols = 4, 7  # one column per sub-terrain type
     return make_cpu(cfg, num_envs=num_envs, seed=seed)
 

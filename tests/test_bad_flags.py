@@ -9,9 +9,10 @@ import pytest
 import torch
 
 import phalanx
+import phalanx.registry
 from phalanx.cli import main
-from phalanx.envs import task_cfg
 from phalanx.errors import ConfigError
+from phalanx.registry import env_cfg
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
 
@@ -28,7 +29,7 @@ def partial(tmp_path_factory, checkpoint: Path) -> Path:
     """A checkpoint dict that lost its learner and env state."""
     state = torch.load(checkpoint, weights_only=True)
     path = tmp_path_factory.mktemp("partial") / "partial.pt"
-    torch.save({key: state[key] for key in ("task", "config", "policy", "obs_norm")}, path)
+    torch.save({key: state[key] for key in ("format", "task", "config", "policy", "obs_norm")}, path)
     return path
 
 
@@ -37,7 +38,7 @@ def no_env(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("an env was built before the input was checked")
 
-    monkeypatch.setattr(phalanx.envs, "make", refuse)
+    monkeypatch.setattr(phalanx.registry, "make", refuse)
 
 
 def _run(args: list[str], capsys) -> str:
@@ -52,12 +53,19 @@ BAD_TRAIN_FLAGS = [
     (["--algo.num-mini-batches", "0"], "--algo.num-mini-batches: must be a positive integer, got 0"),
     (["--algo.num-mini-batches", "-4"], "--algo.num-mini-batches: must be a positive integer, got -4"),
     (["--algo.num-mini-batches", "3"], "--algo.num-mini-batches: 3 does not divide num_envs x num_steps_per_env"),
-    (["--sim.dt", "0"], "--sim.dt: must be a finite number > 0 seconds (or None: the model's timestep), got 0.0"),
-    (["--sim.dt", "-0.01"], "--sim.dt: must be a finite number > 0 seconds (or None: the model's timestep), got -0.01"),
+    (
+        ["--env.sim.dt", "0"],
+        "--env.sim.dt: must be a finite number > 0 seconds (or None: the model's timestep), got 0.0",
+    ),
+    (
+        ["--env.sim.dt", "-0.01"],
+        "--env.sim.dt: must be a finite number > 0 seconds (or None: the model's timestep), got -0.01",
+    ),
     (["--algo.learning-rate", "nan"], "--algo.learning-rate: must be a finite number > 0, got nan"),
     (["--algo.learning-rate", "0"], "--algo.learning-rate: must be a finite number > 0, got 0.0"),
     (["--algo.learning-rate", "-1e-3"], "--algo.learning-rate: must be a finite number > 0, got -0.001"),
     (["--algo.num-learning-epochs", "0"], "--algo.num-learning-epochs: must be a positive integer, got 0"),
+    (["--env.episode-length-s", "0"], "--env.episode-length-s: must be a finite number > 0 seconds, got 0.0"),
     (["--policy.init-noise-std", "0"], "--policy.init-noise-std: must be a finite number > 0, got 0.0"),
     (["--policy.init-noise-std", "-1"], "--policy.init-noise-std: must be a finite number > 0, got -1.0"),
     (["--algo.gamma", "1.5"], "--algo.gamma: must be in [0, 1], got 1.5"),
@@ -85,7 +93,7 @@ def test_resume_from_a_checkpoint_that_lacks_keys(partial: Path, no_env, capsys,
 
 def test_play_a_checkpoint_that_lacks_keys(tmp_path: Path, no_env, capsys) -> None:
     path = tmp_path / "bare.pt"
-    torch.save({"task": "cartpole", "config": {}}, path)
+    torch.save({"format": 2, "task": "cartpole", "config": {}}, path)
     err = _run(["play", "cartpole", "--checkpoint", str(path)], capsys)
     assert f"checkpoint: {path} lacks 'policy', 'obs_norm'" in err
 
@@ -112,7 +120,7 @@ def test_num_envs_far_beyond_memory_is_refused_before_allocating(capsys, tmp_pat
 
 @pytest.mark.parametrize("length", [0.0, -1.0, float("nan")])
 def test_episode_length_must_be_positive(length: float) -> None:
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     cfg.episode_length_s = length
     with pytest.raises(ConfigError, match=rf"episode_length_s: must be a finite number > 0 seconds, got {length}"):
         phalanx.make(cfg, num_envs=2, device="cpu", verbose=False)

@@ -7,14 +7,14 @@ import torch
 
 import phalanx
 from helpers import make_cpu
-from phalanx.envs import TASKS, UnknownTaskError
+from phalanx.registry import UnknownTaskError, tasks
 
 
 def test_unknown_task_lists_registered_names() -> None:
     with pytest.raises(UnknownTaskError) as info:
         phalanx.make("antt", num_envs=2, device="cpu")
     assert "'antt'" in str(info.value)
-    assert all(name in str(info.value) for name in TASKS)
+    assert all(name in str(info.value) for name in tasks())
 
 
 @pytest.mark.parametrize("num_envs", [0, -3, 2.5, True, "8"])
@@ -25,7 +25,7 @@ def test_num_envs_must_be_a_positive_integer(num_envs) -> None:
 
 @pytest.mark.parametrize(("field", "value"), [("decimation", 0), ("max_qvel", 0.0), ("max_qvel", float("nan"))])
 def test_bad_sim_settings_name_the_field(field: str, value) -> None:
-    cfg = phalanx.envs.task_cfg("cartpole")
+    cfg = phalanx.env_cfg("cartpole")
     setattr(cfg.sim, field, value)
     with pytest.raises(ValueError, match=f"sim.{field}: must be .*, got {value}"):
         phalanx.make(cfg, num_envs=2, device="cpu")

@@ -8,16 +8,21 @@ import sys
 from phalanx.cli import main
 
 
-def test_list_shows_every_task_with_its_dims(capsys) -> None:
+def test_list_shows_every_task_from_its_config(capsys) -> None:
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    for name, obs, actions in [
-        ("cartpole", "policy 4", "1"),
-        ("ant", "policy 60", "8"),
-        ("humanoid", "policy 87", "21"),
-    ]:
+    for name, step, episode in [("cartpole", "2 x model dt", "5 s"), ("anymal-nav", "40 x 5 ms", "8 s")]:
         line = next(line for line in out.splitlines() if f" {name} " in line)
-        assert obs in line and f" {actions} " in line and "8.33 ms" in line
+        assert step in line and episode in line and "phalanx.tasks." in line
+
+
+def test_list_builds_no_env_and_loads_no_warp() -> None:
+    """Listing reads the registered configs: no model is compiled and no Warp module loads."""
+    code = (
+        "import sys; from phalanx.cli import main; main(['list']); print(sorted(set(sys.modules) & {'warp', 'mujoco'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("[]"), out.stdout[-300:] + out.stderr
 
 
 def test_python_dash_m_and_bad_subcommand() -> None:

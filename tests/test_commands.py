@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from helpers import make_cpu
-from phalanx.envs import CommandTerm, CommandTermCfg, task_cfg
+from phalanx.envs import CommandTerm, CommandTermCfg
 from phalanx.errors import ConfigError
+from phalanx.registry import env_cfg
 
 
 class Counter(CommandTerm):
@@ -22,7 +23,7 @@ class Counter(CommandTerm):
 
 
 def test_commands_resample_at_reset_and_on_schedule() -> None:
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     # env dt is 1/60 s: a fixed 0.05 s time resamples on every third step.
     cfg.commands["count"] = CommandTermCfg(func=Counter, resampling_time_range_s=(0.05, 0.05))
     env = make_cpu(cfg, num_envs=4)
@@ -41,7 +42,7 @@ def test_commands_resample_at_reset_and_on_schedule() -> None:
 
 
 def test_actions_offset_from_the_default_pose() -> None:
-    cfg = task_cfg("anymal-flat")
+    cfg = env_cfg("anymal-flat")
     env = make_cpu(cfg, num_envs=2)
     actions = torch.zeros(2, env.action_dim)
     actions[1] = 1.0
@@ -52,7 +53,7 @@ def test_actions_offset_from_the_default_pose() -> None:
 
 
 def test_action_delay_applies_the_action_of_delay_steps_ago() -> None:
-    cfg = task_cfg("anymal-flat")
+    cfg = env_cfg("anymal-flat")
     cfg.actions.delay_range = (0, 2)
     env = make_cpu(cfg, num_envs=12, seed=3)
     delay = env._action_delay.clone()
@@ -74,14 +75,14 @@ def test_action_delay_applies_the_action_of_delay_steps_ago() -> None:
 
 
 def test_action_delay_range_is_checked() -> None:
-    cfg = task_cfg("anymal-flat")
+    cfg = env_cfg("anymal-flat")
     cfg.actions.delay_range = (2, 1)
     with pytest.raises(ConfigError, match="actions.delay_range"):
         make_cpu(cfg, num_envs=2)
 
 
 def test_resume_into_a_different_action_delay_names_the_mismatch() -> None:
-    cfg = task_cfg("anymal-flat")
+    cfg = env_cfg("anymal-flat")
     cfg.actions.delay_range = (0, 2)
     state = make_cpu(cfg, num_envs=2).state_dict()
     with pytest.raises(ConfigError, match="_action_history"):

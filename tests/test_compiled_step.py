@@ -8,12 +8,13 @@ from __future__ import annotations
 import torch
 
 from helpers import make_cpu
-from phalanx.envs import CurriculumTermCfg, task_cfg
+from phalanx.envs import CurriculumTermCfg
 from phalanx.envs.mdp import curriculum
+from phalanx.registry import env_cfg
 
 
 def test_compiled_legged_step_matches_eager() -> None:
-    cfg = task_cfg("anymal-flat")
+    cfg = env_cfg("anymal-flat")
     cfg.actions.delay_range = (0, 2)
     cfg.episode_length_s = 0.2  # 10 steps: time-outs reset every env inside the step
     params = {

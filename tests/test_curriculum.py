@@ -7,14 +7,15 @@ from __future__ import annotations
 import torch
 
 from helpers import make_cpu
-from phalanx.envs import CurriculumTermCfg, task_cfg
+from phalanx.envs import CurriculumTermCfg
 from phalanx.envs.mdp import curriculum
+from phalanx.registry import env_cfg
 
 TRACK = "track_lin_vel_xy_exp"
 
 
 def _env():
-    cfg = task_cfg("anymal-flat")
+    cfg = env_cfg("anymal-flat")
     params = {"command": "base_velocity", "reward": TRACK, "threshold": 0.8, "step": 0.5, "limit": (-2.0, 2.0)}
     cfg.curriculum["lin_vel_x_max"] = CurriculumTermCfg(func=curriculum.command_velocity_levels, params=params)
     return make_cpu(cfg, num_envs=4, seed=0)

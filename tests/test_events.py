@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from helpers import make_cpu
-from phalanx.envs import EventTermCfg, task_cfg
+from phalanx.envs import EventTermCfg
+from phalanx.registry import env_cfg
 
 
 def test_startup_runs_once_and_interval_fires_on_schedule() -> None:
@@ -17,7 +18,7 @@ def test_startup_runs_once_and_interval_fires_on_schedule() -> None:
 
         return event
 
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     cfg.events["init"] = EventTermCfg(func=record("startup"), mode="startup")
     # env dt is 1/60 s: a fixed 0.05 s interval fires on every third step (timers count down by dt).
     cfg.events["tick"] = EventTermCfg(func=record("interval"), mode="interval", interval_range_s=(0.05, 0.05))
@@ -34,7 +35,7 @@ def test_interval_event_changes_only_the_envs_it_fires_for() -> None:
     def push(env, mask):
         env.sim.qvel[:, 0] += torch.where(mask, 1.0, 0.0)
 
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     cfg.events["push"] = EventTermCfg(func=push, mode="interval", interval_range_s=(0.01, 0.2))
     env = make_cpu(cfg, num_envs=8, seed=3)
     reference = make_cpu("cartpole", num_envs=8, seed=3)

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 import phalanx
-from phalanx.envs import TASKS
+from phalanx.registry import tasks
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("task", list(TASKS))
+@pytest.mark.parametrize("task", list(tasks()))
 def test_steps_on_cuda_without_nan(task: str) -> None:
     env = phalanx.make(task, num_envs=256, device="cuda", seed=0, verbose=False)
     assert env.sim._graph is None
@@ -48,12 +48,12 @@ def test_captured_step_matches_eager_step(task: str, compile: bool) -> None:
 @pytest.mark.parametrize("capture", [False, True])
 def test_training_iteration_never_syncs_the_host(capture: bool) -> None:
     """Rollout and PPO update under torch's sync debug mode "error": any host sync raises."""
-    from phalanx.rl.config import default_train_cfg
+    from phalanx.registry import train_cfg
     from phalanx.rl.timing import IntervalTimer
     from phalanx.rl.trainer import Trainer
 
     for task in ("cartpole", "ant"):
-        cfg = default_train_cfg(task)
+        cfg = train_cfg(task)
         cfg.num_steps_per_env = 8
         cfg.capture_update = cfg.capture_rollout = capture
         env = phalanx.make(task, num_envs=512, device="cuda", verbose=False)
@@ -72,12 +72,12 @@ def test_training_iteration_never_syncs_the_host(capture: bool) -> None:
 
 def test_captured_training_matches_eager_training() -> None:
     """Rollout and update graphs change where the kernels are launched from, not what they compute."""
-    from phalanx.rl.config import default_train_cfg
+    from phalanx.registry import train_cfg
     from phalanx.rl.trainer import Trainer
 
     params = []
     for capture in (True, False):
-        cfg = default_train_cfg("cartpole")
+        cfg = train_cfg("cartpole")
         cfg.capture_update = cfg.capture_rollout = capture
         env = phalanx.make("cartpole", num_envs=256, device="cuda", seed=1, verbose=False)
         trainer = Trainer(cfg, env, run_dir=None)

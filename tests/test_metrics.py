@@ -8,8 +8,8 @@ import torch
 from rich.console import Console
 
 from helpers import make_cpu, random_actions
-from phalanx.envs import MetricTermCfg, task_cfg
-from phalanx.rl.config import default_train_cfg
+from phalanx.envs import MetricTermCfg
+from phalanx.registry import env_cfg, train_cfg
 from phalanx.rl.trainer import Trainer
 
 
@@ -18,7 +18,7 @@ def _step_count(env) -> torch.Tensor:
 
 
 def _cartpole_with_metric():
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     return dataclasses.replace(cfg, metrics={"step_count": MetricTermCfg(func=_step_count)})
 
 
@@ -42,7 +42,7 @@ def test_metric_is_the_mean_over_the_episode_steps_and_restarts_at_reset() -> No
 
 def test_trainer_logs_the_episode_mean_of_each_metric() -> None:
     env = make_cpu(_cartpole_with_metric(), num_envs=16)
-    cfg = dataclasses.replace(default_train_cfg("cartpole"), device="cpu", num_steps_per_env=16)
+    cfg = dataclasses.replace(train_cfg("cartpole"), device="cpu", num_steps_per_env=16)
     trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
     rows = [trainer._iterate() for _ in range(3)]
     logged = [row["metrics/step_count"] for row in rows if row["episodes"] > 0]
@@ -54,7 +54,7 @@ def test_trainer_logs_the_episode_mean_of_each_metric() -> None:
 
 
 def test_a_final_metric_is_the_value_at_the_episode_last_step() -> None:
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     cfg.metrics["last_step"] = MetricTermCfg(func=_step_count, final=True)
     env = make_cpu(cfg, num_envs=16)
     g = torch.Generator().manual_seed(0)

@@ -74,10 +74,10 @@ def test_normalizer_matches_numpy() -> None:
 
 def _tiny_trainer(task: str = "cartpole", num_envs: int = 8):
     from helpers import make_cpu
-    from phalanx.rl.config import default_train_cfg
+    from phalanx.registry import train_cfg
     from phalanx.rl.trainer import Trainer
 
-    cfg = default_train_cfg(task)
+    cfg = train_cfg(task)
     cfg.num_steps_per_env = 4
     return Trainer(cfg, make_cpu(task, num_envs=num_envs), run_dir=None)
 

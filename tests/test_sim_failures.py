@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from helpers import make_cpu, random_actions
-from phalanx.envs import task_cfg
+from phalanx.registry import env_cfg
 
 
 def test_nan_state_resets_only_that_env_and_is_counted() -> None:
@@ -31,7 +31,7 @@ def test_nan_state_resets_only_that_env_and_is_counted() -> None:
 def test_diverging_state_resets_that_env_before_it_turns_nan() -> None:
     """A world flying off at finite but absurd speed is reset too: its rewards (-1e15 in an
     anymal-rough run) would otherwise wreck the value targets of every env."""
-    cfg = task_cfg("ant")
+    cfg = env_cfg("ant")
     cfg.sim.max_qvel = 100.0
     env = make_cpu(cfg, num_envs=3)
     zeros = torch.zeros(3, env.action_dim)
@@ -43,7 +43,7 @@ def test_diverging_state_resets_that_env_before_it_turns_nan() -> None:
 
 
 def test_contact_overflow_is_detected_reset_and_names_the_flag() -> None:
-    cfg = task_cfg("ant")
+    cfg = env_cfg("ant")
     cfg.sim.nconmax_per_env = 1  # a resting ant makes about 4 contacts: the shared pool overflows
     env = make_cpu(cfg, num_envs=4)
     for _ in range(60):
@@ -51,18 +51,18 @@ def test_contact_overflow_is_detected_reset_and_names_the_flag() -> None:
         assert torch.isfinite(obs["policy"]).all()
     assert int(env.invalid_resets) > 0
     report = env.report_invalid()
-    assert len(report) == 1 and "contact overflow" in report[0] and "--sim.nconmax-per-env" in report[0]
+    assert len(report) == 1 and "contact overflow" in report[0] and "--env.sim.nconmax-per-env" in report[0]
 
 
 def test_constraint_overflow_is_detected_reset_and_names_the_flag() -> None:
-    cfg = task_cfg("ant")
+    cfg = env_cfg("ant")
     cfg.sim.njmax_per_env = 4  # one elliptic contact takes 3 rows; the ant's limits take more
     env = make_cpu(cfg, num_envs=4)
     for _ in range(60):
         obs, *_ = env.step(torch.zeros(4, env.action_dim))
         assert torch.isfinite(obs["policy"]).all()
     report = env.report_invalid()
-    assert any("constraint overflow" in line and "--sim.njmax-per-env" in line for line in report)
+    assert any("constraint overflow" in line and "--env.sim.njmax-per-env" in line for line in report)
 
 
 def test_nan_observation_or_reward_resets_only_that_env() -> None:
@@ -73,7 +73,7 @@ def test_nan_observation_or_reward_resets_only_that_env() -> None:
         value[column] = float("nan")
         return value
 
-    cfg = task_cfg("cartpole")
+    cfg = env_cfg("cartpole")
     cfg.observations["policy"]["poisoned"] = ObsTermCfg(func=poisoned, params={"column": 1})
     cfg.rewards["poisoned"] = RewardTermCfg(func=lambda env: poisoned(env, 2)[:, 0], weight=1.0)
     env = make_cpu(cfg, num_envs=4)

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from helpers import make_cpu, random_actions
-from phalanx.envs import TASKS, task_cfg
+from phalanx.registry import env_cfg, tasks
 
-TASK_NAMES = list(TASKS)
+TASK_NAMES = list(tasks())
 
 
 def _check_obs(env, obs) -> None:
@@ -97,7 +97,7 @@ def test_ant_1000_random_steps_64_envs() -> None:
 
 
 def test_observation_noise_is_uniform_within_its_bound() -> None:
-    clean_cfg, noisy_cfg = task_cfg("cartpole"), task_cfg("cartpole")
+    clean_cfg, noisy_cfg = env_cfg("cartpole"), env_cfg("cartpole")
     for term in noisy_cfg.observations["policy"].values():
         term.noise = 0.1
     clean, noisy = make_cpu(clean_cfg, num_envs=64), make_cpu(noisy_cfg, num_envs=64)

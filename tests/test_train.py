@@ -15,7 +15,7 @@ from rich.console import Console
 from helpers import make_cpu, signal_after_iterations
 from phalanx.cli import main
 from phalanx.dist import DistContext
-from phalanx.rl.config import default_train_cfg
+from phalanx.registry import train_cfg
 from phalanx.rl.trainer import Trainer
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "5"]
@@ -98,7 +98,7 @@ def test_bad_cli_input_is_one_line_and_exit_2(args: list[str], message: str, cap
 
 def test_checkpoint_of_another_task(tmp_path: Path, capsys) -> None:
     checkpoint = tmp_path / "ant.pt"
-    torch.save({"task": "ant"}, checkpoint)
+    torch.save({"format": 2, "task": "ant"}, checkpoint)
     assert main(["play", "cartpole", "--checkpoint", str(checkpoint)]) == 2
     assert "was trained on task 'ant', not 'cartpole'" in capsys.readouterr().err
 
@@ -155,7 +155,7 @@ def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later()
                 trainer._on_stop_signal(signal.SIGTERM, None)
             return tensor
 
-    cfg = default_train_cfg("cartpole")
+    cfg = train_cfg("cartpole")
     cfg.num_steps_per_env = 8
     trainer = Trainer(cfg, make_cpu("cartpole", num_envs=16), None, Console(quiet=True), SignalDuringSum())
     trainer._iterate()

@@ -32,7 +32,7 @@ def crafted(tmp_path: Path) -> tuple[Path, Path]:
     [
         ["play", "cartpole", "--checkpoint", "{path}"],
         ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--resume", "{path}", "--run-dir", "{run}"],
-        ["train", "anymal-nav", "--device", "cpu", "--num-envs", "4", "--low-level-checkpoint", "{path}",
+        ["train", "anymal-nav", "--device", "cpu", "--num-envs", "4", "--env.actions.low-level.checkpoint", "{path}",
          "--run-dir", "{run}"],
     ],
     ids=["play", "resume", "low-level"],

@@ -1,7 +1,7 @@
 """phalanx: robot reinforcement learning with simulation, observations, rewards and learning on one device.
 
-`make`, `task_cfg`, `TASKS` and `VecEnv` load on first use, so `import phalanx` stays light and
-the command line can configure Warp before Warp starts.
+Everything here loads on first use, so `import phalanx` stays light and the command line can
+configure Warp before Warp starts.
 """
 
 from __future__ import annotations
@@ -10,10 +10,22 @@ import importlib
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["TASKS", "VecEnv", "__version__", "make", "task_cfg"]
+
+_LAZY = {
+    "register": "phalanx.registry",
+    "make": "phalanx.registry",
+    "tasks": "phalanx.registry",
+    "env_cfg": "phalanx.registry",
+    "train_cfg": "phalanx.registry",
+    "TaskCfg": "phalanx.envs.cfg",
+    "VecEnv": "phalanx.envs.vec_env",
+    "TrainCfg": "phalanx.rl.config",
+    "train": "phalanx.training",
+}
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("TASKS", "VecEnv", "make", "task_cfg"):
-        return getattr(importlib.import_module("phalanx.envs"), name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'phalanx' has no attribute {name!r}")

@@ -12,7 +12,7 @@ class ConfigError(ValueError):
     what was given and what is allowed.
 
     With `field` (a config path such as "sim.dt" or "algo.num_mini_batches") the message reads
-    "sim.dt: ..." and the command line shows the field as its flag, "--sim.dt: ...".
+    "env.sim.dt: ..." and the command line shows the field as its flag, "--env.sim.dt: ...".
     """
 
     def __init__(self, message: str, field: str | None = None):
@@ -20,7 +20,7 @@ class ConfigError(ValueError):
         self.field, self.reason = field, message
 
     def as_flag(self) -> str:
-        """The message with the field spelled as its command-line flag (`sim.max_qvel` -> `--sim.max-qvel`)."""
+        """The message with the field spelled as its command-line flag (`env.sim.max_qvel` -> `--env.sim.max-qvel`)."""
         return str(self) if self.field is None else f"--{self.field.replace('_', '-')}: {self.reason}"
 
 

@@ -13,6 +13,7 @@ import tyro
 from rich.console import Console
 
 from phalanx.errors import ConfigError, check_int
+from phalanx.flags import parse_flags, task_and_flags
 
 SWEEP = "256,512,1024,2048,4096,8192,16384,32768,65536"
 
@@ -115,12 +116,11 @@ def _save(kind: str, task: str, args: list[str], device: str, cfg, results: list
 def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
-    from phalanx.cli import _task_and_flags
     from phalanx.devices import resolve_device
 
-    task, flags = _task_and_flags(f"bench {kind}", args)
+    task, flags = task_and_flags(f"bench {kind}", args)
     default = BenchCfg(task=task, num_envs=SWEEP if kind == "envs" else BenchCfg.num_envs)
-    cfg = tyro.cli(BenchCfg, default=default, args=flags, prog=f"phalanx bench {kind} {task}")
+    cfg = parse_flags(BenchCfg, default, flags, f"phalanx bench {kind} {task}")
     counts = _env_counts(cfg.num_envs)
     check_int("iterations", cfg.iterations)
     if cfg.num_steps_per_env is not None:
@@ -152,11 +152,10 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
 def run_scaling(args: list[str], console: Console) -> None:
     from phalanx.bench import scaling
     from phalanx.bench.telemetry import Telemetry
-    from phalanx.cli import _task_and_flags
     from phalanx.devices import resolve_device
 
-    task, flags = _task_and_flags("bench scaling", args)
-    cfg = tyro.cli(ScalingCfg, default=ScalingCfg(task=task), args=flags, prog=f"phalanx bench scaling {task}")
+    task, flags = task_and_flags("bench scaling", args)
+    cfg = parse_flags(ScalingCfg, ScalingCfg(task=task), flags, f"phalanx bench scaling {task}")
     if cfg.mode not in ("strong", "weak"):
         raise ConfigError(f"--mode: got {cfg.mode!r}; allowed: 'strong', 'weak'")
     counts = _env_counts(cfg.gpus).copy()
@@ -195,8 +194,22 @@ def run_report(args: list[str], console: Console) -> None:
         console.print(f"wrote {compare(dirs, Path(cfg.out))}")
 
 
+BENCH_USAGE = """usage: phalanx bench KIND ...
+
+  throughput TASK   training throughput at a few env counts (fps_step, fps_step_inference, fps_total,
+                    the time per phase, the start-up split, the ratio to the raw physics limit)
+  envs TASK         the same over an env-count sweep (256 ... 65536)
+  scaling TASK      the same training job under torchrun with several process counts (weak or strong)
+  report DIR ...    rebuild a run's report, or compare several runs
+
+`phalanx bench KIND TASK --help` lists the flags of each."""
+
+
 def bench(args: list[str], console: Console) -> None:
     kinds = ("throughput", "envs", "scaling", "report")
+    if args and args[0] in ("-h", "--help"):
+        print(BENCH_USAGE)
+        return
     if not args or args[0] not in kinds:
         got = repr(args[0]) if args else "nothing"
         raise ConfigError(f"bench: expected one of {', '.join(kinds)}, got {got}")

@@ -69,12 +69,11 @@ def measure(
     (minibatches that do not divide the batch, out of memory) comes back with `valid: False` and
     the reason."""
     start = time.perf_counter()
-    from phalanx.envs import make
-    from phalanx.rl.config import default_train_cfg
+    from phalanx.registry import make, train_cfg
     from phalanx.rl.trainer import Trainer
 
     import_s = time.perf_counter() - start
-    cfg = default_train_cfg(task)
+    cfg = train_cfg(task)
     cfg.num_envs, cfg.device = num_envs, str(device)
     cfg.num_steps_per_env = num_steps_per_env or cfg.num_steps_per_env
     steps = cfg.num_steps_per_env
@@ -88,7 +87,7 @@ def measure(
     memory_before = _device_memory_used(device)
     try:
         start = time.perf_counter()
-        env = make(task, num_envs=num_envs, device=device, seed=cfg.seed, verbose=False)
+        env = make(cfg.env, num_envs=num_envs, device=device, seed=cfg.seed)
         build_s = time.perf_counter() - start
         trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
         start = time.perf_counter()

@@ -1,4 +1,5 @@
-"""Environments: the VecEnv contract, term-based tasks and the task registry."""
+"""Environments: the VecEnv contract, term-based tasks (`TaskCfg` -> `TaskEnv`) and the term
+library (`phalanx.envs.mdp`). Registering and building tasks by name: `phalanx.register`, `phalanx.make`."""
 
 from phalanx.envs.cfg import (
     ActionCfg,
@@ -14,12 +15,9 @@ from phalanx.envs.cfg import (
     Term,
     TerminationTermCfg,
 )
-from phalanx.envs.registry import TASKS, UnknownTaskError, make, task_cfg
-from phalanx.envs.task_env import TaskEnv
 from phalanx.envs.vec_env import VecEnv
 
 __all__ = [
-    "TASKS",
     "ActionCfg",
     "CommandTerm",
     "CommandTermCfg",
@@ -30,11 +28,7 @@ __all__ = [
     "ObsTermCfg",
     "RewardTermCfg",
     "TaskCfg",
-    "TaskEnv",
     "Term",
     "TerminationTermCfg",
-    "UnknownTaskError",
     "VecEnv",
-    "make",
-    "task_cfg",
 ]

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from phalanx.sim.simulator import SimCfg
+from phalanx.envs.tensor_state import load_tensor_state, tensor_state
+from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
 
 if TYPE_CHECKING:
@@ -34,6 +36,14 @@ class Term:
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         """Called after the envs where `mask` (num_envs,) is True were reset."""
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The term's state, for an exact resume: by default its tensor attributes (and those of
+        plain objects it holds); override if it keeps state elsewhere."""
+        return tensor_state(self)
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        load_tensor_state(self, state)
 
 
 TermFunc = Callable[..., Any] | type[Term]
@@ -176,21 +186,23 @@ class ActionCfg:
     the zero action until its first actions arrive). (0, 0): no delay."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TaskCfg:
-    """Everything that defines a task."""
+    """Everything that defines a task (its env). Register it with `phalanx.register`, or pass it
+    to `phalanx.make` directly; `phalanx train TASK --env.FIELD VALUE` overrides any field."""
 
-    name: str
-    description: str
     model: str
     """MJCF or URDF file path, or an MJCF XML string."""
     episode_length_s: float
-    sim: SimCfg
-    actions: ActionCfg
     observations: dict[str, dict[str, ObsTermCfg]]
     """Observation groups ("policy", optionally "critic") of named terms, concatenated in order."""
     rewards: dict[str, RewardTermCfg]
-    terminations: dict[str, TerminationTermCfg]
+    terminations: dict[str, TerminationTermCfg] = field(default_factory=dict)
+    name: str = ""
+    """The task's name (`phalanx.register` sets it)."""
+    description: str = ""
+    sim: SimCfg = field(default_factory=SimCfg)
+    actions: ActionCfg = field(default_factory=ActionCfg)
     events: dict[str, EventTermCfg] = field(default_factory=dict)
     commands: dict[str, CommandTermCfg] = field(default_factory=dict)
     """Named commands (observed and rewarded through `env.command(name)`)."""
@@ -209,3 +221,20 @@ class TaskCfg:
     """Multiply each weighted reward term by the env step dt (Isaac Lab's manager-based convention)."""
     num_envs: int = 4096
     """Default number of envs on a GPU."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`env.FIELD`) that needs no model to judge."""
+        check_positive("env.episode_length_s", self.episode_length_s, " seconds")
+        check_int("env.num_envs", self.num_envs)
+        self.sim.check("env.sim")
+        if "policy" not in self.observations:
+            raise ConfigError(f"needs a 'policy' group; got {list(self.observations)}", "env.observations")
+        low, high = self.actions.delay_range
+        if not 0 <= low <= high:
+            raise ConfigError(
+                f"must be 0 <= low <= high env steps, got {self.actions.delay_range}", "env.actions.delay_range"
+            )
+        if self.actions.low_level is not None:
+            check_int("env.actions.low_level.decimation", self.actions.low_level.decimation)
+            if self.actions.delay_range != (0, 0):
+                raise ConfigError("not supported with actions.low_level", "env.actions.delay_range")

@@ -1,13 +1,16 @@
 """A frozen low-level policy that turns an env's actions (its commands) into actuator targets:
-hierarchical control, as Isaac Lab's PreTrainedPolicyAction (see `LowLevelPolicyCfg`)."""
+hierarchical control, as Isaac Lab's PreTrainedPolicyAction (see `LowLevelPolicyCfg`). The
+policy itself is resolved above the env layer (`phalanx.make`) and handed in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
-from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, Term
+from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, TaskCfg, Term
 from phalanx.envs.mdp import observations
 from phalanx.errors import ConfigError
 
@@ -15,75 +18,55 @@ if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
 
+@dataclass
+class LowLevelSource:
+    """What the env needs of a frozen policy: the env config it was trained on (its
+    observations and actions) and `make_actor(obs_dim, action_dim, device, seed)`, which
+    returns a module from those observations to mean actions."""
+
+    env_cfg: TaskCfg
+    make_actor: Callable[[int, int, torch.device, int], torch.nn.Module]
+
+
 class LowLevelPolicy(Term):
     """Computes the low-level task's "policy" observations on this env (its `last_action` term
     reads the low-level's own last action; its command is the env's held `command`), runs the
-    checkpoint's actor (mean action, normalized observations if it was trained so) and sets the
-    actuators as the low-level task's ActionCfg does, `decimation` times per env step."""
+    frozen actor and sets the actuators as the low-level task's ActionCfg does, `decimation`
+    times per env step."""
 
-    def __init__(self, env: TaskEnv, cfg: LowLevelPolicyCfg):
+    def __init__(self, env: TaskEnv, cfg: LowLevelPolicyCfg, source: LowLevelSource):
         from phalanx.envs.mdp.commands import held_command
-        from phalanx.envs.registry import task_cfg  # the registry imports the env module
-        from phalanx.envs.task_env import bind_term
-        from phalanx.rl.config import default_train_cfg
-        from phalanx.rl.models import mlp
-        from phalanx.rl.normalizer import EmpiricalNormalizer
+        from phalanx.envs.terms import bind_term
 
-        if cfg.decimation < 1:
-            raise ConfigError(f"actions.low_level.decimation: must be >= 1, got {cfg.decimation}")
-        low = task_cfg(cfg.task)
+        low = source.env_cfg
         if low.actions.low_level is not None:
-            raise ConfigError(f"actions.low_level.task: {cfg.task!r} is itself hierarchical")
+            raise ConfigError(f"{cfg.task!r} is itself hierarchical", "env.actions.low_level.task")
         self.cfg = cfg
         self.actions: ActionCfg = low.actions
         terms = low.observations["policy"]
         observed = {t.params.get("command") for t in terms.values() if t.func is observations.generated_commands}
         if cfg.command not in observed:
             raise ConfigError(
-                f"actions.low_level.command: {cfg.command!r} is not a command the {cfg.task} policy "
-                f"observes ({observed})"
+                f"{cfg.command!r} is not a command the {cfg.task} policy observes ({observed})",
+                "env.actions.low_level.command",
             )
         if not isinstance(env.command_term(cfg.command), held_command):
-            raise ConfigError(f"commands.{cfg.command}: must be a held_command for the low-level policy to read")
+            raise ConfigError("must be a held_command for the low-level policy to read", f"env.commands.{cfg.command}")
         self.command_dim = env.command(cfg.command).shape[1]
         self.terms: list[tuple[Term | None, ObsTermCfg]] = [
             (None if t.func is observations.last_action else bind_term(env, t.func, t.params), t)
             for t in terms.values()
         ]
-        train = default_train_cfg(cfg.task)
-        policy, normalize, state = train.policy, train.empirical_normalization, None
-        if cfg.checkpoint is not None:
-            from phalanx.rl.checkpoint import CheckpointError, load_checkpoint, load_weights
-            from phalanx.rl.config import PolicyCfg
-
-            try:
-                state = load_checkpoint(cfg.checkpoint, cfg.task)
-            except CheckpointError as error:
-                raise ConfigError(f"--low-level-checkpoint: {error}") from None
-            policy = PolicyCfg(**state["config"]["policy"])
-            normalize = state["config"]["empirical_normalization"]
         self.last_action = torch.zeros(env.num_envs, env.joint_action_dim, device=env.device)
         obs_dim = sum(self._value(env, term, t).shape[1] for term, t in self.terms)
-        with torch.random.fork_rng(devices=[]):  # an untrained actor is the same for the same env seed
-            torch.default_generator.manual_seed(env.seed)  # the CPU generator only, restored after
-            actor = mlp(obs_dim, policy.actor_hidden_dims, env.joint_action_dim, policy.activation)
-        self.actor = actor.to(env.device)
-        self.normalizer = EmpiricalNormalizer(obs_dim).to(env.device) if normalize else None
-        if state is not None:
-            actor = {k.removeprefix("actor."): v for k, v in state["policy"].items() if k.startswith("actor.")}
-            source = f"--low-level-checkpoint: {cfg.checkpoint} on {cfg.task}'s observations ({obs_dim})"
-            load_weights(self.actor, actor, f"{source}: the actor")
-            if self.normalizer is not None:
-                load_weights(self.normalizer, state["obs_norm"], f"{source}: the normalizer")
-        self.actor.requires_grad_(False)
+        self.actor = source.make_actor(obs_dim, env.joint_action_dim, env.device, env.seed)
 
     def _value(self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg) -> torch.Tensor:
         return env.obs_term_value(self.last_action if term is None else term(env), cfg)
 
     def observe(self, env: TaskEnv) -> torch.Tensor:
         """(num_envs, obs_dim) the low-level policy's observation now."""
-        obs = torch.cat([self._value(env, term, t) for term, t in self.terms], dim=-1)
-        return obs if self.normalizer is None else self.normalizer(obs)
+        return torch.cat([self._value(env, term, t) for term, t in self.terms], dim=-1)
 
     def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
         """Holds `command` and steps the physics `decimation` times under the low-level policy."""

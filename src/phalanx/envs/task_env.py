@@ -8,48 +8,14 @@ from typing import Any
 
 import torch
 
-from phalanx.envs.cfg import CommandTerm, ObsTermCfg, TaskCfg, Term
-from phalanx.envs.low_level import LowLevelPolicy
+from phalanx.envs.cfg import CommandTerm, ObsTermCfg, TaskCfg
+from phalanx.envs.low_level import LowLevelPolicy, LowLevelSource
 from phalanx.envs.tables import print_term_tables
+from phalanx.envs.terms import bind_term
+from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.envs.vec_env import VecEnv
-from phalanx.errors import ConfigError, check_positive
+from phalanx.errors import ConfigError
 from phalanx.sim import Simulator, load_model
-from phalanx.terrain.scene import TerrainScene
-
-
-class _FunctionTerm(Term):
-    """A plain term function with its params bound."""
-
-    def __init__(self, env: TaskEnv, func: Any, params: dict[str, Any]):
-        self._func, self._params = func, params
-
-    def __call__(self, env: TaskEnv) -> torch.Tensor:
-        return self._func(env, **self._params)
-
-
-def _tensors(term: Term) -> dict[str, torch.Tensor]:
-    """Copies of a term's tensor attributes (its state, if it keeps any), also those of objects it
-    holds (e.g. a sensor), as "object.attribute"."""
-    found = {}
-    for name, value in vars(term).items():
-        if isinstance(value, torch.Tensor):
-            found[name] = value.clone()
-        elif hasattr(value, "__dict__") and not isinstance(value, type):
-            found.update({f"{name}.{k}": v.clone() for k, v in vars(value).items() if isinstance(v, torch.Tensor)})
-    return found
-
-
-def _attribute(obj: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def bind_term(env: TaskEnv, func: Any, params: dict[str, Any]) -> Term:
-    """A term function or `Term` class, built for `env` with its params."""
-    if isinstance(func, type) and issubclass(func, Term):
-        return func(env, **params)
-    return _FunctionTerm(env, func, params)
 
 
 class TaskEnv(VecEnv):
@@ -76,10 +42,16 @@ class TaskEnv(VecEnv):
         verbose: bool = True,
         capture: bool | None = None,
         compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
+        low_level: LowLevelSource | None = None,
     ):
         if capture and device.type != "cuda":
             raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
-        check_positive("episode_length_s", cfg.episode_length_s, " seconds")
+        cfg.check()
+        if (cfg.actions.low_level is None) != (low_level is None):
+            raise ConfigError(
+                "a hierarchical task needs its low-level policy resolved (phalanx.make does it), any other none",
+                "env.actions.low_level",
+            )
         if device.type == "cuda":
             # CUDA graphs capture on the current device's stream: make it this env's device.
             torch.cuda.set_device(device)
@@ -94,21 +66,14 @@ class TaskEnv(VecEnv):
             self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.rng, cfg.terrain_command)
         model = load_model(cfg.model) if self.terrain is None else self.terrain.model(cfg.model)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
-        low_level = cfg.actions.low_level
-        self.step_dt = self.sim.dt * cfg.sim.decimation * (1 if low_level is None else low_level.decimation)
+        hierarchy = 1 if cfg.actions.low_level is None else cfg.actions.low_level.decimation
+        self.step_dt = self.sim.dt * cfg.sim.decimation * hierarchy
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
 
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
         # The actuators the actions drive: the task's own, or those of its low-level policy's task.
-        if low_level is None:
-            joint_cfg = cfg.actions
-        else:
-            from phalanx.envs.registry import task_cfg  # the registry imports this module
-
-            if cfg.actions.delay_range != (0, 0):
-                raise ConfigError("actions.delay_range: not supported with actions.low_level")
-            joint_cfg = task_cfg(low_level.task).actions
+        joint_cfg = cfg.actions if low_level is None else low_level.env_cfg.actions
         self.actuator_ids = self._select_actuators(joint_cfg.actuators)
         self.joint_action_dim = len(self.actuator_ids)
         self.action_joint_ids = self.sim.actuator_joint_ids[self.actuator_ids]  # (joint_action_dim,) into sim joints
@@ -119,7 +84,7 @@ class TaskEnv(VecEnv):
                 raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
             self.joint_action_offset += self.sim.default_qpos[self.sim.joint_qposadr[self.action_joint_ids]]
         self._command_terms = {name: (bind_term(self, c.func, c.params), c) for name, c in cfg.commands.items()}
-        self.low_level = None if low_level is None else LowLevelPolicy(self, low_level)
+        self.low_level = None if low_level is None else LowLevelPolicy(self, cfg.actions.low_level, low_level)
         self.action_dim = self.joint_action_dim if self.low_level is None else self.low_level.command_dim
         self.capture = device.type == "cuda" if capture is None else capture
         self._graph: torch.cuda.CUDAGraph | None = None
@@ -131,9 +96,7 @@ class TaskEnv(VecEnv):
         self._step_fn = torch.compile(self._step, dynamic=False) if self.compile else self._step
         n, dev = num_envs, device
         self.action = torch.zeros(n, self.action_dim, device=dev)
-        low, high = cfg.actions.delay_range
-        if not 0 <= low <= high:
-            raise ConfigError(f"actions.delay_range: must be 0 <= low <= high env steps, got {cfg.actions.delay_range}")
+        _, high = cfg.actions.delay_range
         self._action_delay = torch.zeros(n, dtype=torch.long, device=dev)
         self._action_history = torch.zeros(high + 1, n, self.action_dim, device=dev)  # [k]: the action k steps ago
         self._env_ids = torch.arange(n, device=dev)
@@ -317,7 +280,7 @@ class TaskEnv(VecEnv):
             "num_envs": self.num_envs,
             "sim": self.sim.state_dict(),
             "buffers": {name: getattr(self, name).clone() for name in self._BUFFERS},
-            "terms": {key: _tensors(term) for key, term in self._all_terms()},
+            "terms": {key: term.state_dict() for key, term in self._all_terms()},
             "event_timers": {name: timer.clone() for name, timer in self._event_timers.items()},
             "command_timers": {name: timer.clone() for name, timer in self._command_timers.items()},
             "obs": {group: value.clone() for group, value in self.obs.items()},
@@ -345,8 +308,7 @@ class TaskEnv(VecEnv):
         for name in self._BUFFERS:
             getattr(self, name).copy_(state["buffers"][name])
         for key, term in self._all_terms():
-            for attr, value in state["terms"][key].items():
-                _attribute(term, attr).copy_(value)
+            term.load_state_dict(state["terms"][key])
         for name, timer in self._event_timers.items():
             timer.copy_(state["event_timers"][name])
         for name, timer in self._command_timers.items():
@@ -519,6 +481,11 @@ class TaskEnv(VecEnv):
             term.reset(self, mask)
         if self.low_level is not None:
             self.low_level.reset(self, mask)
+
+    @torch.compiler.disable  # one tiny op; compiling it would specialize on every (low, high) pair
+    def uniform(self, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
+        """Uniform samples in [low, high) from the env's generator (for events and terms)."""
+        return low + (high - low) * torch.rand(shape, device=self.device, generator=self.rng)
 
     @torch.compiler.disable  # one random op from the env's generator (as the events draw theirs)
     def _noise(self, shape: torch.Size, scale: float) -> torch.Tensor:

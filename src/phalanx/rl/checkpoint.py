@@ -18,6 +18,8 @@ from torch import nn
 from phalanx.errors import ConfigError
 from phalanx.files import atomic_path
 
+CHECKPOINT_FORMAT = 2
+"""2: the config holds the env the policy was trained in (`config["env"]`)."""
 PLAY_KEYS = ("task", "config", "policy", "obs_norm")
 """What playing a policy reads."""
 RESUME_KEYS = (*PLAY_KEYS, "iteration", "frames", "elapsed_s", "last_episode", "critic_norm", "ppo", "ranks")
@@ -58,6 +60,11 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
         raise CheckpointError(f"checkpoint: {path} is not a readable phalanx checkpoint ({reason})") from None
     if not isinstance(state, dict) or "task" not in state:
         raise CheckpointError(f"checkpoint: {path} is not a phalanx checkpoint")
+    if state.get("format", 1) < CHECKPOINT_FORMAT:
+        raise CheckpointError(
+            f"checkpoint: {path} was written by an older phalanx, without the env config it was trained in; "
+            "train it again with this version"
+        )
     if state["task"] != task:
         raise CheckpointError(f"checkpoint: {path} was trained on task {state['task']!r}, not {task!r}")
     missing = [key for key in keys if key not in state]

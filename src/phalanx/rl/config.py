@@ -1,13 +1,14 @@
-"""Training configuration: the dataclasses `phalanx train` turns into flags, and per-task defaults."""
+"""Training configuration: the dataclasses `phalanx train` turns into flags (per-task defaults are
+registered with each task, see `phalanx.register`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.envs.cfg import TaskCfg
 from phalanx.errors import ConfigError, check_int, check_positive
 from phalanx.rl.models import ACTIVATIONS
 from phalanx.rl.ppo import PPOCfg
-from phalanx.sim import SimCfg
 
 
 @dataclass
@@ -35,10 +36,10 @@ class PolicyCfg:
 
 @dataclass
 class TrainCfg:
-    """phalanx train: PPO on one device."""
+    """phalanx train: PPO on one device or several; a task registers its defaults as one of these."""
 
-    task: str
-    """Registered task name (see `phalanx list`)."""
+    task: str = ""
+    """The task's name (`phalanx.register` sets it)."""
     num_envs: int | None = None
     """Parallel envs; default: the task's GPU default, or `cpu_num_envs` on the CPU."""
     device: str | None = None
@@ -79,13 +80,11 @@ class TrainCfg:
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""
-    low_level_checkpoint: str | None = None
-    """Tasks whose actions command a frozen policy (anymal-nav): that policy's checkpoint, a
-    model_*.pt written by `phalanx train` on its task (anymal-flat)."""
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
-    sim: SimCfg = field(default_factory=SimCfg)
-    """Physics settings; `phalanx train` starts from the task's own."""
+    env: TaskCfg | None = None
+    """The env to train on (`--env.FIELD`: any field of the task's config); `phalanx train TASK`
+    starts from the registered one, `--resume` continues with the checkpoint's."""
 
 
 def check_train_cfg(cfg: TrainCfg) -> None:
@@ -99,47 +98,5 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
     cfg.algo.check()
     cfg.policy.check()
-    cfg.sim.check()
-
-
-def default_train_cfg(task: str) -> TrainCfg:
-    """Per-task defaults that learn out of the box (rsl_rl's settings for the Isaac Lab tasks)."""
-    if task == "cartpole":
-        return TrainCfg(
-            task=task,
-            max_iterations=150,
-            num_steps_per_env=16,
-            cpu_num_envs=256,
-            policy=PolicyCfg(actor_hidden_dims=(32, 32), critic_hidden_dims=(32, 32)),
-            algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
-        )
-    if task in ("anymal-flat", "anymal-rough"):  # rsl_rl's AnymalC{Flat,Rough}PPORunnerCfg
-        hidden = (128, 128, 128) if task == "anymal-flat" else (512, 256, 128)
-        return TrainCfg(
-            task=task,
-            max_iterations=300 if task == "anymal-flat" else 1500,
-            num_steps_per_env=24,
-            cpu_num_envs=256,
-            policy=PolicyCfg(actor_hidden_dims=hidden, critic_hidden_dims=hidden),
-            algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
-        )
-    if task == "anymal-nav":  # rsl_rl's NavigationEnvPPORunnerCfg
-        return TrainCfg(
-            task=task,
-            max_iterations=1500,
-            num_steps_per_env=8,
-            cpu_num_envs=256,
-            policy=PolicyCfg(actor_hidden_dims=(128, 128), critic_hidden_dims=(128, 128), init_noise_std=0.5),
-            algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
-        )
-    if task in ("ant", "humanoid"):
-        return TrainCfg(
-            task=task,
-            max_iterations=1000,
-            num_steps_per_env=32,
-            cpu_num_envs=256,
-            empirical_normalization=True,
-            policy=PolicyCfg(actor_hidden_dims=(400, 200, 100), critic_hidden_dims=(400, 200, 100)),
-            algo=PPOCfg(learning_rate=5e-4, entropy_coef=0.0),
-        )
-    return TrainCfg(task=task)
+    if cfg.env is not None:
+        cfg.env.check()

@@ -6,7 +6,6 @@ losses and counters accumulate on the device and are read once per iteration, to
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as ProgressBar
 
+from phalanx.config_data import to_data
 from phalanx.dist import DistContext, Progress
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
-from phalanx.rl.checkpoint import load_weights, save_checkpoint
+from phalanx.rl.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
 from phalanx.rl.models import ActorCritic, critic_group
@@ -345,8 +345,9 @@ class Trainer:
         if ranks is None:
             return None
         return {
+            "format": CHECKPOINT_FORMAT,
             "task": self.cfg.task,
-            "config": dataclasses.asdict(self.cfg),
+            "config": to_data(self.cfg),
             "iteration": self.iteration,
             "frames": self.frames,
             "elapsed_s": self.elapsed_s,

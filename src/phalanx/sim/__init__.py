@@ -1,6 +1,23 @@
-"""MuJoCo Warp simulation layer: batched models, torch views, captured stepping, masked reset."""
+"""MuJoCo Warp simulation exposed to torch. `SimCfg` is plain data; `Simulator` and the model
+loaders load Warp and MuJoCo on first use, so configs import fast."""
 
-from phalanx.sim.model import constraint_capacity, contact_capacity, load_model
-from phalanx.sim.simulator import SimCfg, Simulator
+from __future__ import annotations
 
-__all__ = ["SimCfg", "Simulator", "constraint_capacity", "contact_capacity", "load_model"]
+import importlib
+from typing import Any
+
+from phalanx.sim.cfg import SimCfg
+
+_LAZY = {
+    "Simulator": "phalanx.sim.simulator",
+    "load_model": "phalanx.sim.model",
+    "contact_capacity": "phalanx.sim.model",
+    "constraint_capacity": "phalanx.sim.model",
+}
+__all__ = ["SimCfg", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'phalanx.sim' has no attribute {name!r}")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import mujoco
 import numpy as np
+
+from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 
 # Most contacts MuJoCo's colliders emit for one geom pair, keyed by the pair's types (sorted).
 # Pairs not listed are convex-convex (GJK/EPA with multi-contact), bounded at 4.
@@ -40,20 +43,32 @@ def _xml_or_file(source: str | Path) -> str | Path:
 
 
 def load_model(source: str | Path) -> mujoco.MjModel:
-    """Compiles an MJCF or URDF file, or an MJCF XML string, into a MuJoCo model.
+    """Compiles an MJCF or URDF file, or an MJCF or URDF XML string, into a MuJoCo model.
 
     URDF goes through MuJoCo's own compiler (`<mujoco>` extensions in the URDF are honoured).
     """
-    found = _xml_or_file(source)
-    if isinstance(found, Path):
-        return mujoco.MjModel.from_xml_path(str(found))
-    return mujoco.MjModel.from_xml_string(found)
+    return build_model(source)
 
 
 def load_spec(source: str | Path) -> mujoco.MjSpec:
-    """An MJCF file or XML string as an editable `MjSpec` (to add to the model before compiling)."""
+    """An MJCF or URDF file or XML string as an editable `MjSpec` (to add to the model before compiling)."""
     found = _xml_or_file(source)
     return mujoco.MjSpec.from_file(str(found)) if isinstance(found, Path) else mujoco.MjSpec.from_string(found)
+
+
+def build_model(
+    source: str | Path,
+    actuators: list[ActuatorCfg] | None = None,
+    edit: Callable[[mujoco.MjSpec], None] | None = None,
+) -> mujoco.MjModel:
+    """Loads `source` (as `load_spec`), gives it `actuators` (`apply_actuators`), lets `edit` change
+    the spec in place (e.g. add a terrain), and compiles it."""
+    spec = load_spec(source)
+    if actuators:
+        apply_actuators(spec, actuators)
+    if edit is not None:
+        edit(spec)
+    return spec.compile()
 
 
 def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import mujoco
@@ -15,7 +14,8 @@ import psutil
 import torch
 import warp as wp
 
-from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.errors import ConfigError, check_int
+from phalanx.sim.cfg import SimCfg
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
@@ -24,44 +24,6 @@ _CONTACT_OVERFLOW = int(
     mjw.OverflowType.BROADPHASE | mjw.OverflowType.NARROWPHASE | mjw.OverflowType.CCD | mjw.OverflowType.HFIELD
 )
 _CONSTRAINT_OVERFLOW = int(mjw.OverflowType.NEFC | mjw.OverflowType.NJMAX_NNZ)
-
-
-@dataclass
-class SimCfg:
-    """Physics settings of a task."""
-
-    dt: float | None = None
-    """Physics timestep in seconds; None keeps the model's `<option timestep>`."""
-    decimation: int = 2
-    """Physics substeps per env step (the policy acts every `decimation * dt` seconds)."""
-    nconmax_per_env: int | None = None
-    """Contact buffer per env (the pool holds num_envs times this, shared by all envs). None: the
-    upper bound computed from the model's collidable geom pairs."""
-    njmax_per_env: int | None = None
-    """Constraint rows per env (hard per-env limit). None: the bound from contacts, limits,
-    equalities and friction loss."""
-    body_forces: bool = False
-    """Compute per-body interaction and external (contact) wrenches, `cfrc_int`/`cfrc_ext`, once
-    per env step (for the state the last substep's forward pass saw)."""
-    max_qvel: float = 1e3
-    """A world whose |qvel| exceeds this anywhere (m/s or rad/s) has diverged and is reset like a
-    NaN one. MuJoCo's own bound (1e10) comes too late: a world accelerating toward it earns
-    rewards of -1e15 that wreck the value targets of every env for several iterations. Random
-    actions reach 48 rad/s on anymal, 300 on the humanoid."""
-    graph: bool = True
-    """On CUDA, capture the physics substeps once as a CUDA graph and replay it (off: eager
-    launches, for debugging; about 10x slower)."""
-
-    def check(self) -> None:
-        """Raises ConfigError naming the first invalid field (`sim.FIELD`), its value and what is allowed."""
-        if self.dt is not None:
-            check_positive("sim.dt", self.dt, " seconds (or None: the model's timestep)")
-        check_int("sim.decimation", self.decimation)
-        for name in ("nconmax_per_env", "njmax_per_env"):
-            value = getattr(self, name)
-            if value is not None:
-                check_int(f"sim.{name}", value, minimum=0)
-        check_positive("sim.max_qvel", self.max_qvel)
 
 
 def free_memory_bytes(device: torch.device) -> int:
@@ -174,6 +136,10 @@ class Simulator:
         self.xfrc_applied = t(d.xfrc_applied)  # (num_envs, nbody, 6)
         self.xpos = t(d.xpos)  # (num_envs, nbody, 3) body frame positions, world
         self.xquat = t(d.xquat)  # (num_envs, nbody, 4) body orientations (w, x, y, z), world
+        self.xmat = t(d.xmat)  # (num_envs, nbody, 3, 3) body rotation matrices, world
+        self.site_xpos = t(d.site_xpos)  # (num_envs, nsite, 3) site positions, world
+        self.site_xmat = t(d.site_xmat)  # (num_envs, nsite, 3, 3) site rotation matrices, world
+        self.subtree_com = t(d.subtree_com)  # (num_envs, nbody, 3) center of mass of each body's subtree, world
         self.cvel = t(d.cvel)  # (num_envs, nbody, 6) com-based velocity (rot, lin)
         self.cfrc_int = t(d.cfrc_int)  # (num_envs, nbody, 6) wrench from parent (torque, force); body_forces
         self.cfrc_ext = t(d.cfrc_ext)  # (num_envs, nbody, 6) external (contact) wrench; body_forces
@@ -252,6 +218,25 @@ class Simulator:
             raise ValueError(f"sensors {wide} are not scalar")
         found = self._sensor_ids[key] = torch.tensor(self.mjm.sensor_adr[ids], dtype=torch.long, device=self.device)
         return found
+
+    def sensor_columns(self, names: list[str]) -> torch.Tensor:
+        """Columns of `sensordata` holding the named sensors of any dimension, concatenated in the
+        order given; a missing name raises with the model's sensor names."""
+        missing = [n for n in names if n not in self.sensor_names]
+        if missing:
+            raise ValueError(f"sensors {missing} not in the model; it has {self.sensor_names}")
+        ids = [self.sensor_names.index(n) for n in names]
+        adr, dim = self.mjm.sensor_adr[ids], self.mjm.sensor_dim[ids]
+        columns = [int(a) + k for a, n in zip(adr, dim, strict=True) for k in range(n)]
+        return torch.tensor(columns, dtype=torch.long, device=self.device)
+
+    def site_ids(self, names: list[str]) -> torch.Tensor:
+        """Indices of the named sites; a missing name raises with the model's site names."""
+        sites = [_object_name(self.mjm, mujoco.mjtObj.mjOBJ_SITE, i) for i in range(self.mjm.nsite)]
+        missing = [n for n in names if n not in sites]
+        if missing:
+            raise ValueError(f"sites {missing} not in the model; it has {sites}")
+        return torch.tensor([sites.index(n) for n in names], dtype=torch.long, device=self.device)
 
     def body_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named bodies; a missing name raises with the model's body names."""
@@ -381,6 +366,6 @@ class Simulator:
         if kind == "contact":
             return (
                 f"contact buffer full ({self.nconmax} per env, {self.data.naconmax} in all): "
-                f"raise --sim.nconmax-per-env"
+                f"raise --env.sim.nconmax-per-env"
             )
-        return f"constraint rows full ({self.njmax} per env): raise --sim.njmax-per-env"
+        return f"constraint rows full ({self.njmax} per env): raise --env.sim.njmax-per-env"

@@ -1,8 +1,19 @@
 """Procedural terrain: a grid of sub-terrains of rising difficulty, as one MuJoCo heightfield,
-and the curriculum that moves robots over it."""
+and the curriculum that moves robots over it. Pure generation: the env places robots on it
+(`phalanx.envs.terrain_scene`). The MuJoCo and torch parts load on first use."""
 
-from phalanx.terrain.curriculum import TerrainCurriculum
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from phalanx.terrain.generator import SUB_TERRAINS, Terrain, TerrainCfg, generate_terrain
-from phalanx.terrain.model import add_terrain
 
-__all__ = ["SUB_TERRAINS", "Terrain", "TerrainCfg", "TerrainCurriculum", "add_terrain", "generate_terrain"]
+_LAZY = {"TerrainCurriculum": "phalanx.terrain.curriculum", "add_terrain": "phalanx.terrain.model"}
+__all__ = ["SUB_TERRAINS", "Terrain", "TerrainCfg", "generate_terrain", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'phalanx.terrain' has no attribute {name!r}")

@@ -18,11 +18,6 @@ if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
 
-@torch.compiler.disable  # one tiny op; compiling it would specialize on every (low, high) pair
-def _uniform(env: TaskEnv, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
-    return low + (high - low) * torch.rand(shape, device=env.device, generator=env.rng)
-
-
 def _startup_only(env: TaskEnv, event: str) -> None:
     if env.sim.stepped:
         raise ConfigError(f"events: {event} edits model fields and must be a startup event")
@@ -42,8 +37,8 @@ def reset_joints_by_offset(
     qadr, dadr = sim.joint_qposadr[ids], sim.joint_dofadr[ids]
     shape = (env.num_envs, len(ids))
     low, high = sim.joint_range[ids, 0], sim.joint_range[ids, 1]
-    pos = (sim.default_qpos[qadr] + _uniform(env, shape, *position_range)).clamp(low, high)
-    vel = _uniform(env, shape, *velocity_range)
+    pos = (sim.default_qpos[qadr] + env.uniform(shape, *position_range)).clamp(low, high)
+    vel = env.uniform(shape, *velocity_range)
     m = mask[:, None]
     sim.qpos[:, qadr] = torch.where(m, pos, sim.qpos[:, qadr])
     sim.qvel[:, dadr] = torch.where(m, vel, sim.qvel[:, dadr])
@@ -58,7 +53,7 @@ def reset_joints_by_scale(
     ids = env.joint_ids(joints)
     qadr = sim.joint_qposadr[ids]
     low, high = sim.joint_range[ids, 0], sim.joint_range[ids, 1]
-    pos = (sim.default_qpos[qadr] * _uniform(env, (env.num_envs, len(ids)), *position_range)).clamp(low, high)
+    pos = (sim.default_qpos[qadr] * env.uniform((env.num_envs, len(ids)), *position_range)).clamp(low, high)
     sim.qpos[:, qadr] = torch.where(mask[:, None], pos, sim.qpos[:, qadr])
 
 
@@ -74,11 +69,11 @@ def reset_root_state_uniform(
     a, d = state.root_addresses(env)
     n = env.num_envs
     root = env.sim.qpos[:, a : a + 7]
-    pos = root[:, :3] + torch.cat((_uniform(env, (n, 2), *xy_range), torch.zeros(n, 1, device=env.device)), dim=1)
-    half = 0.5 * _uniform(env, (n,), *yaw_range)
+    pos = root[:, :3] + torch.cat((env.uniform((n, 2), *xy_range), torch.zeros(n, 1, device=env.device)), dim=1)
+    half = 0.5 * env.uniform((n,), *yaw_range)
     yaw_quat = torch.stack((half.cos(), torch.zeros_like(half), torch.zeros_like(half), half.sin()), dim=1)
     quat = quat_mul(yaw_quat, root[:, 3:])
-    vel = _uniform(env, (n, 6), *velocity_range)
+    vel = env.uniform((n, 6), *velocity_range)
     m = mask[:, None]
     env.sim.qpos[:, a : a + 7] = torch.where(m, torch.cat((pos, quat), dim=1), root)
     env.sim.qvel[:, d : d + 6] = torch.where(m, vel, env.sim.qvel[:, d : d + 6])
@@ -89,7 +84,7 @@ def push_by_setting_velocity(
 ) -> None:
     """Adds a uniform draw to the root's horizontal velocity (world frame): a push."""
     _, d = state.root_addresses(env)
-    push = _uniform(env, (env.num_envs, 2), *velocity_range)
+    push = env.uniform((env.num_envs, 2), *velocity_range)
     env.sim.qvel[:, d : d + 2] += torch.where(mask[:, None], push, 0.0)
 
 
@@ -103,7 +98,7 @@ def randomize_friction(
     _startup_only(env, "randomize_friction")
     cols = env.geom_ids(geoms)
     friction = env.sim.per_world("geom_friction")  # (num_envs, ngeom, 3): slide, spin, roll
-    draw = _uniform(env, (env.num_envs, 1), *friction_range)
+    draw = env.uniform((env.num_envs, 1), *friction_range)
     friction[:, cols, 0] = torch.where(mask[:, None], draw, friction[:, cols, 0])
 
 
@@ -115,6 +110,6 @@ def add_body_mass(
     _startup_only(env, "add_body_mass")
     mass = env.sim.per_world("body_mass")  # (num_envs, nbody)
     ids = env.sim.body_ids(bodies)
-    draw = _uniform(env, (env.num_envs, len(bodies)), *mass_range)
+    draw = env.uniform((env.num_envs, len(bodies)), *mass_range)
     mass[:, ids] += torch.where(mask[:, None], draw, 0.0)
     env.sim.recompute_constants()

@@ -9,7 +9,6 @@ import torch
 from phalanx.envs.cfg import Term
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import euler_xyz_from_quat, quat_apply_inverse, wrap_to_pi
-from phalanx.sensors import HeightScanner
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -117,6 +116,8 @@ class height_scan(Term):  # noqa: N801 (terms are named like functions)
     - offset per ray (`HeightScanner`; params are its arguments)."""
 
     def __init__(self, env: TaskEnv, **params):
+        from phalanx.sensors.height_scan import HeightScanner  # Warp and MuJoCo Warp: only when a task scans
+
         self.scanner = HeightScanner(env.sim, **params)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:

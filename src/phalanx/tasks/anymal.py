@@ -29,8 +29,11 @@ from phalanx.envs.mdp import (
     terminations,
     velocity_rewards,
 )
-from phalanx.sim import SimCfg
-from phalanx.terrain import TerrainCfg
+from phalanx.registry import register
+from phalanx.rl.config import PolicyCfg, TrainCfg
+from phalanx.rl.ppo import PPOCfg
+from phalanx.sim.cfg import SimCfg
+from phalanx.terrain.generator import TerrainCfg
 
 LEGS = ("LF", "RF", "LH", "RH")
 FEET = [f"{leg}_foot_contact" for leg in LEGS]
@@ -45,19 +48,14 @@ the terrain one such world, reset only once it went NaN, made three iterations' 
 
 def anymal_flat_cfg() -> TaskCfg:
     """Follow a commanded base velocity (forward, lateral, yaw rate) on flat ground."""
-    return _velocity_cfg(
-        name="anymal-flat", description="quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)"
-    )
+    return _velocity_cfg("quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)")
 
 
 def anymal_rough_cfg() -> TaskCfg:
     """The same on rough terrain (stairs, slopes, rough ground, obstacles) with a height scan in
     the observation and the terrain curriculum; Isaac Lab's rough weights (lighter torque
     penalty, less air-time reward, no flat-orientation penalty)."""
-    cfg = _velocity_cfg(
-        name="anymal-rough",
-        description="quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)",
-    )
+    cfg = _velocity_cfg("quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)")
     cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
     cfg.rewards["dof_torques_l2"].weight = -1.0e-5
     cfg.rewards["feet_air_time"].weight = 0.125
@@ -71,9 +69,8 @@ def anymal_rough_cfg() -> TaskCfg:
     return cfg
 
 
-def _velocity_cfg(name: str, description: str) -> TaskCfg:
+def _velocity_cfg(description: str) -> TaskCfg:
     return TaskCfg(
-        name=name,
         description=description,
         model=asset_path("anymal.xml"),
         episode_length_s=20.0,
@@ -165,7 +162,6 @@ def anymal_nav_cfg() -> TaskCfg:
     policy commands a frozen `anymal-flat` walking policy at 5 Hz, which runs at 50 Hz."""
     goal = {"command": "pose_command"}
     return TaskCfg(
-        name="anymal-nav",
         description="quadruped walks to a goal through a frozen anymal-flat policy (Isaac-Navigation-Flat-Anymal-C-v0)",
         model=asset_path("anymal.xml"),
         episode_length_s=8.0,
@@ -223,3 +219,47 @@ def _fall_or_time_out() -> dict[str, TerminationTermCfg]:
             func=terminations.touch_above, params={"sensors": ["base_contact"], "threshold": 1.0}
         ),
     }
+
+
+def velocity_play_cfg(cfg: TaskCfg) -> None:
+    """Playing a walking policy: exact observations and no pushes (Isaac Lab's PLAY variants)."""
+    for term in cfg.observations["policy"].values():
+        term.noise = None
+    cfg.events.pop("push_robot", None)
+
+
+def velocity_train_cfg(hidden: tuple[int, ...], max_iterations: int) -> TrainCfg:
+    """rsl_rl's AnymalC{Flat,Rough}PPORunnerCfg."""
+    return TrainCfg(
+        max_iterations=max_iterations,
+        num_steps_per_env=24,
+        cpu_num_envs=256,
+        policy=PolicyCfg(actor_hidden_dims=hidden, critic_hidden_dims=hidden),
+        algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
+    )
+
+
+def nav_train_cfg() -> TrainCfg:
+    """rsl_rl's NavigationEnvPPORunnerCfg."""
+    return TrainCfg(
+        max_iterations=1500,
+        num_steps_per_env=8,
+        cpu_num_envs=256,
+        policy=PolicyCfg(actor_hidden_dims=(128, 128), critic_hidden_dims=(128, 128), init_noise_std=0.5),
+        algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
+    )
+
+
+register(
+    "anymal-flat",
+    env_cfg=anymal_flat_cfg,
+    train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
+    play_cfg=velocity_play_cfg,
+)
+register(
+    "anymal-rough",
+    env_cfg=anymal_rough_cfg,
+    train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
+    play_cfg=velocity_play_cfg,
+)
+register("anymal-nav", env_cfg=anymal_nav_cfg, train_cfg=nav_train_cfg)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import torch
 
+from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.errors import ConfigError
 from phalanx.sim.model import load_spec
 from phalanx.terrain.curriculum import TerrainCurriculum
@@ -62,3 +63,10 @@ class TerrainScene:
 
     def mean_level(self) -> torch.Tensor:
         return self.curriculum.mean_level()
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The envs' tiles and levels (for an exact resume)."""
+        return tensor_state(self)
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        load_tensor_state(self, state)

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from phalanx.assets import asset_path
 from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
 from phalanx.envs.mdp import events, observations, rewards, terminations
-from phalanx.sim import SimCfg
+from phalanx.registry import register
+from phalanx.rl.config import PolicyCfg, TrainCfg
+from phalanx.rl.ppo import PPOCfg
+from phalanx.sim.cfg import SimCfg
 
 TARGET_POS = (1000.0, 0.0, 0.0)
 """The target lies 1 km along +x: far enough that no episode reaches it."""
@@ -32,10 +35,9 @@ class _Robot:
     min_height: float
 
 
-def _locomotion_cfg(name: str, description: str, robot: _Robot) -> TaskCfg:
+def _locomotion_cfg(description: str, robot: _Robot) -> TaskCfg:
     target = {"target_pos": TARGET_POS}
     return TaskCfg(
-        name=name,
         description=description,
         model=asset_path(robot.asset),
         episode_length_s=16.0,
@@ -108,7 +110,7 @@ def ant_cfg() -> TaskCfg:
         joint_limits_threshold=0.99,
         min_height=0.31,
     )
-    return _locomotion_cfg("ant", "ant runs toward a far target (Isaac-Ant-v0)", robot)
+    return _locomotion_cfg("ant runs toward a far target (Isaac-Ant-v0)", robot)
 
 
 def humanoid_cfg() -> TaskCfg:
@@ -128,4 +130,20 @@ def humanoid_cfg() -> TaskCfg:
         joint_limits_threshold=0.98,
         min_height=0.8,
     )
-    return _locomotion_cfg("humanoid", "humanoid runs toward a far target (Isaac-Humanoid-v0)", robot)
+    return _locomotion_cfg("humanoid runs toward a far target (Isaac-Humanoid-v0)", robot)
+
+
+def locomotion_train_cfg() -> TrainCfg:
+    """Larger networks, observation normalization, no entropy bonus (rl_games' Ant/Humanoid settings in spirit)."""
+    return TrainCfg(
+        max_iterations=1000,
+        num_steps_per_env=32,
+        cpu_num_envs=256,
+        empirical_normalization=True,
+        policy=PolicyCfg(actor_hidden_dims=(400, 200, 100), critic_hidden_dims=(400, 200, 100)),
+        algo=PPOCfg(learning_rate=5e-4, entropy_coef=0.0),
+    )
+
+
+register("ant", env_cfg=ant_cfg, train_cfg=locomotion_train_cfg)
+register("humanoid", env_cfg=humanoid_cfg, train_cfg=locomotion_train_cfg)

@@ -1,1 +1,0 @@
-"""Task definitions: one module per task family, each exposing `*_cfg()` functions."""

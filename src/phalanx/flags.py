@@ -1,0 +1,35 @@
+"""Command-line flag helpers shared by `phalanx train | play | bench`: the task argument, typed
+flags from a dataclass with the task's defaults (tyro), and help."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from phalanx.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def task_and_flags(command: str, args: list[str], registered: bool = True) -> tuple[str, list[str]]:
+    """Splits `TASK --flags...`; with `registered`, the task must be registered. `--help` before
+    a task prints the usage with the registered tasks and exits 0."""
+    from phalanx.registry import task_spec, tasks
+
+    names = ", ".join(tasks())
+    if not args or args[0].startswith("-"):
+        if args and args[0] in ("-h", "--help"):
+            print(f"usage: phalanx {command} TASK [flags]\n\nTASK: {names}\n")
+            print(f"`phalanx {command} TASK --help` lists the flags.")
+            raise SystemExit(0)
+        raise ConfigError(f"{command}: missing TASK; registered tasks: {names}")
+    if registered:
+        task_spec(args[0])  # raises UnknownTaskError listing the registered names
+    return args[0], args[1:]
+
+
+def parse_flags(cls: type[T], default: T, flags: list[str], prog: str) -> T:
+    """`flags` parsed into a `cls` that starts from `default`; an optional nested config (a
+    terrain, a low-level policy) takes flags for its fields when the default has one."""
+    import tyro
+
+    return tyro.cli(cls, default=default, args=flags, prog=prog, config=(tyro.conf.AvoidSubcommands,))

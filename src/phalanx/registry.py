@@ -1,0 +1,208 @@
+"""The task registry: a task's env config, training defaults and play variant, registered
+together with one call, and `make`, which builds an env from a task name or a `TaskCfg`.
+
+Tasks come from phalanx itself (`phalanx.tasks`), from packages that declare an entry point in
+the group `phalanx.tasks` (a module that calls `register` when imported, or a function that
+does when called), and from `register` calls in the user's own code.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import importlib.metadata
+import re
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from phalanx.errors import ConfigError, check_int
+
+if TYPE_CHECKING:
+    import torch
+
+    from phalanx.envs.cfg import LowLevelPolicyCfg, TaskCfg
+    from phalanx.envs.low_level import LowLevelSource
+    from phalanx.envs.task_env import TaskEnv
+    from phalanx.rl.config import TrainCfg
+
+ENTRY_POINT_GROUP = "phalanx.tasks"
+BUILTIN = ("cartpole", "locomotion", "anymal")
+"""phalanx's own task modules (`phalanx.tasks.*`), in the order `phalanx list` shows them."""
+TASK_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+
+
+class UnknownTaskError(ConfigError):
+    """A task name that is not registered."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A registered task. Each config is a factory: every call gives a fresh copy to edit."""
+
+    name: str
+    env_cfg: Callable[[], TaskCfg]
+    train_cfg: Callable[[], TrainCfg]
+    play_cfg: Callable[[TaskCfg], TaskCfg | None] | None
+    """Turns the env a policy was trained on into the one it plays in (e.g. without observation
+    noise or pushes); None: plays in the trained env as it is."""
+    module: str
+    """The module that registered it."""
+
+
+_TASKS: dict[str, TaskSpec] = {}
+_loaded = False
+
+
+def register(
+    name: str,
+    *,
+    env_cfg: TaskCfg | Callable[[], TaskCfg],
+    train_cfg: TrainCfg | Callable[[], TrainCfg] | None,
+    play_cfg: Callable[[TaskCfg], TaskCfg | None] | None = None,
+) -> None:
+    """Registers a task: `phalanx list` shows it, `phalanx train NAME` trains it with `train_cfg`
+    (required: a task is never given generic training settings), `phalanx play NAME` plays it
+    in `play_cfg(trained env config)`. Configs may be instances or functions returning them.
+    Registering a name again from the same module replaces it; from another module is an error."""
+    from phalanx.envs.cfg import TaskCfg
+    from phalanx.rl.config import TrainCfg
+
+    module = sys._getframe(1).f_globals.get("__name__", "?")
+    where = f"register({name!r})"
+    if not isinstance(name, str) or not TASK_NAME.fullmatch(name):
+        raise ConfigError(f"{where}: a task name is lowercase letters and digits joined by dashes, e.g. 'my-robot'")
+    if train_cfg is None:
+        raise ConfigError(
+            f"{where}: train_cfg is required: the phalanx.TrainCfg (PPO settings, network sizes, rollout length) "
+            "this task learns with"
+        )
+    for label, value, kind in (("env_cfg", env_cfg, TaskCfg), ("train_cfg", train_cfg, TrainCfg)):
+        if not (isinstance(value, kind) or (callable(value) and not isinstance(value, type))):
+            raise ConfigError(f"{where}: {label} must be a {kind.__name__} or a function returning one")
+    if play_cfg is not None and not callable(play_cfg):
+        raise ConfigError(f"{where}: play_cfg must be a function of the trained env config")
+    known = _TASKS.get(name)
+    if known is not None and known.module != module:
+        raise ConfigError(f"{where}: the name is taken by a task registered in {known.module}")
+    _TASKS[name] = TaskSpec(name, _factory(env_cfg), _factory(train_cfg), play_cfg, module)
+
+
+def _factory(value: Any) -> Callable[[], Any]:
+    return value if callable(value) else lambda: copy.deepcopy(value)
+
+
+def tasks() -> dict[str, TaskSpec]:
+    """Every registered task by name: phalanx's own, then those of installed packages."""
+    _load()
+    return dict(_TASKS)
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in BUILTIN:
+        importlib.import_module(f"phalanx.tasks.{module}")
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            target = entry.load()
+            if callable(target) and not isinstance(target, types.ModuleType):
+                target()
+        except Exception as error:  # noqa: BLE001 (one broken package must not take the others down)
+            package = entry.dist.name if entry.dist is not None else "?"
+            print(
+                f"phalanx: warning: tasks of {package} ({entry.name} = {entry.value}) not loaded: {error}",
+                file=sys.stderr,
+            )
+
+
+def task_spec(name: str) -> TaskSpec:
+    found = tasks().get(name)
+    if found is None:
+        raise UnknownTaskError(f"unknown task {name!r}; registered tasks: {', '.join(tasks())}")
+    return found
+
+
+def env_cfg(name: str) -> TaskCfg:
+    """A fresh copy of the registered task's env config (safe to edit)."""
+    cfg = task_spec(name).env_cfg()
+    cfg.name = name
+    return cfg
+
+
+def train_cfg(name: str) -> TrainCfg:
+    """A fresh copy of the task's training defaults, with its env config in `env`."""
+    cfg = task_spec(name).train_cfg()
+    if cfg.task not in ("", name):
+        raise ConfigError(f"register({name!r}): its train_cfg names another task, {cfg.task!r}")
+    cfg.task, cfg.env = name, env_cfg(name)
+    return cfg
+
+
+def play_env_cfg(name: str, trained: TaskCfg) -> TaskCfg:
+    """The env a policy trained in `trained` plays in: the task's play variant of it (a task
+    that is not registered plays in `trained` as it is)."""
+    spec = tasks().get(name)
+    if spec is None or spec.play_cfg is None:
+        return trained
+    changed = spec.play_cfg(trained)
+    return trained if changed is None else changed
+
+
+def make(
+    task: str | TaskCfg,
+    num_envs: int | None = None,
+    device: str | torch.device | None = None,
+    seed: int = 0,
+    verbose: bool = False,
+    capture: bool | None = None,
+    compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
+) -> TaskEnv:
+    """Builds a `VecEnv` of `num_envs` copies of a task on `device`.
+
+    Args:
+        task: a registered task name (see `phalanx list`) or a `TaskCfg`.
+        num_envs: number of parallel envs; None takes the task's default.
+        device: 'cpu', 'cuda' or 'cuda:K'; None takes 'cuda' when a GPU is visible, else 'cpu'.
+        seed: seeds the env's random generator (initial states, events).
+        verbose: print the term tables and Warp's compile messages.
+        capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
+        compile: torch.compile the torch part of the step (None: same as capture).
+    """
+    from phalanx.devices import resolve_device
+    from phalanx.envs.task_env import TaskEnv
+    from phalanx.sim.warp_setup import configure_warp
+
+    cfg = env_cfg(task) if isinstance(task, str) else task
+    cfg.check()
+    num_envs = cfg.num_envs if num_envs is None else num_envs
+    check_int("num_envs", num_envs)
+    configure_warp(verbose)
+    device = resolve_device(device)
+    low_level = None if cfg.actions.low_level is None else low_level_source(cfg.actions.low_level)
+    return TaskEnv(
+        cfg, num_envs, device, seed=seed, verbose=verbose, capture=capture, compile=compile, low_level=low_level
+    )
+
+
+def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:
+    """The frozen policy a hierarchical task commands: the env config it was trained on and its
+    actor, from `cfg.checkpoint` (an untrained actor of the task's default size without one)."""
+    from phalanx.envs.low_level import LowLevelSource
+    from phalanx.envs.stored_cfg import env_cfg_from_data
+    from phalanx.rl.checkpoint import CheckpointError, load_checkpoint
+    from phalanx.rl.frozen_policy import checkpoint_actor, untrained_actor
+
+    if cfg.checkpoint is None:
+        defaults = train_cfg(cfg.task)
+        return LowLevelSource(defaults.env, untrained_actor(defaults.policy, defaults.empirical_normalization))
+    try:
+        state = load_checkpoint(cfg.checkpoint, cfg.task)
+    except CheckpointError as error:
+        raise ConfigError(f"--low-level-checkpoint: {error}") from None
+    trained = env_cfg_from_data(state["config"]["env"], f"--low-level-checkpoint {cfg.checkpoint}")
+    return LowLevelSource(trained, checkpoint_actor(state, f"--low-level-checkpoint: {cfg.checkpoint}"))

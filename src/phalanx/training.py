@@ -1,0 +1,206 @@
+"""Training a task from a checked `TrainCfg`, for `phalanx train` and for Python (`phalanx.train`):
+join the torchrun job if asked, take the run directory, pick the checkpoint to continue, build
+the env and the trainer, write config.json, train."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from rich.console import Console
+
+from phalanx.config_data import to_data
+from phalanx.errors import ConfigError
+from phalanx.rl.config import TrainCfg, check_train_cfg
+
+if TYPE_CHECKING:
+    from phalanx.dist import DistContext, Progress
+    from phalanx.envs.cfg import TaskCfg
+    from phalanx.rl.run_dir import RunDir
+    from phalanx.rl.trainer import Trainer
+
+
+def train(task: str | TaskCfg, cfg: TrainCfg | None = None, console: Console | None = None, **fields: Any) -> Trainer:
+    """Trains a registered task (by name) or a `TaskCfg` and returns the trainer once done.
+
+    `cfg` holds the training settings (default: the task's registered ones; required for a
+    `TaskCfg`, which must have a `name`); keyword arguments replace its fields, e.g.
+    `phalanx.train("cartpole", max_iterations=50, device="cpu", run_dir="runs/mine")`. The run
+    directory gets config.json, metrics.jsonl, checkpoints and TensorBoard events, as with
+    `phalanx train`.
+    """
+    from phalanx.registry import train_cfg
+
+    if isinstance(task, str):
+        base = train_cfg(task) if cfg is None else dataclasses.replace(cfg, task=task)
+        if base.env is None:
+            base.env = train_cfg(task).env
+    else:
+        if cfg is None:
+            raise ConfigError("phalanx.train(TaskCfg): give the TrainCfg to learn it with (cfg=...)", "cfg")
+        if not task.name:
+            raise ConfigError("the task needs a name (it names the run directory and the checkpoints)", "env.name")
+        base = dataclasses.replace(cfg, task=task.name, env=task)
+    cfg = dataclasses.replace(base, **fields)
+    check_train_cfg(cfg)
+    status, trainer = run_training(cfg, console or Console())
+    if trainer is None or status not in (0, 130, 143):
+        raise RuntimeError(f"training stopped with status {status}")
+    return trainer
+
+
+def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = None) -> tuple[int, Trainer | None]:
+    """Trains as `cfg` says (checked). `registered_env`: the task's registered env config as data,
+    to tell a resumed run whether flags changed the env. Returns the exit status (0, 128 + the
+    stop signal after its checkpoint, 1 on lost ranks) and the trainer."""
+    from phalanx.devices import resolve_device
+    from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed
+    from phalanx.rl.run_dir import RunDir
+
+    if cfg.resume == "last" and not cfg.run_dir:
+        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
+    check_low_level(cfg.env)
+    dist = DistContext()
+    if cfg.distributed:
+        # Collectives time out only behind the stall watchdog, which names the stuck rank.
+        dist, cfg.device = init_distributed(cfg.device, timeout_s=cfg.startup_timeout_s + 2 * cfg.stall_timeout_s)
+        if not dist.is_main:
+            console = Console(quiet=True)
+    device = resolve_device(cfg.device)
+    if cfg.num_envs is None:
+        cfg.num_envs = cfg.env.num_envs if device.type == "cuda" else cfg.cpu_num_envs
+        if device.type == "cpu" and cfg.device is None:
+            console.print(f"no CUDA GPU visible: training on the CPU with {cfg.num_envs} envs (--device, --num-envs)")
+    cfg.device = str(device)
+    batch = cfg.num_envs * cfg.num_steps_per_env
+    if batch % cfg.algo.num_mini_batches:
+        raise ConfigError(
+            f"{cfg.algo.num_mini_batches} does not divide num_envs x num_steps_per_env "
+            f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}",
+            "algo.num_mini_batches",
+        )
+    run_dir = Path(cfg.run_dir) if cfg.run_dir else new_run_dir(cfg.task)
+    cfg.run_dir = str(run_dir)
+    progress = Progress()
+    watchdog = StallWatchdog(dist, progress, cfg.stall_timeout_s, cfg.startup_timeout_s)
+    trainer = None
+    try:
+        # Armed from the start, with a longer allowance until the first iteration is done.
+        with watchdog, RunDir(run_dir, console) if dist.is_main else contextlib.nullcontext() as run:
+            trainer = _prepare(cfg, dist, progress, console, run, registered_env)
+            trainer.learn()
+    except RuntimeError as error:
+        # torch's DistError, or gloo's plain RuntimeError (its message names gloo's source) for a peer that went away.
+        if not dist.active or not (isinstance(error, torch.distributed.DistError) or "/gloo/" in str(error)):
+            raise
+        watchdog.wait_for_exit()  # the watchdog is stopping the job: its report is the one to read
+        print(
+            f"phalanx train: rank {dist.rank}: lost the other ranks, stopping ({error})".splitlines()[0],
+            file=sys.stderr,
+        )
+        return 1, trainer
+    finally:
+        if torch.distributed.is_initialized():  # one rank too: NCCL warns about a group left open
+            if trainer is not None:
+                trainer.release_graphs()
+            torch.distributed.destroy_process_group()
+    if trainer.interrupted:
+        return 128 + trainer.stop_signal, trainer  # the shell's code for "stopped by that signal"
+    console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
+    return 0, trainer
+
+
+def new_run_dir(task: str) -> Path:
+    """runs/TASK/DATE_TIME, with a suffix if a run started in the same second."""
+    base = Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}_{n}")
+    return path
+
+
+def check_low_level(env: TaskCfg) -> None:
+    """A hierarchical task trains on a trained low-level policy: its checkpoint must be given
+    (stored as an absolute path, so that play finds it from anywhere)."""
+    low = env.actions.low_level
+    if low is None:
+        return
+    if low.checkpoint is None:
+        raise ConfigError(
+            f"task {env.name!r} commands a frozen {low.task} policy; give its checkpoint "
+            f"(`phalanx train {low.task}` writes runs/{low.task}/<time>/checkpoints/model_last.pt)",
+            "env.actions.low_level.checkpoint",
+        )
+    low.checkpoint = str(Path(low.checkpoint).resolve())
+
+
+def _prepare(
+    cfg: TrainCfg,
+    dist: DistContext,
+    progress: Progress,
+    console: Console,
+    run: RunDir | None,
+    registered_env: dict | None,
+) -> Trainer:
+    """From checked flags to a trainer ready for its first iteration: which checkpoint to continue
+    (checked against the flags before any env is built; its env config is the one to continue
+    in), the env, the trainer and its state, and, once every check has passed, the run
+    directory's config.json and metrics cut back."""
+    from phalanx.envs.stored_cfg import env_cfg_from_data, env_cfg_to_data
+    from phalanx.envs.tables import print_term_tables, sim_summary
+    from phalanx.registry import make
+    from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint
+    from phalanx.rl.trainer import Trainer
+
+    device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
+    resume = Path(cfg.resume) if cfg.resume not in (None, "last") else None
+    if cfg.resume == "last":
+        last = run_dir / "checkpoints" / "model_last.pt"
+        resume = last if last.is_file() else None
+    if run is not None:
+        run.check_owner(resume, cfg.resume == "last")
+    state = load_checkpoint(resume, cfg.task, RESUME_KEYS) if resume else None
+    if state is not None:
+        check_resumable(state, to_data(cfg), resume)
+        asked = env_cfg_to_data(cfg.env)
+        if asked != state["config"]["env"] and asked != registered_env:
+            raise ConfigError(
+                f"a resumed run continues in its checkpoint's env ({resume}); these --env flags change it",
+                "env",
+            )
+        cfg.env = env_cfg_from_data(state["config"]["env"], f"--resume {resume}")
+    low, high = dist.spread(state["iteration"] if state else -1, device)
+    if low != high:
+        raise ConfigError(
+            f"the ranks would continue from different iterations ({low} to {high}; -1 is a fresh start): every "
+            "node must see the same run directory (a filesystem all nodes share)",
+            "resume",
+        )
+    try:
+        progress.enter("building the env", slow=True)
+        env = make(cfg.env, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank)
+        if dist.is_main:
+            print_term_tables(env)
+        ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
+        console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
+        progress.enter("building the trainer", slow=True)
+        trainer = Trainer(cfg, env, run_dir, console, dist, progress)
+    except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
+        if not isinstance(error, torch.OutOfMemoryError | MemoryError) and "can't allocate memory" not in str(error):
+            raise
+        reason = str(error).splitlines()[0]
+        raise ConfigError(f"{cfg.num_envs} envs do not fit on {device} ({reason})", "num_envs") from None
+    if state is not None:
+        trainer.load_state_dict(state)
+        dist.broadcast_module(trainer.policy)
+        console.print(f"resumed from {resume} at iteration {trainer.iteration}")
+    dist.barrier(device)  # every rank is ready: only now does the run directory change
+    if run is not None:
+        run.begin(trainer.iteration, to_data(cfg))
+    return trainer
