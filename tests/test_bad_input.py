@@ -7,14 +7,14 @@ import torch
 
 import phalanx
 from helpers import make_cpu
-from phalanx.registry import UnknownTaskError, tasks
+from phalanx.registry import UnknownTaskError, registered_tasks
 
 
 def test_unknown_task_lists_registered_names() -> None:
     with pytest.raises(UnknownTaskError) as info:
         phalanx.make("antt", num_envs=2, device="cpu")
     assert "'antt'" in str(info.value)
-    assert all(name in str(info.value) for name in tasks())
+    assert all(name in str(info.value) for name in registered_tasks())
 
 
 @pytest.mark.parametrize("num_envs", [0, -3, 2.5, True, "8"])

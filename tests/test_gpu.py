@@ -8,12 +8,12 @@ import pytest
 import torch
 
 import phalanx
-from phalanx.registry import tasks
+from phalanx.registry import registered_tasks
 
 pytestmark = pytest.mark.gpu
 
 
-@pytest.mark.parametrize("task", list(tasks()))
+@pytest.mark.parametrize("task", list(registered_tasks()))
 def test_steps_on_cuda_without_nan(task: str) -> None:
     env = phalanx.make(task, num_envs=256, device="cuda", seed=0, verbose=False)
     assert env.sim._graph is None

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from helpers import make_cpu, random_actions
-from phalanx.registry import env_cfg, tasks
+from phalanx.registry import env_cfg, registered_tasks
 
-TASK_NAMES = list(tasks())
+TASK_NAMES = list(registered_tasks())
 
 
 def _check_obs(env, obs) -> None:

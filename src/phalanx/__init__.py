@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "register": "phalanx.registry",
     "make": "phalanx.registry",
-    "tasks": "phalanx.registry",
+    "registered_tasks": "phalanx.registry",
     "env_cfg": "phalanx.registry",
     "train_cfg": "phalanx.registry",
     "TaskCfg": "phalanx.envs.cfg",

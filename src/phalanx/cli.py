@@ -63,12 +63,12 @@ class PlayCfg:
 
 def list_tasks(console: Console) -> None:
     """The registered tasks from their configs (no env is built, nothing is compiled)."""
-    from phalanx.registry import tasks
+    from phalanx.registry import registered_tasks
 
     table = Table(title="phalanx tasks", title_justify="left")
     for column in ("task", "env step", "episode", "envs (GPU)", "registered by", "description"):
         table.add_column(column)
-    for name, spec in tasks().items():
+    for name, spec in registered_tasks().items():
         env = spec.env_cfg()
         step = "model dt" if env.sim.dt is None else f"{env.sim.dt * 1e3:g} ms"
         low = env.actions.low_level

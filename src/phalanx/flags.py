@@ -13,9 +13,9 @@ T = TypeVar("T")
 def task_and_flags(command: str, args: list[str], registered: bool = True) -> tuple[str, list[str]]:
     """Splits `TASK --flags...`; with `registered`, the task must be registered. `--help` before
     a task prints the usage with the registered tasks and exits 0."""
-    from phalanx.registry import task_spec, tasks
+    from phalanx.registry import registered_tasks, task_spec
 
-    names = ", ".join(tasks())
+    names = ", ".join(registered_tasks())
     if not args or args[0].startswith("-"):
         if args and args[0] in ("-h", "--help"):
             print(f"usage: phalanx {command} TASK [flags]\n\nTASK: {names}\n")

@@ -94,7 +94,7 @@ def _factory(value: Any) -> Callable[[], Any]:
     return value if callable(value) else lambda: copy.deepcopy(value)
 
 
-def tasks() -> dict[str, TaskSpec]:
+def registered_tasks() -> dict[str, TaskSpec]:
     """Every registered task by name: phalanx's own, then those of installed packages."""
     _load()
     return dict(_TASKS)
@@ -121,9 +121,9 @@ def _load() -> None:
 
 
 def task_spec(name: str) -> TaskSpec:
-    found = tasks().get(name)
+    found = registered_tasks().get(name)
     if found is None:
-        raise UnknownTaskError(f"unknown task {name!r}; registered tasks: {', '.join(tasks())}")
+        raise UnknownTaskError(f"unknown task {name!r}; registered tasks: {', '.join(registered_tasks())}")
     return found
 
 
@@ -146,7 +146,7 @@ def train_cfg(name: str) -> TrainCfg:
 def play_env_cfg(name: str, trained: TaskCfg) -> TaskCfg:
     """The env a policy trained in `trained` plays in: the task's play variant of it (a task
     that is not registered plays in `trained` as it is)."""
-    spec = tasks().get(name)
+    spec = registered_tasks().get(name)
     if spec is None or spec.play_cfg is None:
         return trained
     changed = spec.play_cfg(trained)

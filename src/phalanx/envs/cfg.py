@@ -18,6 +18,7 @@ import torch
 
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
 
@@ -202,6 +203,9 @@ class TaskCfg:
     """The task's name (`phalanx.register` sets it)."""
     description: str = ""
     sim: SimCfg = field(default_factory=SimCfg)
+    actuators: list[ActuatorCfg] = field(default_factory=list)
+    """Actuators given to the model's joints before it compiles (replacing those it has on them),
+    so that URDF and third-party MJCF robots train without editing their files."""
     actions: ActionCfg = field(default_factory=ActionCfg)
     events: dict[str, EventTermCfg] = field(default_factory=dict)
     commands: dict[str, CommandTermCfg] = field(default_factory=dict)
@@ -227,6 +231,8 @@ class TaskCfg:
         check_positive("env.episode_length_s", self.episode_length_s, " seconds")
         check_int("env.num_envs", self.num_envs)
         self.sim.check("env.sim")
+        for i, actuator in enumerate(self.actuators):
+            actuator.check(f"env.actuators[{i}]")
         if "policy" not in self.observations:
             raise ConfigError(f"needs a 'policy' group; got {list(self.observations)}", "env.observations")
         low, high = self.actions.delay_range

@@ -15,7 +15,8 @@ from phalanx.envs.terms import bind_term
 from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
-from phalanx.sim import Simulator, load_model
+from phalanx.sim import Simulator
+from phalanx.sim.model import build_model
 
 
 class TaskEnv(VecEnv):
@@ -64,7 +65,7 @@ class TaskEnv(VecEnv):
         self.terrain: TerrainScene | None = None
         if cfg.terrain is not None:
             self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.rng, cfg.terrain_command)
-        model = load_model(cfg.model) if self.terrain is None else self.terrain.model(cfg.model)
+        model = build_model(cfg.model, cfg.actuators, edit=None if self.terrain is None else self.terrain.add_to)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
         hierarchy = 1 if cfg.actions.low_level is None else cfg.actions.low_level.decimation
         self.step_dt = self.sim.dt * cfg.sim.decimation * hierarchy

@@ -3,7 +3,6 @@ and the curriculum that moves envs between levels at their resets."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import mujoco
@@ -11,7 +10,6 @@ import torch
 
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.errors import ConfigError
-from phalanx.sim.model import load_spec
 from phalanx.terrain.curriculum import TerrainCurriculum
 from phalanx.terrain.generator import TerrainCfg, generate_terrain
 from phalanx.terrain.model import add_terrain
@@ -35,11 +33,9 @@ class TerrainScene:
         self.origins = self.curriculum.env_origins().clone()
         self.command = command
 
-    def model(self, source: str | Path) -> mujoco.MjModel:
-        """The task's MJCF with the terrain in place of its geom named "floor"."""
-        spec = load_spec(source)
+    def add_to(self, spec: mujoco.MjSpec) -> None:
+        """Puts the terrain in place of the model's geom named "floor"."""
         add_terrain(spec, self.terrain)
-        return spec.compile()
 
     def check(self, env: TaskEnv) -> None:
         if env.sim.root_qposadr is None:

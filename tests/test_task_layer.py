@@ -1,0 +1,81 @@
+"""The task layer: registration rules, the env config stored with every run and rebuilt by play
+and resume, and what a stored config may name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import phalanx
+from phalanx.cli import main
+from phalanx.envs import ObsTermCfg
+from phalanx.envs.mdp import observations
+from phalanx.envs.stored_cfg import env_cfg_from_data, env_cfg_to_data
+from phalanx.errors import ConfigError
+
+TINY = {"device": "cpu", "num_envs": 16, "num_steps_per_env": 8, "max_iterations": 2}
+
+
+def test_a_task_without_training_defaults_is_refused() -> None:
+    with pytest.raises(ConfigError, match="train_cfg is required"):
+        phalanx.register("no-defaults", env_cfg=phalanx.env_cfg("cartpole"), train_cfg=None)
+    with pytest.raises(ConfigError, match="lowercase letters and digits joined by dashes"):
+        phalanx.register("Bad_Name", env_cfg=phalanx.env_cfg("cartpole"), train_cfg=phalanx.TrainCfg())
+    assert "no-defaults" not in phalanx.registered_tasks()
+
+
+def test_a_name_taken_by_another_module_is_refused() -> None:
+    with pytest.raises(ConfigError, match="taken by a task registered in phalanx.tasks.cartpole"):
+        phalanx.register("cartpole", env_cfg=phalanx.env_cfg("cartpole"), train_cfg=phalanx.TrainCfg())
+
+
+def test_an_unregistered_task_with_an_extra_observation_trains_and_plays_back(tmp_path: Path, capsys) -> None:
+    """Play rebuilds the env from the checkpoint: its extra term and override come back, though
+    no registry knows this task."""
+    env = phalanx.env_cfg("cartpole")
+    env.name, env.episode_length_s = "my-cartpole", 2.0
+    env.observations["policy"]["last_action"] = ObsTermCfg(func=observations.last_action)
+    run = tmp_path / "run"
+    trainer = phalanx.train(env, phalanx.train_cfg("cartpole"), run_dir=str(run), **TINY)
+    assert trainer.env.observation_spec["policy"] == (5,)
+    config = json.loads((run / "config.json").read_text())
+    assert config["env"]["observations"]["policy"]["last_action"]["func"] == "phalanx.envs.mdp.observations:last_action"
+    checkpoint = run / "checkpoints" / "model_last.pt"
+    assert main(["play", "my-cartpole", "--checkpoint", str(checkpoint), "--device", "cpu", "--num-envs", "4"]) == 0
+    assert "max length 120" in capsys.readouterr().out  # 2 s episodes of 16.7 ms steps, as trained
+
+
+def test_a_checkpoint_from_before_env_configs_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    old = tmp_path / "old.pt"
+    torch.save({"task": "cartpole", "config": {}, "policy": {}, "obs_norm": {}}, old)
+    assert main(["play", "cartpole", "--checkpoint", str(old)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "written by an older phalanx" in err
+
+
+@pytest.mark.parametrize("reference", ["os:system", "builtins:print", "subprocess:run", "phalanx.registry:make"])
+def test_a_stored_config_names_only_terms(reference: str) -> None:
+    data = env_cfg_to_data(phalanx.env_cfg("cartpole"))
+    data["rewards"]["alive"]["func"] = reference
+    with pytest.raises(ConfigError, match=rf"env.rewards.alive.func: {reference} .*refused"):
+        env_cfg_from_data(data, "checkpoint x.pt")
+
+
+def test_stored_configs_round_trip_for_every_task() -> None:
+    for name in phalanx.registered_tasks():
+        cfg = phalanx.env_cfg(name)
+        assert env_cfg_from_data(env_cfg_to_data(cfg), name) == cfg
+
+
+def test_resume_keeps_the_checkpoints_env_and_refuses_flags_that_change_it(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    flags = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--run-dir", str(run)]
+    assert main(["train", "cartpole", *flags, "--max-iterations", "1", "--env.episode-length-s", "2"]) == 0
+    changed = ["--max-iterations", "2", "--resume", "last", "--env.episode-length-s", "3"]
+    assert main(["train", "cartpole", *flags, *changed]) == 2
+    assert "--env: a resumed run continues in its checkpoint's env" in capsys.readouterr().err
+    assert main(["train", "cartpole", *flags, "--max-iterations", "2", "--resume", "last"]) == 0
+    assert json.loads((run / "config.json").read_text())["env"]["episode_length_s"] == 2.0
