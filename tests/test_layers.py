@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "files": 0,
     "config_data": 0,
+    "lazy": 0,
     "devices": 0,
     "assets": 0,
     "sim": 1,

@@ -6,8 +6,7 @@ configure Warp before Warp starts.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from phalanx.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -24,8 +23,4 @@ _LAZY = {
 }
 __all__ = ["__version__", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'phalanx' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

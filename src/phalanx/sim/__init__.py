@@ -3,9 +3,7 @@ loaders load Warp and MuJoCo on first use, so configs import fast."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from phalanx.lazy import lazy_attributes
 from phalanx.sim.cfg import SimCfg
 
 _LAZY = {
@@ -16,8 +14,4 @@ _LAZY = {
 }
 __all__ = ["SimCfg", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'phalanx.sim' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

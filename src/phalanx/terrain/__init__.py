@@ -4,16 +4,10 @@ and the curriculum that moves robots over it. Pure generation: the env places ro
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from phalanx.lazy import lazy_attributes
 from phalanx.terrain.generator import SUB_TERRAINS, Terrain, TerrainCfg, generate_terrain
 
 _LAZY = {"TerrainCurriculum": "phalanx.terrain.curriculum", "add_terrain": "phalanx.terrain.model"}
 __all__ = ["SUB_TERRAINS", "Terrain", "TerrainCfg", "generate_terrain", *_LAZY]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'phalanx.terrain' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
