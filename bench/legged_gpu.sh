@@ -48,7 +48,7 @@ if has flat-train; then
 fi
 if has nav; then
   timeout --foreground -s INT "${NAV_S:-120}" python3 -m phalanx train anymal-nav --num-envs "$envs" \
-    --max-iterations 100000 --save-interval 100000 --low-level-checkpoint "${WALKER:-/tmp/anymal-flat.pt}" \
+    --max-iterations 100000 --save-interval 100000 --env.actions.low-level.checkpoint "${WALKER:-/tmp/anymal-flat.pt}" \
     --run-dir /tmp/anymal-nav >/tmp/anymal-nav.log 2>&1
   rc=$?
   echo "anymal-nav training: exit $rc" | tee -a "$out/legged.log"
