@@ -132,7 +132,7 @@ def train(args: list[str], console: Console) -> int:
     """phalanx train: checks every flag, then trains (see `phalanx.training`). Returns the exit
     status: 0, or 128 + the signal (130 Ctrl-C, 143 SIGTERM) that stopped training after a
     checkpoint, or 1 on lost ranks."""
-    from phalanx.config_data import to_data
+    from phalanx.envs.stored_cfg import env_cfg_to_data
     from phalanx.registry import train_cfg
     from phalanx.rl.config import TrainCfg, check_train_cfg
     from phalanx.training import run_training
@@ -142,13 +142,11 @@ def train(args: list[str], console: Console) -> int:
         faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     task, flags = task_and_flags("train", args)
     defaults = train_cfg(task)
-    registered_env = to_data(defaults.env, "env")
+    registered_env = env_cfg_to_data(defaults.env)
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
     if cfg.task != task:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
-    if cfg.resume == "last" and not cfg.run_dir:
-        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
     if cfg.gpus is not None:
         _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir)
     return run_training(cfg, console, registered_env)[0]

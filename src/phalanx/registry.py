@@ -178,7 +178,6 @@ def make(
     from phalanx.sim.warp_setup import configure_warp
 
     cfg = env_cfg(task) if isinstance(task, str) else task
-    cfg.check()
     num_envs = cfg.num_envs if num_envs is None else num_envs
     check_int("num_envs", num_envs)
     configure_warp(verbose)

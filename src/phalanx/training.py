@@ -34,12 +34,12 @@ def train(task: str | TaskCfg, cfg: TrainCfg | None = None, console: Console | N
     directory gets config.json, metrics.jsonl, checkpoints and TensorBoard events, as with
     `phalanx train`.
     """
-    from phalanx.registry import train_cfg
+    from phalanx.registry import env_cfg, train_cfg
 
     if isinstance(task, str):
         base = train_cfg(task) if cfg is None else dataclasses.replace(cfg, task=task)
         if base.env is None:
-            base.env = train_cfg(task).env
+            base.env = env_cfg(task)
     else:
         if cfg is None:
             raise ConfigError("phalanx.train(TaskCfg): give the TrainCfg to learn it with (cfg=...)", "cfg")
@@ -55,15 +55,13 @@ def train(task: str | TaskCfg, cfg: TrainCfg | None = None, console: Console | N
 
 
 def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = None) -> tuple[int, Trainer | None]:
-    """Trains as `cfg` says (checked). `registered_env`: the task's registered env config as data,
+    """Trains as `cfg` says (checked by `check_train_cfg`). `registered_env`: the task's registered env config as data,
     to tell a resumed run whether flags changed the env. Returns the exit status (0, 128 + the
     stop signal after its checkpoint, 1 on lost ranks) and the trainer."""
     from phalanx.devices import resolve_device
     from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed
     from phalanx.rl.run_dir import RunDir
 
-    if cfg.resume == "last" and not cfg.run_dir:
-        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
     check_low_level(cfg.env)
     dist = DistContext()
     if cfg.distributed:

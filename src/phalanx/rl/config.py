@@ -96,6 +96,8 @@ def check_train_cfg(cfg: TrainCfg) -> None:
         check_int(name, getattr(cfg, name))
     check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
+    if cfg.resume == "last" and not cfg.run_dir:
+        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
     cfg.algo.check()
     cfg.policy.check()
     if cfg.env is not None:

@@ -153,6 +153,7 @@ class Simulator:
         self.body_names = [name(mujoco.mjtObj.mjOBJ_BODY, i) for i in range(mjm.nbody)]
         self.actuator_names = [name(mujoco.mjtObj.mjOBJ_ACTUATOR, i) for i in range(mjm.nu)]
         self.sensor_names = [name(mujoco.mjtObj.mjOBJ_SENSOR, i) for i in range(mjm.nsensor)]
+        self.site_names = [name(mujoco.mjtObj.mjOBJ_SITE, i) for i in range(mjm.nsite)]
         self.geom_names = [name(mujoco.mjtObj.mjOBJ_GEOM, i) for i in range(mjm.ngeom)]
         self.actuator_gear = torch.tensor(mjm.actuator_gear[:, 0], dtype=torch.float32, device=dev)  # (nu,)
         joint_of_actuator = [
@@ -209,15 +210,12 @@ class Simulator:
         key = tuple(names)
         if key in self._sensor_ids:
             return self._sensor_ids[key]
-        missing = [n for n in names if n not in self.sensor_names]
-        if missing:
-            raise ValueError(f"sensors {missing} not in the model; it has {self.sensor_names}")
-        ids = [self.sensor_names.index(n) for n in names]
-        wide = [n for n, i in zip(names, ids, strict=True) if self.mjm.sensor_dim[i] != 1]
+        columns = self.sensor_columns(names)
+        wide = [n for n in names if self.mjm.sensor_dim[self.sensor_names.index(n)] != 1]
         if wide:
             raise ValueError(f"sensors {wide} are not scalar")
-        found = self._sensor_ids[key] = torch.tensor(self.mjm.sensor_adr[ids], dtype=torch.long, device=self.device)
-        return found
+        self._sensor_ids[key] = columns
+        return columns
 
     def sensor_columns(self, names: list[str]) -> torch.Tensor:
         """Columns of `sensordata` holding the named sensors of any dimension, concatenated in the
@@ -232,11 +230,10 @@ class Simulator:
 
     def site_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named sites; a missing name raises with the model's site names."""
-        sites = [_object_name(self.mjm, mujoco.mjtObj.mjOBJ_SITE, i) for i in range(self.mjm.nsite)]
-        missing = [n for n in names if n not in sites]
+        missing = [n for n in names if n not in self.site_names]
         if missing:
-            raise ValueError(f"sites {missing} not in the model; it has {sites}")
-        return torch.tensor([sites.index(n) for n in names], dtype=torch.long, device=self.device)
+            raise ValueError(f"sites {missing} not in the model; it has {self.site_names}")
+        return torch.tensor([self.site_names.index(n) for n in names], dtype=torch.long, device=self.device)
 
     def body_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named bodies; a missing name raises with the model's body names."""
