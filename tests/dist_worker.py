@@ -51,8 +51,11 @@ def train(
                 os._exit(3)
             if hang_after is not None and ctx.rank == 1 and i == hang_after:
                 time.sleep(3600)  # alive, but never reaches the next collective
-            trainer._iterate()
-    state = {**trainer.policy.state_dict(), **{f"obs_norm.{k}": v for k, v in trainer.obs_norm.state_dict().items()}}
+            trainer.iterate()
+    state = {
+        **trainer.policy.state_dict(),
+        **{f"obs_norm.{k}": v for k, v in trainer.ppo.obs_norm.state_dict().items()},
+    }
     torch.save({name: tensor.cpu() for name, tensor in state.items()}, out / f"params{ctx.rank}.pt")
 
 

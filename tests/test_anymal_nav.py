@@ -49,7 +49,7 @@ def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path)
     env = _nav(walker)
     state = torch.load(walker, map_location="cpu", weights_only=True)
     torch.testing.assert_close(env.low_level.actor.actor[0].weight, state["policy"]["actor.0.weight"])
-    assert env.action_dim == 3 and env.joint_action_dim == 12 and env.step_dt == pytest.approx(0.2)
+    assert env.action_dim == 3 and env.joints.dim == 12 and env.step_dt == pytest.approx(0.2)
     recording = env.low_level.actor = _Recording(env.low_level.actor)
     physics_calls = []
     step = env.sim.step
@@ -62,7 +62,7 @@ def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path)
     for seen, previous in zip(recording.inputs[1:], recording.outputs[:-1], strict=True):
         torch.testing.assert_close(seen[:, 36:48], previous)  # its own last action, not the env's
     scale = env_cfg("anymal-flat").actions.scale
-    torch.testing.assert_close(env.sim.ctrl, env.joint_action_offset + scale * recording.outputs[-1])
+    torch.testing.assert_close(env.sim.ctrl, env.joints.offset + scale * recording.outputs[-1])
     torch.testing.assert_close(env.action, command)  # the env's action is the command
 
 

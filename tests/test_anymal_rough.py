@@ -80,6 +80,6 @@ def test_resume_restores_each_envs_level_and_tile() -> None:
     fresh.load_state_dict(state)
     assert fresh.terrain.curriculum.levels.tolist() == [3, 0, 2, 1, 3, 0]
     torch.testing.assert_close(fresh.terrain.origins, env.terrain.origins)
-    del state["terms"]["terrain"]
+    del state["terrain"]
     with pytest.raises(ConfigError, match="lacks \\['terrain'\\]"):
         fresh.load_state_dict(state)

@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from phalanx.envs.mdp import bodies
+from helpers import make_cpu
+from phalanx.envs.cfg import ObsTermCfg, RewardTermCfg, TaskCfg
+from phalanx.envs.mdp import bodies, observations, rewards
+from phalanx.errors import ConfigError
 from phalanx.sim import SimCfg, Simulator, load_model
 
 # A 2-link arm on a base that is shifted and turned 30 degrees about z, so base frame != world frame.
@@ -126,3 +129,23 @@ def test_unknown_names_raise_with_the_models_names(stepped, term, params, says: 
     env, _, _ = stepped
     with pytest.raises(ValueError, match=says):
         term(env, **params)
+
+
+def _arm_task(observations: dict) -> TaskCfg:
+    return TaskCfg(
+        model=ARM.replace(
+            "<mujoco>", "<mujoco><actuator><motor joint='shoulder'/><motor joint='elbow'/></actuator>", 1
+        ),
+        episode_length_s=1.0,
+        observations={"policy": observations},
+        rewards={"alive": RewardTermCfg(func=rewards.is_alive, weight=1.0)},
+    )
+
+
+def test_fixed_base_task_runs_with_body_terms_and_refuses_root_terms_by_name() -> None:
+    tip = {"tip": ObsTermCfg(func=bodies.site_pos_b, params={"sites": ["tip"]})}
+    env = make_cpu(_arm_task(tip), num_envs=2)
+    obs, *_ = env.step(torch.zeros(2, env.action_dim))
+    assert obs["policy"].shape == (2, 3) and torch.isfinite(obs["policy"]).all()
+    with pytest.raises(ConfigError, match=r"env\.observations\.policy\.base_lin_vel: .*free-floating base"):
+        make_cpu(_arm_task(tip | {"base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b)}), num_envs=2)

@@ -56,9 +56,9 @@ def test_action_delay_applies_the_action_of_delay_steps_ago() -> None:
     cfg = env_cfg("anymal-flat")
     cfg.actions.delay_range = (0, 2)
     env = make_cpu(cfg, num_envs=12, seed=3)
-    delay = env._action_delay.clone()
+    delay = env.actions.delay.clone()
     assert set(delay.tolist()) == {0, 1, 2}, "each env draws its delay from the range"
-    home = env.joint_action_offset
+    home = env.joints.offset
     sent = [torch.full((12, env.action_dim), 0.1 * (k + 1)) for k in range(4)]
     for k, actions in enumerate(sent):
         env.step(actions)
@@ -68,7 +68,7 @@ def test_action_delay_applies_the_action_of_delay_steps_ago() -> None:
             torch.testing.assert_close(env.sim.ctrl[i], home + cfg.actions.scale * value)
         assert torch.equal(env.action, actions), "observations and rewards see the action as sent"
     env.reset(torch.tensor([True] + [False] * 11))
-    env._action_delay[:2] = 2  # env 0 was reset, env 1 was not
+    env.actions.delay[:2] = 2  # env 0 was reset, env 1 was not
     env.step(torch.full((12, env.action_dim), 0.9))
     torch.testing.assert_close(env.sim.ctrl[0], home)  # a reset env's history starts from zero
     torch.testing.assert_close(env.sim.ctrl[1], home + cfg.actions.scale * 0.3)  # sent 2 steps earlier
@@ -85,5 +85,5 @@ def test_resume_into_a_different_action_delay_names_the_mismatch() -> None:
     cfg = env_cfg("anymal-flat")
     cfg.actions.delay_range = (0, 2)
     state = make_cpu(cfg, num_envs=2).state_dict()
-    with pytest.raises(ConfigError, match="_action_history"):
+    with pytest.raises(ConfigError, match="actions/history"):
         make_cpu("anymal-flat", num_envs=2).load_state_dict(state)

@@ -37,7 +37,7 @@ def test_compiled_legged_step_matches_eager() -> None:
     assert resets >= 16, "every env reset at least twice"
     ranges = [e.command_term("base_velocity").ranges for e in envs]
     assert torch.equal(ranges[0], ranges[1]) and ranges[1][0, 1] > 1.0, "the curriculum widened, in both"
-    assert torch.equal(envs[0]._action_delay, envs[1]._action_delay)
+    assert torch.equal(envs[0].actions.delay, envs[1].actions.delay)
 
 
 def test_compiled_hierarchical_step_matches_eager() -> None:

@@ -186,7 +186,7 @@ def test_sigterm_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp
     assert "interrupted by SIGTERM: saved" in out, err[-3000:]
     state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
     assert state["iteration"] >= 3 and len(_rows(tmp_path)) == state["iteration"]
-    steps = [int(rank["env"]["buffers"]["step_count"]) for rank in state["ranks"]]
+    steps = [int(rank["env"]["episode"]["step_count"]) for rank in state["ranks"]]
     assert steps == [state["iteration"] * 8] * 2, "both ranks stopped after the same iteration"
     assert not (tmp_path / "run.lock").exists()
 

@@ -39,7 +39,7 @@ def test_interval_event_changes_only_the_envs_it_fires_for() -> None:
     cfg.events["push"] = EventTermCfg(func=push, mode="interval", interval_range_s=(0.01, 0.2))
     env = make_cpu(cfg, num_envs=8, seed=3)
     reference = make_cpu("cartpole", num_envs=8, seed=3)
-    timers = env._event_timers["push"].clone()
+    timers = env.events.timers["push"].clone()
     env.step(torch.zeros(8, 1))
     reference.step(torch.zeros(8, 1))
     fired = timers <= env.step_dt

@@ -349,6 +349,20 @@ def test_named_rule(importers, forbidden, why):
     assert not bad, report(f"broken rule: {why}:", bad)
 
 
+LEARNER = ("phalanx.rl.trainer", "phalanx.rl.ppo", "phalanx.rl.storage", "phalanx.rl.models", "phalanx.rl.losses")
+LEARNER += ("phalanx.rl.normalizer", "phalanx.rl.staged_graphs", "phalanx.rl.episode_stats")
+
+
+def test_the_learner_sees_envs_only_through_the_vec_env_contract():
+    """rsl_rl's runner depends only on its VecEnv: so do the trainer and PPO (config data aside)."""
+    _, imports = package_imports()
+    bad = [
+        i for i in imports
+        if i.importer in LEARNER and part_of(i.imported) == "envs" and i.imported != "phalanx.envs.vec_env"
+    ]  # fmt: skip
+    assert not bad, report("the learner imports envs beyond phalanx.envs.vec_env:", bad)
+
+
 def test_no_private_names_across_subpackages():
     _, imports = package_imports()
     bad = private_violations(imports)

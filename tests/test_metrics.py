@@ -44,7 +44,7 @@ def test_trainer_logs_the_episode_mean_of_each_metric() -> None:
     env = make_cpu(_cartpole_with_metric(), num_envs=16)
     cfg = dataclasses.replace(train_cfg("cartpole"), device="cpu", num_steps_per_env=16)
     trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
-    rows = [trainer._iterate() for _ in range(3)]
+    rows = [trainer.iterate() for _ in range(3)]
     logged = [row["metrics/step_count"] for row in rows if row["episodes"] > 0]
     assert logged, "episodes ended"
     # The mean over episodes of (L + 1) / 2 is (mean length + 1) / 2.

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import torch
 
+from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.normalizer import EmpiricalNormalizer
-from phalanx.rl.ppo import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.storage import compute_gae
 from phalanx.rl.timing import IntervalTimer
 
@@ -84,11 +84,11 @@ def _tiny_trainer(task: str = "cartpole", num_envs: int = 8):
 
 def test_non_finite_loss_skips_the_update_and_counts_it() -> None:
     trainer = _tiny_trainer()
-    trainer._iterate()
+    trainer.iterate()
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     lr = float(trainer.ppo.learning_rate)
-    trainer.storage.advantages.fill_(float("nan"))
-    stats = trainer.ppo.update(trainer.storage)
+    trainer.ppo.storage.advantages.fill_(float("nan"))
+    stats = trainer.ppo.update()
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters(), strict=True))
     cfg = trainer.cfg.algo
     assert cfg.schedule == "adaptive" and float(stats["learning_rate"]) == lr, "skipped steps leave the schedule"
@@ -115,6 +115,6 @@ def test_time_outs_bootstrap_from_the_final_observation() -> None:
     trainer._collect(IntervalTimer(env.device))
     for t, (reward, terminated, truncated) in enumerate(seen["outs"]):
         expected = reward + gamma * 10.0 * truncated.float()
-        torch.testing.assert_close(trainer.storage.rewards[t], expected)
-        torch.testing.assert_close(trainer.storage.dones[t], (terminated | truncated).float())
+        torch.testing.assert_close(trainer.ppo.storage.rewards[t], expected)
+        torch.testing.assert_close(trainer.ppo.storage.dones[t], (terminated | truncated).float())
     assert any(bool(tr.any()) for _, _, tr in seen["outs"]), "the test must see time-outs"

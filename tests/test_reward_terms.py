@@ -65,7 +65,7 @@ def test_action_l2_and_power(ant) -> None:
     ant.action.zero_()
     ant.action[0, :2] = torch.tensor([1.0, -2.0])
     qvel = ant.sim.qvel.clone()
-    ant.sim.qvel[0, ant.sim.joint_dofadr[ant.action_joint_ids[:2]]] = 0.5
+    ant.sim.qvel[0, ant.sim.joint_dofadr[ant.joints.joint_ids[:2]]] = 0.5
     try:
         torch.testing.assert_close(rewards.action_l2(ant)[0], torch.tensor(5.0))
         torch.testing.assert_close(rewards.power_consumption(ant)[0], torch.tensor(1.5))
@@ -108,7 +108,7 @@ def test_cartpole_terms_and_weighted_sum() -> None:
     assert float(rewards.joint_pos_l2(env, "hinge")[0]) == pytest.approx(0.25)
     assert float(rewards.joint_vel_l1(env, "hinge")[0]) == pytest.approx(1.0)
     assert float(rewards.joint_vel_l1(env, "slider")[0]) == pytest.approx(2.0)
-    reward = env._weigh_rewards(env._reward_values(), torch.zeros(2, dtype=torch.bool))
+    reward = env.rewards.weigh(env.rewards.values(env), torch.zeros(2, dtype=torch.bool))
     torch.testing.assert_close(reward, torch.full((2,), 0.725))
 
 
@@ -116,5 +116,5 @@ def test_reward_weights_scale_by_env_dt_only_where_configured() -> None:
     # ant (manager-based terms): weight x env dt (1 / 60 s), e.g. alive 0.5 -> 0.008333;
     # cartpole (Direct task semantics): the weights as they are.
     ant, cartpole = make_cpu("ant", num_envs=2), make_cpu("cartpole", num_envs=2)
-    torch.testing.assert_close(ant._reward_weights, torch.tensor([t.weight / 60.0 for t in ant.cfg.rewards.values()]))
-    torch.testing.assert_close(cartpole._reward_weights, torch.tensor([1.0, -2.0, -1.0, -0.01, -0.005]))
+    torch.testing.assert_close(ant.rewards.weights, torch.tensor([t.weight / 60.0 for t in ant.cfg.rewards.values()]))
+    torch.testing.assert_close(cartpole.rewards.weights, torch.tensor([1.0, -2.0, -1.0, -0.01, -0.005]))

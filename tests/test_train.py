@@ -158,7 +158,7 @@ def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later()
     cfg = train_cfg("cartpole")
     cfg.num_steps_per_env = 8
     trainer = Trainer(cfg, make_cpu("cartpole", num_envs=16), None, Console(quiet=True), SignalDuringSum())
-    trainer._iterate()
+    trainer.iterate()
     assert not trainer.interrupted
-    trainer._iterate()
+    trainer.iterate()
     assert trainer.stop_signal == signal.SIGTERM

@@ -51,8 +51,10 @@ def git_commit() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """Host, CPU, GPUs (name, count, driver), versions and commit, as JSON-ready values."""
+    """Host, CPU, GPUs (name, count, UUIDs, driver), versions and commit, as JSON-ready values.
+    The UUIDs tell hosts of one GPU kind apart (their speeds differ)."""
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    uuids = [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(len(gpus))]
     driver = "none"
     if gpus:
         try:
@@ -69,6 +71,7 @@ def machine_info() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "gpu": gpus[0] if gpus else "none",
         "gpu_count": len(gpus),
+        "gpu_uuids": uuids,
         "driver": driver,
         "versions": {
             "python": platform.python_version(),

@@ -46,7 +46,7 @@ def render(run_dir: Path) -> None:
         f"- command: `{bench['command']}`",
         f"- date: {bench['date']}; commit: {m['commit']}",
         f"- device: {bench['device']} ({m['gpu']} x {m['gpu_count']}, driver {m['driver']}; CPU {m['cpu']}, "
-        f"{m['cpu_count']} cores)",
+        f"{m['cpu_count']} cores)" + (f"; GPU {', '.join(m['gpu_uuids'])}" if m.get("gpu_uuids") else ""),
         f"- versions: {', '.join(f'{k} {v}' for k, v in m['versions'].items())}",
         "",
         body,

@@ -23,7 +23,7 @@ def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> Non
     trainer.profiling = True
     with torch.profiler.profile(activities=activities) as profiler:
         for _ in range(iterations):
-            trainer._iterate()
+            trainer.iterate()
     trainer.profiling = False
     trace.parent.mkdir(parents=True, exist_ok=True)
     profiler.export_chrome_trace(str(trace))
@@ -91,13 +91,13 @@ def measure(
         build_s = time.perf_counter() - start
         trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
         start = time.perf_counter()
-        trainer._iterate()  # compiles kernels, captures the env step
+        trainer.iterate()  # compiles kernels, captures the env step
         first_iteration_s = time.perf_counter() - start
         start = time.perf_counter()
         for _ in range(warmup):
-            trainer._iterate()  # captures the rollout and update graphs on CUDA
+            trainer.iterate()  # captures the rollout and update graphs on CUDA
         warmup_s = time.perf_counter() - start
-        rows = [trainer._iterate() for _ in range(iterations)]
+        rows = [trainer.iterate() for _ in range(iterations)]
     except torch.cuda.OutOfMemoryError as error:
         return {**row, "valid": False, "reason": f"out of GPU memory ({str(error).splitlines()[0]})"}
     memory_after = _device_memory_used(device)

@@ -12,6 +12,9 @@ import torch
 
 from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, TaskCfg, Term
 from phalanx.envs.mdp import observations
+from phalanx.envs.tensor_state import load_checked
+from phalanx.envs.term_group import observed_value
+from phalanx.envs.terms import bind_term
 from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -36,7 +39,6 @@ class LowLevelPolicy(Term):
 
     def __init__(self, env: TaskEnv, cfg: LowLevelPolicyCfg, source: LowLevelSource):
         from phalanx.envs.mdp.commands import held_command
-        from phalanx.envs.terms import bind_term
 
         low = source.env_cfg
         if low.actions.low_level is not None:
@@ -57,12 +59,12 @@ class LowLevelPolicy(Term):
             (None if t.func is observations.last_action else bind_term(env, t.func, t.params), t)
             for t in terms.values()
         ]
-        self.last_action = torch.zeros(env.num_envs, env.joint_action_dim, device=env.device)
+        self.last_action = torch.zeros(env.num_envs, env.joints.dim, device=env.device)
         obs_dim = sum(self._value(env, term, t).shape[1] for term, t in self.terms)
-        self.actor = source.make_actor(obs_dim, env.joint_action_dim, env.device, env.seed)
+        self.actor = source.make_actor(obs_dim, env.joints.dim, env.device, env.seed)
 
     def _value(self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg) -> torch.Tensor:
-        return env.obs_term_value(self.last_action if term is None else term(env), cfg)
+        return observed_value(env, self.last_action if term is None else term(env), cfg)
 
     def observe(self, env: TaskEnv) -> torch.Tensor:
         """(num_envs, obs_dim) the low-level policy's observation now."""
@@ -76,10 +78,20 @@ class LowLevelPolicy(Term):
             if self.actions.clip is not None:
                 action = action.clamp(-self.actions.clip, self.actions.clip)
             self.last_action.copy_(action)
-            env.drive_joints(self.actions.scale * action)
+            env.joints.drive(env.sim, self.actions.scale * action)
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.last_action.masked_fill_(mask[:, None], 0.0)
         for term, _ in self.terms:
             if term is not None:
                 term.reset(env, mask)
+
+    def state_dict(self) -> dict[str, dict]:
+        terms = {str(i): term.state_dict() for i, (term, _) in enumerate(self.terms) if term is not None}
+        return {"last_action": self.last_action.clone(), "terms": terms}
+
+    def load_state_dict(self, state: dict[str, dict]) -> None:
+        load_checked({"last_action": self.last_action}, state, "actions/low_level/")
+        for i, (term, _) in enumerate(self.terms):
+            if term is not None:
+                term.load_state_dict(state["terms"][str(i)])

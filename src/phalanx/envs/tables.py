@@ -57,10 +57,10 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
             f"of a frozen {low.task} policy ({source}), {low.decimation} low-level steps per env step"
         )
         actions = env.low_level.actions
-        title = f"Low-level actions (dim {env.joint_action_dim}, ctrl = offset + scale * clip(action))"
+        title = f"Low-level actions (dim {env.joints.dim}, ctrl = offset + scale * clip(action))"
     action_rows = [
         [name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]
-        for name in (env.sim.actuator_names[i] for i in env.actuator_ids.tolist())
+        for name in (env.sim.actuator_names[i] for i in env.joints.actuator_ids.tolist())
     ]
     console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], action_rows))
     reward_note = f" x env dt {env.step_dt:g} s" if cfg.reward_scale_by_dt else ""

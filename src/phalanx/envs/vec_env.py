@@ -9,7 +9,8 @@ import torch
 
 
 class VecEnv(abc.ABC):
-    """A batch of `num_envs` environments stepped together on one device.
+    """A batch of `num_envs` environments stepped together on one device: everything a learner
+    (`phalanx.rl.trainer.Trainer`) uses of an env.
 
     All tensors live on `device` and lead with `num_envs`. Done envs reset automatically inside
     `step`; nothing in `step` synchronizes with the host.
@@ -18,18 +19,28 @@ class VecEnv(abc.ABC):
         num_envs: number of environments.
         device: the torch device of every tensor going in and out.
         observation_spec: observation group name -> shape of one env's observation, e.g.
-            {"policy": (60,)}.
+            {"policy": (60,)}; a "critic" group, if there is one, is the critic's (privileged).
+        obs: the current observations (group -> (num_envs, *shape)), as the last `reset` or
+            `step` returned them.
         action_dim: size of one env's action vector.
         max_episode_length: episode time limit in env steps.
         step_dt: seconds of simulated time per env step.
+        capture: whether `step` replays a CUDA graph (its outputs are then static buffers and a
+            learner may record its own work around it as graphs too).
+        reward_names: the reward terms of `extras["episode"]["terms"]`, in order.
+        metric_names: the metrics of `extras["episode"]["metrics"]`, in order.
     """
 
     num_envs: int
     device: torch.device
     observation_spec: dict[str, tuple[int, ...]]
+    obs: dict[str, torch.Tensor]
     action_dim: int
     max_episode_length: int
     step_dt: float
+    capture: bool = False
+    reward_names: list[str] = []  # noqa: RUF012 (read-only default: no terms)
+    metric_names: list[str] = []  # noqa: RUF012
 
     @abc.abstractmethod
     def reset(self) -> dict[str, torch.Tensor]:
@@ -57,3 +68,21 @@ class VecEnv(abc.ABC):
                 tensors the trainer logs as env/NAME (their mean over ranks), e.g. the mean
                 terrain level.
         """
+
+    @property
+    def invalid_resets(self) -> torch.Tensor:
+        """Device scalar: envs reset so far because their simulation broke (no host sync)."""
+        return torch.zeros((), dtype=torch.long, device=self.device)
+
+    def report_invalid(self) -> list[str]:
+        """Host-side lines on those resets, by reason, with what to change (once per iteration)."""
+        return []
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that decides the next steps (for an exact resume): tensors, numbers,
+        strings, lists and dicts only (checkpoints load with weights_only=True)."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores a `state_dict` in place; the envs continue exactly where they were saved."""

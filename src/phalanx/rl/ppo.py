@@ -1,4 +1,6 @@
-"""Proximal Policy Optimization: losses and the minibatch update, with no host sync.
+"""Proximal Policy Optimization on the device, as rsl_rl's algorithm: `act` samples actions and
+stores the step, `record` stores its outcome, `compute_returns` ends the rollout, `update` learns
+from it. Nothing reads device values on the host.
 
 The learning rate is a device tensor (fused Adam takes it as one), adapted from the KL divergence
 as rsl_rl does; a minibatch whose loss or gradient is not finite is skipped through the
@@ -15,8 +17,10 @@ from torch import nn
 
 from phalanx.dist import DistContext
 from phalanx.errors import ConfigError, check_int, check_positive, check_range
-from phalanx.rl.models import ActorCritic
-from phalanx.rl.storage import RolloutStorage
+from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
+from phalanx.rl.models import ActorCritic, critic_group
+from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.storage import RolloutStorage, compute_gae
 
 
 @dataclass
@@ -66,32 +70,11 @@ class PPOCfg:
         check_positive("algo.max_grad_norm", self.max_grad_norm)
 
 
-def surrogate_loss(
-    log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor, clip: float
-) -> torch.Tensor:
-    """Clipped surrogate: mean of max(-A r, -A clip(r, 1 - c, 1 + c)), r = exp(logp - logp_old)."""
-    ratio = torch.exp(log_prob - old_log_prob)
-    return torch.max(-advantages * ratio, -advantages * ratio.clamp(1.0 - clip, 1.0 + clip)).mean()
-
-
-def value_loss(
-    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip: float, clipped: bool
-) -> torch.Tensor:
-    """Mean squared error to the returns; clipped: max of the plain and the clipped-update error."""
-    if not clipped:
-        return (returns - values).square().mean()
-    values_clipped = old_values + (values - old_values).clamp(-clip, clip)
-    return torch.max((values - returns).square(), (values_clipped - returns).square()).mean()
-
-
-def gaussian_kl(mu_old: torch.Tensor, std_old: torch.Tensor, mu: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    """Mean over the batch of KL(old || new) for diagonal Gaussians, summed over action dims."""
-    kl = torch.log(std / std_old) + (std_old.square() + (mu_old - mu).square()) / (2.0 * std.square()) - 0.5
-    return kl.sum(dim=-1).mean()
-
-
 class PPO:
-    """Updates an `ActorCritic` from a `RolloutStorage`.
+    """Learns an `ActorCritic` from rollouts of `num_steps` x `num_envs` transitions it stores
+    itself. With `normalize`, observations go through empirical normalizers (one for the policy
+    group, one for a privileged "critic" group if the env has one): a rollout acts with fixed
+    statistics and its observations join them in `compute_returns`.
 
     With `capture` (CUDA only) the whole update — epochs, minibatch sampling, forward, backward,
     optimizer steps, learning-rate adaptation — is recorded once as a CUDA graph after one eager
@@ -102,14 +85,27 @@ class PPO:
         self,
         policy: ActorCritic,
         cfg: PPOCfg,
-        device: torch.device,
+        observation_spec: dict[str, tuple[int, ...]],
+        num_envs: int,
+        num_steps: int,
+        normalize: bool,
         generator: torch.Generator,
         capture: bool = False,
         dist: DistContext | None = None,
     ):
         cfg.check()
+        device = next(policy.parameters()).device
         self.policy, self.cfg, self.device, self.generator = policy, cfg, device, generator
         self.dist = dist or DistContext()
+        self.critic_group = critic_group(observation_spec)
+        obs_dim, critic_dim = observation_spec["policy"][0], observation_spec[self.critic_group][0]
+        self.normalize = normalize
+        self.obs_norm = EmpiricalNormalizer(obs_dim).to(device)
+        # Without a privileged critic group the critic sees the policy observations: one normalizer.
+        separate = self.critic_group != "policy"
+        self.critic_norm = EmpiricalNormalizer(critic_dim).to(device) if separate else self.obs_norm
+        action_dim = policy.log_std.shape[0]
+        self.storage = RolloutStorage(num_steps, num_envs, obs_dim, critic_dim, action_dim, device)
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
         self.optimizer = torch.optim.Adam(
             policy.parameters(), lr=self.learning_rate, fused=True, capturable=device.type == "cuda"
@@ -122,6 +118,71 @@ class PPO:
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
+
+    # ----------------------------------------------------------------------------- rollout
+
+    def _normalized(self, obs: dict[str, torch.Tensor], update: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """(actor obs, critic obs), normalized; `update` adds them to the pending statistics."""
+        actor_obs, critic_obs = obs["policy"], obs[self.critic_group]
+        if not self.normalize:
+            return actor_obs, critic_obs
+        if update:
+            self.obs_norm.accumulate(actor_obs)
+            if self.critic_norm is not self.obs_norm:
+                self.critic_norm.accumulate(critic_obs)
+        actor_obs = self.obs_norm(actor_obs)
+        return actor_obs, actor_obs if self.critic_norm is self.obs_norm else self.critic_norm(critic_obs)
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, torch.Tensor], t: int) -> torch.Tensor:
+        """Samples actions for `obs` and stores step t's observations and policy outputs."""
+        storage = self.storage
+        actor_obs, critic_obs = self._normalized(obs, update=True)
+        dist = self.policy.distribution(actor_obs)
+        noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
+        actions = dist.mean + dist.stddev * noise
+        storage.obs[t] = actor_obs
+        storage.critic_obs[t] = critic_obs
+        storage.actions[t] = actions
+        storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
+        storage.values[t] = self.policy.value(critic_obs)
+        storage.action_mean[t] = dist.mean
+        storage.action_std[t] = dist.stddev
+        return actions
+
+    @torch.no_grad()
+    def record(
+        self,
+        t: int,
+        reward: torch.Tensor,
+        terminated: torch.Tensor,
+        truncated: torch.Tensor,
+        final_obs: dict[str, torch.Tensor],
+    ) -> None:
+        """Stores step t's outcome. Time-outs are not terminal: their reward gains the discounted
+        value of the observation the episode ended on."""
+        _, final_critic_obs = self._normalized(final_obs, update=False)
+        bootstrap = self.cfg.gamma * self.policy.value(final_critic_obs) * truncated
+        self.storage.rewards[t] = reward + bootstrap
+        self.storage.dones[t] = (terminated | truncated).float()
+
+    @torch.no_grad()
+    def compute_returns(self, obs: dict[str, torch.Tensor]) -> None:
+        """Advantages and returns of the stored rollout, bootstrapped from `obs` (after its last
+        step). The rollout's observations then join the normalizers' statistics, in one
+        collective over ranks per iteration (a merge per env step kept every rank in lockstep)."""
+        storage = self.storage
+        _, critic_obs = self._normalized(obs, update=False)
+        last_values = self.policy.value(critic_obs)
+        storage.advantages[:], storage.returns[:] = compute_gae(
+            storage.rewards, storage.values, storage.dones, last_values, self.cfg.gamma, self.cfg.lam
+        )
+        if self.normalize:
+            self.obs_norm.commit(self.dist)
+            if self.critic_norm is not self.obs_norm:
+                self.critic_norm.commit(self.dist)
+
+    # ----------------------------------------------------------------------------- update
 
     def state_dict(self) -> dict[str, torch.Tensor | dict]:
         return {
@@ -138,17 +199,17 @@ class PPO:
             group["lr"] = self.learning_rate
         self.skipped_updates.copy_(state["skipped_updates"])
 
-    def update(self, storage: RolloutStorage) -> dict[str, torch.Tensor]:
-        """Epochs x minibatches of clipped PPO on the rollout; returns device scalars (means).
+    def update(self) -> dict[str, torch.Tensor]:
+        """Epochs x minibatches of clipped PPO on the stored rollout; returns device scalars (means).
 
         With capture the returned tensors are the graph's static outputs (overwritten next time)."""
         if not self.capture:
-            return self._update(storage)
+            return self._update()
         if not self._warm:  # one eager update on a side stream: creates optimizer state, warms autograd
             side = torch.cuda.Stream(self.device)
             side.wait_stream(torch.cuda.current_stream(self.device))
             with torch.cuda.stream(side):
-                out = self._update(storage)
+                out = self._update()
             torch.cuda.current_stream(self.device).wait_stream(side)
             self._warm = True
             return out
@@ -157,7 +218,7 @@ class PPO:
             self._graph = torch.cuda.CUDAGraph()
             self._graph.register_generator_state(self.generator)
             with torch.cuda.graph(self._graph):
-                self._graph_out = self._update(storage)
+                self._graph_out = self._update()
         self._graph.replay()
         return self._graph_out
 
@@ -165,8 +226,8 @@ class PPO:
         """Drops the captured update; the next update captures it again."""
         self._graph = self._graph_out = None
 
-    def _update(self, storage: RolloutStorage) -> dict[str, torch.Tensor]:
-        cfg = self.cfg
+    def _update(self) -> dict[str, torch.Tensor]:
+        cfg, storage = self.cfg, self.storage
         total = storage.steps * storage.num_envs
         batch = total // cfg.num_mini_batches
         fields = ("obs", "critic_obs", "actions", "log_probs", "values", "returns", "advantages")

@@ -17,15 +17,15 @@ from rich.progress import Progress as ProgressBar
 
 from phalanx.config_data import to_data
 from phalanx.dist import DistContext, Progress
-from phalanx.envs.task_env import TaskEnv
+from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
 from phalanx.rl.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
 from phalanx.rl.config import TrainCfg
+from phalanx.rl.episode_stats import EpisodeStats
 from phalanx.rl.logger import RunLogger
-from phalanx.rl.models import ActorCritic, critic_group
-from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO
-from phalanx.rl.storage import RolloutStorage, compute_gae
+from phalanx.rl.staged_graphs import StagedGraphs
 from phalanx.rl.timing import IntervalTimer, phase_range
 
 FPS_NAMES = ("fps_step", "fps_step_inference", "fps_total")
@@ -33,13 +33,13 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Trainer:
-    """Trains an actor-critic on `env` with PPO as `cfg` says; writes into `run_dir` if given
-    (every rank of a job gives the same: all take part in checkpoints, rank 0 writes)."""
+    """Trains an actor-critic on any `VecEnv` with PPO as `cfg` says; writes into `run_dir` if
+    given (every rank of a job gives the same: all take part in checkpoints, rank 0 writes)."""
 
     def __init__(
         self,
         cfg: TrainCfg,
-        env: TaskEnv,
+        env: VecEnv,
         run_dir: Path | None,
         console: Console | None = None,
         dist: DistContext | None = None,
@@ -52,37 +52,25 @@ class Trainer:
         self.console = console or Console()
         self.device = env.device
         torch.manual_seed(cfg.seed)  # the networks' initial weights
-        obs_dim = env.observation_spec["policy"][0]
-        self.critic_group = critic_group(env.observation_spec)
-        critic_dim = env.observation_spec[self.critic_group][0]
-        self.policy = ActorCritic.for_env(env.observation_spec, env.action_dim, cfg.policy).to(self.device)
-        self.dist.broadcast_module(self.policy)
-        self.obs_norm = EmpiricalNormalizer(obs_dim).to(self.device)
-        # Without a privileged critic group the critic sees the policy observations: one normalizer.
-        separate_critic = self.critic_group != "policy"
-        self.critic_norm = EmpiricalNormalizer(critic_dim).to(self.device) if separate_critic else self.obs_norm
+        policy = ActorCritic.for_env(env.observation_spec, env.action_dim, cfg.policy).to(self.device)
+        self.dist.broadcast_module(policy)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
-        self.capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
-        if self.capture_rollout and not env.capture:
+        self.ppo = PPO(
+            policy, cfg.algo, env.observation_spec, env.num_envs, cfg.num_steps_per_env,
+            cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist,
+        )  # fmt: skip
+        capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
+        if capture_rollout and not env.capture:
             raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
-        self._graphs: dict[tuple, tuple[torch.cuda.CUDAGraph, Any]] = {}
-        self._rollout_warm = False
-        self._obs_in: dict[str, torch.Tensor] | None = None
-        self.ppo = PPO(self.policy, cfg.algo, self.device, self.generator, capture=capture_update, dist=self.dist)
-        self.storage = RolloutStorage(
-            cfg.num_steps_per_env, env.num_envs, obs_dim, critic_dim, env.action_dim, self.device
-        )
+        self.graphs = StagedGraphs(capture_rollout, self.generator)
+        self._obs_in = {group: value.clone() for group, value in env.obs.items()}  # the policy's static input
+        self.stats = EpisodeStats(env.reward_names, env.metric_names, self.device)
         self.iteration = 0
         self.frames = 0
         self.elapsed_s = 0.0
         self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
-        per_episode = [*(f"reward_terms/{n}" for n in env.cfg.rewards), *(f"metrics/{n}" for n in env.cfg.metrics)]
-        self._stat_names = ["episodes", "return", "length", *per_episode]
-        self._episode_stats = torch.zeros(len(self._stat_names), device=self.device)
-        self._env_log_names: list[str] = []  # the env's log scalars, as of the rollout's last step
-        self._env_log = torch.zeros(0, device=self.device)
         self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
         self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
         self._saved_iteration = -1
@@ -90,107 +78,39 @@ class Trainer:
         self._iterated = False  # whether this process has run an iteration (compiled, captured)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
 
+    @property
+    def policy(self) -> ActorCritic:
+        return self.ppo.policy
+
     # ----------------------------------------------------------------------------- rollout
 
-    def _normalized(self, obs: dict[str, torch.Tensor], update: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        actor_obs, critic_obs = obs["policy"], obs[self.critic_group]
-        if not self.cfg.empirical_normalization:
-            return actor_obs, critic_obs
-        if update:
-            self.obs_norm.accumulate(actor_obs)
-            if self.critic_norm is not self.obs_norm:
-                self.critic_norm.accumulate(critic_obs)
-        actor_obs = self.obs_norm(actor_obs)
-        return actor_obs, actor_obs if self.critic_norm is self.obs_norm else self.critic_norm(critic_obs)
-
-    @torch.no_grad()
     def _collect(self, step_timer: IntervalTimer) -> None:
-        """T env steps into the storage, then returns and advantages. With rollout capture each
-        step's agent work before and after `env.step` replays a CUDA graph of its own (captured
-        in the second iteration), and the env step replays the env's graph between them."""
+        """T env steps into PPO's storage, then its returns. With rollout capture the agent's work
+        before and after each `env.step` replays a CUDA graph of its own (recorded in the second
+        iteration), and the env step replays the env's graph between them."""
         obs = self.env.obs
         for t in range(self.cfg.num_steps_per_env):
             self.progress.tick()  # on entering a step: a rank blocked inside it has counted it
             self._copy_obs_in(obs)
-            actions = self._staged(("act", t), self._act, t)
+            actions = self.graphs.run(("act", t), self.ppo.act, self._obs_in, t)
             step_timer.begin()
             with phase_range("env_step", self.profiling):
                 obs, reward, terminated, truncated, extras = self.env.step(actions)
             step_timer.end()
-            self._staged(("record", t), self._record, t, reward, terminated, truncated, extras)
+            self.graphs.run(("record", t), self._record, t, reward, terminated, truncated, extras)
         self._copy_obs_in(obs)
-        self._staged(("returns",), self._returns)
-        self._rollout_warm = True
+        self.graphs.run(("returns",), self.ppo.compute_returns, self._obs_in)
+        self.graphs.warm()
 
     def _copy_obs_in(self, obs: dict[str, torch.Tensor]) -> None:
-        if self._obs_in is None:
-            self._obs_in = {group: value.clone() for group, value in obs.items()}
         for group, value in obs.items():
             self._obs_in[group].copy_(value)
 
-    def _staged(self, key: tuple, fn, *args):
-        """fn(*args) eagerly; with rollout capture, from the second iteration on, a CUDA graph of it."""
-        if not (self.capture_rollout and self._rollout_warm):
-            return fn(*args)
-        if key not in self._graphs:
-            graph = torch.cuda.CUDAGraph()
-            graph.register_generator_state(self.generator)
-            with torch.cuda.graph(graph):
-                out = fn(*args)
-            self._graphs[key] = (graph, out)
-        graph, out = self._graphs[key]
-        graph.replay()
-        return out
-
-    def _act(self, t: int) -> torch.Tensor:
-        """Samples actions for the observations in `_obs_in` and stores step t's policy outputs."""
-        storage = self.storage
-        actor_obs, critic_obs = self._normalized(self._obs_in, update=True)
-        dist = self.policy.distribution(actor_obs)
-        noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
-        actions = dist.mean + dist.stddev * noise
-        storage.obs[t] = actor_obs
-        storage.critic_obs[t] = critic_obs
-        storage.actions[t] = actions
-        storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
-        storage.values[t] = self.policy.value(critic_obs)
-        storage.action_mean[t] = dist.mean
-        storage.action_std[t] = dist.stddev
-        return actions
-
-    def _record(self, t: int, reward, terminated, truncated, extras) -> None:
-        """Stores step t's outcome. Time-outs are not terminal: their reward gains the discounted
-        value of the observation the episode ended on."""
-        _, final_critic_obs = self._normalized(extras["final_obs"], update=False)
-        bootstrap = self.cfg.algo.gamma * self.policy.value(final_critic_obs) * truncated
-        self.storage.rewards[t] = reward + bootstrap
-        self.storage.dones[t] = (terminated | truncated).float()
-        self._accumulate_episodes(extras["episode"])
-        log = extras["log"]
-        if t == self.cfg.num_steps_per_env - 1 and log:
-            if self._env_log_names != list(log):  # first rollout (eager): size the buffer
-                self._env_log_names, self._env_log = list(log), torch.zeros(len(log), device=self.device)
-            self._env_log.copy_(torch.stack([value.float() for value in log.values()]))
-
-    def _returns(self) -> None:
-        storage, algo = self.storage, self.cfg.algo
-        _, critic_obs = self._normalized(self._obs_in, update=False)
-        last_values = self.policy.value(critic_obs)
-        storage.advantages[:], storage.returns[:] = compute_gae(
-            storage.rewards, storage.values, storage.dones, last_values, algo.gamma, algo.lam
-        )
-        # The rollout acted with fixed statistics; its observations join them now, in one
-        # collective over ranks per iteration (a merge per env step kept every rank in lockstep).
-        if self.cfg.empirical_normalization:
-            self.obs_norm.commit(self.dist)
-            if self.critic_norm is not self.obs_norm:
-                self.critic_norm.commit(self.dist)
-
-    def _accumulate_episodes(self, episode: dict[str, Any]) -> None:
-        done = episode["done"].float()
-        columns = [done, episode["return"], episode["length"].float(), *episode["terms"].values()]
-        columns += episode["metrics"].values()
-        self._episode_stats += (torch.stack(columns, dim=1) * done[:, None]).sum(dim=0)
+    def _record(self, t: int, reward, terminated, truncated, extras: dict[str, Any]) -> None:
+        self.ppo.record(t, reward, terminated, truncated, extras["final_obs"])
+        self.stats.add(extras["episode"])
+        if t == self.cfg.num_steps_per_env - 1:
+            self.stats.keep_log(extras["log"])
 
     # ----------------------------------------------------------------------------- loop
 
@@ -218,7 +138,7 @@ class Trainer:
                 bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
                 reported_invalid = 0
                 while self.iteration < self.cfg.max_iterations and not self.interrupted:
-                    metrics = self._iterate()
+                    metrics = self.iterate()
                     logger.log(metrics)
                     display.console.print(logger.line(metrics, self.cfg.max_iterations))
                     if metrics["invalid_env_resets"] > reported_invalid:  # new ones this iteration
@@ -248,7 +168,7 @@ class Trainer:
         """Drops the rollout and update CUDA graphs. NCCL does not destroy a communicator while
         graphs that captured its collectives exist (destroy_process_group waits forever), so
         distributed runs call this first."""
-        self._graphs.clear()
+        self.graphs.clear()
         self.ppo.release_graph()
 
     def _on_stop_signal(self, signum: int, frame) -> None:
@@ -265,7 +185,8 @@ class Trainer:
         name = signal.Signals(signum).name
         self.console.print(f"{name}: finishing this iteration, then saving a checkpoint{again}")
 
-    def _iterate(self) -> dict[str, Any]:
+    def iterate(self) -> dict[str, Any]:
+        """One iteration: a rollout, its returns, the PPO update; returns its metrics (one host read)."""
         # The first iteration of a process compiles and captures: the start-up allowance applies.
         first = not self._iterated
         phase = f"iteration {self.iteration}" + (", the first of this process" if first else "")
@@ -273,25 +194,25 @@ class Trainer:
         step_timer, collect_timer, total_timer = (IntervalTimer(self.device) for _ in range(3))
         total_timer.begin()
         collect_timer.begin()
-        self._episode_stats.zero_()
+        self.stats.sums.zero_()
         with phase_range("rollout", self.profiling):
             self._collect(step_timer)
         collect_timer.end()
         with phase_range("ppo_update", self.profiling):
             self.progress.tick()
-            losses = self.ppo.update(self.storage)
+            losses = self.ppo.update()
         total_timer.end()
 
         step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
         local_frames = self.cfg.num_steps_per_env * self.env.num_envs
         rates = [local_frames / step_s, local_frames / collect_s, local_frames / total_s]
         # The one host read of the iteration (after one sum over ranks when distributed).
-        env_log = [f"env/{name}" for name in self._env_log_names]
+        env_log = [f"env/{name}" for name in self.stats.log_names]
         stops = [f"stop/{sig.name}" for sig in STOP_SIGNALS]
-        names = [*self._stat_names, *losses, *env_log, "invalid_env_resets", *stops, *FPS_NAMES]
+        names = [*self.stats.names, *losses, *env_log, "invalid_env_resets", *stops, *FPS_NAMES]
         asked = [float(self._asked == sig) for sig in STOP_SIGNALS]
         host_values = torch.tensor([*asked, *rates], device=self.device)
-        device_values = [*self._episode_stats, *(v.float() for v in losses.values()), *self._env_log]
+        device_values = [*self.stats.sums, *(v.float() for v in losses.values()), *self.stats.log]
         device_values.append(self.env.invalid_resets.float())
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
@@ -353,8 +274,8 @@ class Trainer:
             "elapsed_s": self.elapsed_s,
             "last_episode": self.last_episode,
             "policy": self.policy.state_dict(),
-            "obs_norm": self.obs_norm.state_dict(),
-            "critic_norm": self.critic_norm.state_dict(),
+            "obs_norm": self.ppo.obs_norm.state_dict(),
+            "critic_norm": self.ppo.critic_norm.state_dict(),
             "ppo": self.ppo.state_dict(),
             "ranks": ranks,
         }
@@ -365,8 +286,8 @@ class Trainer:
         self.iteration, self.frames, self.elapsed_s = state["iteration"], state["frames"], state["elapsed_s"]
         self.last_episode = state["last_episode"]
         load_weights(self.policy, state["policy"], "--resume: the policy")
-        load_weights(self.obs_norm, state["obs_norm"], "--resume: the observation normalizer")
-        load_weights(self.critic_norm, state["critic_norm"], "--resume: the critic's observation normalizer")
+        load_weights(self.ppo.obs_norm, state["obs_norm"], "--resume: the observation normalizer")
+        load_weights(self.ppo.critic_norm, state["critic_norm"], "--resume: the critic's observation normalizer")
         self.ppo.load_state_dict(state["ppo"])
         ranks = state["ranks"]
         if len(ranks) != self.dist.world_size:

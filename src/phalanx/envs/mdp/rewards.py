@@ -51,19 +51,19 @@ def move_to_target_bonus(env: TaskEnv, threshold: float, target_pos: tuple[float
 
 
 def _gear_scaled(env: TaskEnv) -> torch.Tensor:
-    return env.action_gear / env.action_gear.max()
+    return env.joints.gear / env.joints.gear.max()
 
 
 def power_consumption(env: TaskEnv) -> torch.Tensor:
     """Sum over actuated joints of |action * joint velocity * gear / max gear|."""
-    vel = state.joint_vel(env)[:, env.action_joint_ids]
+    vel = state.joint_vel(env)[:, env.joints.joint_ids]
     return (env.action * vel * _gear_scaled(env)).abs().sum(dim=1)
 
 
 def joint_pos_limits_penalty_ratio(env: TaskEnv, threshold: float) -> torch.Tensor:
     """Sum over actuated joints of how far past `threshold` of its half-range each joint is
     (0 inside, 1 at the limit), weighted by gear / max gear."""
-    ids = env.action_joint_ids
+    ids = env.joints.joint_ids
     low, high = env.sim.joint_range[ids, 0], env.sim.joint_range[ids, 1]
     scaled = (2.0 * (state.joint_pos(env)[:, ids] - 0.5 * (low + high)) / (high - low)).abs()
     violation = torch.where(scaled > threshold, (scaled - threshold) / (1.0 - threshold), 0.0)

@@ -22,7 +22,7 @@ GRAVITY_DIR_W = (0.0, 0.0, -1.0)
 def root_addresses(env: TaskEnv) -> tuple[int, int]:
     """qpos and qvel addresses of the free root joint."""
     if env.sim.root_qposadr is None:
-        raise ValueError(f"task {env.cfg.name!r}: this term needs a free-floating root, and the model has none")
+        raise ValueError(f"task {env.cfg.name!r}: a root-state term needs a free-floating base; this robot's is fixed")
     return env.sim.root_qposadr, env.sim.root_dofadr
 
 

@@ -1,0 +1,98 @@
+"""An env's actions: cleaned and clipped, then either actuator targets (optionally delayed) or
+the command of a frozen low-level policy that drives the actuators itself."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from phalanx.envs.cfg import ActionCfg
+from phalanx.envs.names import matching_ids
+from phalanx.envs.tensor_state import load_checked
+from phalanx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from phalanx.envs.low_level import LowLevelPolicy
+    from phalanx.envs.task_env import TaskEnv
+    from phalanx.sim import Simulator
+
+
+class JointTargets:
+    """The actuators an `ActionCfg` selects, driven as ctrl = offset + scaled action; each
+    `drive` steps the physics once (`sim.decimation` substeps)."""
+
+    def __init__(self, sim: Simulator, cfg: ActionCfg, device: torch.device):
+        self.actuator_ids = matching_ids(cfg.actuators, sim.actuator_names, "actions.actuators:", "actuator", device)
+        self.dim = len(self.actuator_ids)
+        self.joint_ids = sim.actuator_joint_ids[self.actuator_ids]  # (dim,) into sim joints; -1: not a 1-dof joint
+        self.gear = sim.actuator_gear[self.actuator_ids]  # (dim,)
+        self.offset = torch.full((self.dim,), cfg.offset, device=device)
+        if cfg.use_default_offset:
+            if (self.joint_ids < 0).any():
+                raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
+            self.offset += sim.default_qpos[sim.joint_qposadr[self.joint_ids]]
+
+    def drive(self, sim: Simulator, scaled_action: torch.Tensor) -> None:
+        sim.ctrl[:, self.actuator_ids] = self.offset + scaled_action
+        sim.step()
+
+
+class Actions:
+    """Non-finite actions become 0 (documented), then clip and scale as the `ActionCfg` says;
+    `last` keeps the clipped action (terms read it as `env.action`). Without a low-level policy
+    the action drives `joints`, after the env's drawn delay; with one it is its command."""
+
+    def __init__(self, env: TaskEnv, cfg: ActionCfg, joints: JointTargets, low_level: LowLevelPolicy | None):
+        self.cfg, self.joints, self.low_level = cfg, joints, low_level
+        self.dim = joints.dim if low_level is None else low_level.command_dim
+        n = env.num_envs
+        self.last = torch.zeros(n, self.dim, device=env.device)
+        _, high = cfg.delay_range
+        self.delay = torch.zeros(n, dtype=torch.long, device=env.device)
+        self.history = torch.zeros(high + 1, n, self.dim, device=env.device)  # [k]: the action k steps ago
+        self._env_ids = torch.arange(n, device=env.device)
+
+    def apply(self, env: TaskEnv, actions: torch.Tensor) -> None:
+        """Cleans, clips and applies `actions`, stepping the physics through the env step."""
+        action = torch.nan_to_num(actions.float(), nan=0.0, posinf=0.0, neginf=0.0)
+        if self.cfg.clip is not None:
+            action = action.clamp(-self.cfg.clip, self.cfg.clip)
+        self.last.copy_(action)
+        if self.low_level is None:
+            self.joints.drive(env.sim, self.cfg.scale * self._delayed(action))
+        else:
+            self.low_level.drive(env, self.cfg.scale * action)
+
+    def _delayed(self, action: torch.Tensor) -> torch.Tensor:
+        """The action each env applies now: this step's, or with a delay the one from `delay` steps ago."""
+        if len(self.history) == 1:
+            return action
+        self.history.copy_(torch.roll(self.history, 1, dims=0))
+        self.history[0] = action
+        return self.history[self.delay, self._env_ids]
+
+    def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        """Zeroes the reset envs' last actions (and pending ones) and draws their new delay."""
+        self.last.masked_fill_(mask[:, None], 0.0)
+        low, high = self.cfg.delay_range
+        if high > 0:
+            self.history.masked_fill_(mask[None, :, None], 0.0)
+            delay = torch.randint(low, high + 1, (env.num_envs,), device=env.device, generator=env.rng)
+            self.delay.copy_(torch.where(mask, delay, self.delay))
+        if self.low_level is not None:
+            self.low_level.reset(env, mask)
+
+    def _buffers(self) -> dict[str, torch.Tensor]:
+        return {"last": self.last, "delay": self.delay, "history": self.history}
+
+    def state_dict(self) -> dict[str, dict]:
+        state = {"buffers": {name: value.clone() for name, value in self._buffers().items()}}
+        return state | ({} if self.low_level is None else {"low_level": self.low_level.state_dict()})
+
+    def load_state_dict(self, state: dict[str, dict]) -> None:
+        load_checked(self._buffers(), state["buffers"], "actions/")
+        if self.low_level is not None:
+            if "low_level" not in state:
+                raise ConfigError("--resume: the checkpoint's env state lacks actions/low_level")
+            self.low_level.load_state_dict(state["low_level"])
