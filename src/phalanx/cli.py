@@ -149,7 +149,12 @@ def train(args: list[str], console: Console) -> int:
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
     if cfg.gpus is not None:
         _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir)
-    return run_training(cfg, console, registered_env)[0]
+    status = run_training(cfg, console, registered_env)[0]
+    if cfg.distributed:
+        from phalanx.dist import end_rank
+
+        end_rank(status)
+    return status
 
 
 def play(args: list[str], console: Console) -> None:

@@ -5,9 +5,10 @@ every call is the identity, so single-device training runs the same code."""
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 import torch.distributed as dist
@@ -156,3 +157,14 @@ def _job_store(host: str, port: int, rank: int, world: int, timeout: timedelta) 
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         return dist.TCPStore(host, port, world, is_master=False, timeout=timeout)
     return dist.TCPStore(host, port, world, is_master=rank == 0, timeout=timeout, multi_tenant=True)
+
+
+def end_rank(status: int) -> NoReturn:
+    """Ends a torchrun worker whose work is done (process group destroyed, files closed and
+    synced) with `status`, flushing its output and skipping the interpreter's teardown. In
+    about one job in sixty on a 2-core CPU machine, a gloo rank that had finished its run
+    aborted on the way out ("terminate called without an active exception", SIGABRT) and
+    torchrun failed the whole job: nothing of a finished run is left to tear down."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
