@@ -1,4 +1,4 @@
-"""`phalanx bench throughput | envs | report`."""
+"""`phalanx bench throughput | envs | scaling | startup | report`."""
 
 from __future__ import annotations
 
@@ -72,6 +72,26 @@ class ScalingCfg:
     """Where bench.json, report.md, scaling.png and each job's run directory go."""
     telemetry: bool = False
     """Sample GPU (NVML) and CPU load in the background into gpu_metrics.csv and cpu_metrics.csv."""
+
+
+@dataclass
+class StartupCfg:
+    """phalanx bench startup: launch to the end of the first training iteration, by phase, with
+    cold caches and then warm."""
+
+    task: str
+    """Registered task name."""
+    num_envs: int | None = None
+    """Envs; default: the task's default on a GPU, 64 on the CPU."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    runs: str = "cold,warm"
+    """Comma-separated, in order: 'cold' empties the caches first, 'warm' uses them as left."""
+    cache_dir: str | None = None
+    """Where the runs' Warp, inductor, Triton and CUDA caches go; default: a temporary directory,
+    removed at the end."""
+    run_dir: str | None = None
+    """Where bench.json, report.md and each run's log go; default runs/bench/startup-TASK-TIME."""
 
 
 @dataclass
@@ -180,6 +200,37 @@ def run_scaling(args: list[str], console: Console) -> None:
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 
 
+def run_startup(args: list[str], console: Console) -> None:
+    import tempfile
+
+    from phalanx.bench import startup
+    from phalanx.devices import resolve_device
+    from phalanx.registry import env_cfg
+
+    task, flags = task_and_flags("bench startup", args)
+    cfg = parse_flags(StartupCfg, StartupCfg(task=task), flags, f"phalanx bench startup {task}")
+    runs = [part.strip() for part in cfg.runs.split(",") if part.strip()]
+    if not runs or any(run not in ("cold", "warm") for run in runs):
+        raise ConfigError(f"--runs: expected comma-separated 'cold' and 'warm', got {cfg.runs!r}")
+    device = resolve_device(cfg.device)
+    num_envs = cfg.num_envs or (env_cfg(task).num_envs if device.type == "cuda" else 64)
+    check_int("num_envs", num_envs)
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"startup-{task}-{stamp}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    with contextlib.ExitStack() as stack:
+        cache = Path(cfg.cache_dir) if cfg.cache_dir else Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        for run in runs:
+            r = startup.run(task, num_envs, str(device), cache, run == "cold", run_dir)
+            results.append(r)
+            status = f"{r['to_first_iteration_s']:.1f} s to the first iteration" if r["valid"] else r["reason"]
+            console.print(f"{task} {num_envs} envs, {run} caches: {status}")
+    _save("startup", task, args, str(device), cfg, results, None, run_dir)
+    console.print(startup.table(results))
+    console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
+
+
 def run_report(args: list[str], console: Console) -> None:
     from phalanx.bench.report import compare, render
 
@@ -200,13 +251,15 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
                     the time per phase, the start-up split, the ratio to the raw physics limit)
   envs TASK         the same over an env-count sweep (256 ... 65536)
   scaling TASK      the same training job under torchrun with several process counts (weak or strong)
+  startup TASK      launch -> end of the first iteration by phase (import, model build, Warp modules
+                    compiled or cached, torch.compile and graph captures), cold caches and warm
   report DIR ...    rebuild a run's report, or compare several runs
 
 `phalanx bench KIND TASK --help` lists the flags of each."""
 
 
 def bench(args: list[str], console: Console) -> None:
-    kinds = ("throughput", "envs", "scaling", "report")
+    kinds = ("throughput", "envs", "scaling", "startup", "report")
     if args and args[0] in ("-h", "--help"):
         print(BENCH_USAGE)
         return
@@ -217,5 +270,7 @@ def bench(args: list[str], console: Console) -> None:
         run_report(args[1:], console)
     elif args[0] == "scaling":
         run_scaling(args[1:], console)
+    elif args[0] == "startup":
+        run_startup(args[1:], console)
     else:
         run_bench(args[0], args[1:], console)

@@ -35,6 +35,10 @@ def render(run_dir: Path) -> None:
         from phalanx.bench import scaling
 
         plots, body = [scaling.plot(run_dir, bench["results"])], scaling.table(bench["results"])
+    elif bench["kind"] == "startup":
+        from phalanx.bench import startup
+
+        plots, body = [], startup.table(bench["results"])
     else:
         plots, body = [_plot_phases(run_dir, valid)], _table(bench["results"])
     if bench["kind"] == "envs" and len(valid) > 1:
@@ -52,7 +56,7 @@ def render(run_dir: Path) -> None:
         body,
         "",
     ]
-    if bench["device"] == "cpu":
+    if bench["device"] == "cpu" and bench["kind"] != "startup":
         lines += ["On the CPU, memory per env is the growth of the process's peak resident memory.", ""]
     if bench.get("telemetry"):
         lines += ["## Telemetry averages", "", "```", json.dumps(bench["telemetry"], indent=2), "```", ""]
@@ -146,7 +150,7 @@ def compare(run_dirs: list[Path], out_dir: Path) -> Path:
         bench = load(run_dir)
         m = bench["machine"]
         for r in bench["results"]:
-            if r["valid"]:
+            if r["valid"] and "fps_step" in r:  # throughput rows (not start-up ones)
                 ratio = f"{100 * r['ratio_step_to_limit']:.0f} %" if "ratio_step_to_limit" in r else "-"
                 rows.append(
                     [bench["device"], m["gpu"], bench["task"], str(r.get("gpus", 1))]

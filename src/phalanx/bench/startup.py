@@ -1,0 +1,72 @@
+"""`phalanx bench startup`: the time from launching a training process to the end of its first
+iteration, split into phases, with cold caches (Warp's kernel cache, torch's inductor and
+Triton caches and the CUDA JIT cache all empty) and then warm (the same caches, filled)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from phalanx.bench.report import markdown_table
+
+PHASES = ("import", "model_build", "trainer_init", "first_env_step", "first_iteration")
+CACHE_VARIABLES = {
+    "WARP_CACHE_PATH": "warp",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+    "CUDA_CACHE_PATH": "cuda",
+}
+
+
+def run(task: str, num_envs: int, device: str, cache_dir: Path, cold: bool, out_dir: Path) -> dict[str, Any]:
+    """One training start in a fresh process with its caches under `cache_dir` (emptied first
+    when `cold`). Returns the probe's result, with the process's wall clock and its exit."""
+    label = "cold" if cold else "warm"
+    if cold:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    env = dict(os.environ)
+    for variable, sub in CACHE_VARIABLES.items():
+        (cache_dir / sub).mkdir(parents=True, exist_ok=True)
+        env[variable] = str(cache_dir / sub)
+    result_path, log_path = out_dir / f"startup-{label}.json", out_dir / f"startup-{label}.log"
+    command = [sys.executable, "-m", "phalanx.bench.startup_probe", task, str(num_envs), device, str(result_path)]
+    env["PHALANX_LAUNCH_T"] = repr(time.time())
+    start = time.perf_counter()
+    with log_path.open("w") as log:
+        proc = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+    wall_s = time.perf_counter() - start
+    if proc.returncode != 0 or not result_path.is_file():
+        tail = log_path.read_text()[-2000:].strip().splitlines()
+        reason = tail[-1] if tail else "no output"
+        return {"run": label, "valid": False, "reason": f"exit {proc.returncode}: {reason} (see {log_path.name})"}
+    result = json.loads(result_path.read_text())
+    result_path.unlink()
+    return {"run": label, "valid": True, "process_wall_s": wall_s, **result}
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """Seconds per phase up to the end of the first iteration, Warp's share, and what follows."""
+    columns = ["run", "launch -> first iteration", *PHASES, "Warp modules compiled / cached"]
+    columns += ["Warp compile", "Warp cached load", "second iteration", "steady iteration"]
+    rows = []
+    for r in results:
+        if not r["valid"]:
+            rows.append([r["run"], f"invalid: {r['reason']}"])
+            continue
+        s = r["phases_s"]
+        warp = [w for phase, w in r["warp"].items() if phase in PHASES]
+        compiled, cached = sum(w["compiled"] for w in warp), sum(w["cached"] for w in warp)
+        rows.append(
+            [r["run"], f"**{r['to_first_iteration_s']:.1f} s**", *(f"{s[p]:.1f}" for p in PHASES)]
+            + [f"{compiled} / {cached}", f"{sum(w['compile_s'] for w in warp):.1f}"]
+            + [f"{sum(w['cached_load_s'] for w in warp):.1f}"]
+            + [f"{s['second_iteration']:.2f}", f"{s['steady_iteration']:.3f}"]
+        )
+    note = "Seconds; each phase counts from the end of the one before it, the first from the launch."
+    return markdown_table(columns, rows) + "\n\n" + note

@@ -1,0 +1,42 @@
+"""`phalanx bench startup` on the CPU: a cold start compiles every Warp module into an empty
+cache, the warm start after it compiles none and loads the same ones from the cache."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from phalanx.bench.startup import PHASES
+
+
+def _bench(*flags: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "phalanx", "bench", "startup", "cartpole", "--device", "cpu", *flags]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def test_cold_then_warm_start(tmp_path: Path) -> None:
+    run = _bench("--num-envs", "16", "--cache-dir", str(tmp_path / "cache"), "--run-dir", str(tmp_path / "run"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    bench = json.loads((tmp_path / "run" / "bench.json").read_text())
+    cold, warm = bench["results"]
+    assert (cold["run"], warm["run"]) == ("cold", "warm") and cold["valid"] and warm["valid"]
+
+    def loads(result: dict, key: str) -> int:
+        return sum(result["warp"][phase][key] for phase in PHASES)
+
+    assert loads(cold, "compiled") > 0 and loads(cold, "cached") == 0
+    assert loads(warm, "compiled") == 0 and loads(warm, "cached") == loads(cold, "compiled")
+    for result in (cold, warm):
+        phases = sum(result["phases_s"][p] for p in PHASES)
+        assert abs(phases - result["to_first_iteration_s"]) < 1e-6
+        assert 0 < result["to_first_iteration_s"] <= result["process_wall_s"]
+    assert warm["phases_s"]["first_env_step"] < cold["phases_s"]["first_env_step"]
+    assert "launch -> first iteration" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_unknown_run_kind_is_refused(tmp_path: Path) -> None:
+    run = _bench("--runs", "cold,hot", "--run-dir", str(tmp_path / "run"))
+    assert run.returncode == 2
+    assert "--runs: expected comma-separated 'cold' and 'warm', got 'cold,hot'" in run.stderr
