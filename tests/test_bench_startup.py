@@ -17,8 +17,12 @@ def _bench(*flags: str) -> subprocess.CompletedProcess:
 
 
 def test_cold_then_warm_start(tmp_path: Path) -> None:
+    keep = tmp_path / "cache" / "keep.txt"  # a cold run empties only the cache directories it uses
+    keep.parent.mkdir()
+    keep.write_text("mine")
     run = _bench("--num-envs", "16", "--cache-dir", str(tmp_path / "cache"), "--run-dir", str(tmp_path / "run"))
     assert run.returncode == 0, run.stderr[-3000:]
+    assert keep.read_text() == "mine"
     bench = json.loads((tmp_path / "run" / "bench.json").read_text())
     cold, warm = bench["results"]
     assert (cold["run"], warm["run"]) == ("cold", "warm") and cold["valid"] and warm["valid"]

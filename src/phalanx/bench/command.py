@@ -88,8 +88,8 @@ class StartupCfg:
     runs: str = "cold,warm"
     """Comma-separated, in order: 'cold' empties the caches first, 'warm' uses them as left."""
     cache_dir: str | None = None
-    """Where the runs' Warp, inductor, Triton and CUDA caches go; default: a temporary directory,
-    removed at the end."""
+    """Where the runs' Warp, inductor, Triton and CUDA caches go (its warp/, inductor/, triton/ and
+    cuda/, which a cold run empties); default: a temporary directory, removed at the end."""
     run_dir: str | None = None
     """Where bench.json, report.md and each run's log go; default runs/bench/startup-TASK-TIME."""
 

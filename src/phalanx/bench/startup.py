@@ -25,13 +25,14 @@ CACHE_VARIABLES = {
 
 
 def run(task: str, num_envs: int, device: str, cache_dir: Path, cold: bool, out_dir: Path) -> dict[str, Any]:
-    """One training start in a fresh process with its caches under `cache_dir` (emptied first
-    when `cold`). Returns the probe's result, with the process's wall clock and its exit."""
+    """One training start in a fresh process with its caches in `cache_dir`'s warp/, inductor/,
+    triton/ and cuda/ (emptied first when `cold`). Returns the probe's result and the process's
+    wall clock, or why it failed."""
     label = "cold" if cold else "warm"
-    if cold:
-        shutil.rmtree(cache_dir, ignore_errors=True)
     env = dict(os.environ)
     for variable, sub in CACHE_VARIABLES.items():
+        if cold:  # only the directories this bench made its own: never more of a given --cache-dir
+            shutil.rmtree(cache_dir / sub, ignore_errors=True)
         (cache_dir / sub).mkdir(parents=True, exist_ok=True)
         env[variable] = str(cache_dir / sub)
     result_path, log_path = out_dir / f"startup-{label}.json", out_dir / f"startup-{label}.log"
