@@ -70,4 +70,9 @@ def table(results: list[dict[str, Any]]) -> str:
             + [f"{s['second_iteration']:.2f}", f"{s['steady_iteration']:.3f}"]
         )
     note = "Seconds; each phase counts from the end of the one before it, the first from the launch."
+    if any(r["valid"] and not r.get("python_bytecode_cache", True) for r in results):
+        note += (
+            " Python wrote no bytecode cache here (PYTHONDONTWRITEBYTECODE): each process compiled"
+            " the Python source of its imports anew, which an installed package does once."
+        )
     return markdown_table(columns, rows) + "\n\n" + note

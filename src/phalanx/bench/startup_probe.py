@@ -113,6 +113,9 @@ def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
         "num_envs": num_envs,
         "device": str(device),
         "to_first_iteration_s": to_first_iteration,
+        # Without it every process compiles the Python source of torch, Warp and phalanx anew
+        # (seconds); a pip install writes the bytecode once.
+        "python_bytecode_cache": not sys.dont_write_bytecode,
         "phases_s": phases.seconds,
         "warp": phases.warp,
     }
