@@ -60,6 +60,7 @@ class HeightScanner:
         self._groups = wp.types.vector(length=6, dtype=float)(*[1.0 if g in groups else 0.0 for g in range(6)])
         self.points = wp.to_torch(self._pnt)  # (num_envs, nray, 3) ray origins, world frame
         self.distance = wp.to_torch(self._dist)  # (num_envs, nray), -1: no hit
+        sim.add_step_work(self._cast)
 
     def __call__(self) -> torch.Tensor:
         sim = self.sim

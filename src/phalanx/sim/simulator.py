@@ -17,6 +17,7 @@ import warp as wp
 from phalanx.errors import ConfigError, check_int
 from phalanx.sim.cfg import SimCfg
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
+from phalanx.sim.warp_compile import compile_launched
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
 # iteration limits (ITERATIONS, LS_ITERATIONS) are not buffer overflows and do not reset a world.
@@ -90,6 +91,8 @@ class Simulator:
         self.default_qpos = torch.as_tensor(self._home_qpos(), dtype=torch.float32, device=self.device)
         self._graph = None
         self._stepped = False
+        self._step_work: list[Callable[[], None]] = [self._substeps]
+        self._compiled = False
         self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
         self._wp_streams: dict[int, wp.Stream] = {}
 
@@ -255,6 +258,24 @@ class Simulator:
             ws = self._wp_streams[stream.cuda_stream] = wp.stream_from_torch(stream)
         return ws
 
+    def add_step_work(self, work: Callable[[], None]) -> None:
+        """Declares Warp work the env step runs through `launch` (e.g. a ray cast), so that the
+        first step compiles its Warp modules together with the physics' (see `compile_step_work`);
+        work declared after that loads its modules lazily, at its first launch."""
+        self._step_work.append(work)
+
+    def compile_step_work(self) -> None:
+        """Compiles the Warp modules of the physics step and of every declared step work at once,
+        on a thread pool (`warp_compile`), leaving every world's state as it was. The first `step`
+        or `launch` calls it; Warp would otherwise compile them one after another. Inside a CUDA
+        graph capture it does nothing (the dry run would be recorded): Warp loads lazily there."""
+        if self._compiled or (self.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            return
+        self._compiled = True
+        state = self.state_dict()  # the dry run still runs copies and fills, which may touch it
+        self.launch(lambda: compile_launched(lambda: [work() for work in self._step_work], self.wp_device))
+        self.load_state_dict(state)
+
     def _substeps(self) -> None:
         for _ in range(self.cfg.decimation):
             mjw.step(self.model, self.data)
@@ -271,6 +292,7 @@ class Simulator:
         Inside a torch CUDA graph capture (the env's captured step), the substeps are recorded
         into that graph instead.
         """
+        self.compile_step_work()
         self._stepped = True
         if self.device.type != "cuda" or not self.cfg.graph or torch.cuda.is_current_stream_capturing():
             self.launch(self._substeps)
@@ -287,6 +309,7 @@ class Simulator:
     def launch(self, work: Callable[[], None]) -> None:
         """Runs Warp work (e.g. `mujoco_warp.rays` on this model and data) in order with torch's
         current stream: eagerly, or recorded into the torch CUDA graph being captured."""
+        self.compile_step_work()
         if self.device.type != "cuda":
             with wp.ScopedDevice(self.wp_device):
                 work()
