@@ -11,13 +11,12 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pyc}
-python3 - <<'PY'
-import compileall, importlib.util, os, sys
-for name in ("torch", "warp", "mujoco_warp", "mujoco", "numpy", "phalanx", "tyro", "tensorboard"):
+python3 -m compileall -q -j 0 $(python3 -c '
+import importlib.util
+for name in ("torch", "warp", "mujoco_warp", "mujoco", "numpy", "phalanx", "tyro", "rich"):
     spec = importlib.util.find_spec(name)
-    if spec and spec.submodule_search_locations:
-        compileall.compile_dir(spec.submodule_search_locations[0], quiet=2, workers=os.cpu_count())
-PY
+    print(spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else "")
+') > /dev/null 2>&1
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee -a "$out/gpu.txt"
 tag=${TAG:-}
 for task in ${TASKS:-cartpole ant humanoid}; do

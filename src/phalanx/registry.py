@@ -171,7 +171,7 @@ def make(
         seed: seeds the env's random generator (initial states, events).
         verbose: print the term tables and Warp's compile messages.
         capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
-        compile: torch.compile the torch part of the step (None: same as capture).
+        compile: torch.compile the torch part of the step (None: the task's `compile_step` where capturing).
     """
     from phalanx.devices import resolve_device
     from phalanx.envs.task_env import TaskEnv

@@ -27,15 +27,29 @@ WARP_LOAD = re.compile(r"Module (\S+) .*load on device '([^']+)' took ([\d.]+) m
 def warp_loads(text: str) -> dict[str, Any]:
     """Counts and times Warp's module-load lines (printed at log level INFO) in `text`."""
     loads = [(m.group(1), float(m.group(3)) / 1e3, m.group(4)) for m in WARP_LOAD.finditer(text)]
-    compiled = [s for _, s, how in loads if how == "compiled"]
+    compiled = [(s, name) for name, s, how in loads if how == "compiled"]
     cached = [s for _, s, how in loads if how == "cached"]
+    longest_s, longest = max(compiled, default=(0.0, None))
     return {
         "modules": len(loads),
         "compiled": len(compiled),
-        "compile_s": sum(compiled),
+        "compile_s": sum(s for s, _ in compiled),  # summed over modules, which may compile in parallel
+        "longest_compile_s": longest_s,  # the floor of a parallel compile
+        "longest_module": longest,
         "cached": len(cached),
         "cached_load_s": sum(cached),
     }
+
+
+def torch_compile_s() -> float:
+    """Seconds torch.compile has spent in this process so far (Dynamo's own timer of its
+    compilations: tracing, inductor, Triton), 0 before torch is imported."""
+    if "torch._dynamo" not in sys.modules:
+        return 0.0
+    from torch._dynamo.utils import compile_times
+
+    names, seconds = compile_times(repr="csv", aggregate=True)
+    return float(seconds[names.index("_compile.compile_inner")]) if "_compile.compile_inner" in names else 0.0
 
 
 class Phases:
@@ -46,17 +60,20 @@ class Phases:
         self.end_t = LAUNCH_T
         self.seconds: dict[str, float] = {}
         self.warp: dict[str, dict[str, Any]] = {}
+        self.torch_compile: dict[str, float] = {}
         self._lines: list[str] = []
 
     @contextlib.contextmanager
     def phase(self, name: str, sync: Any = None) -> Iterator[None]:
         self._lines = []
+        compiled_before = torch_compile_s()
         yield
         if sync is not None:
             sync()
         now = time.time()
         self.seconds[name], self.end_t = now - self.end_t, now
         self.warp[name] = warp_loads("\n".join(self._lines))
+        self.torch_compile[name] = torch_compile_s() - compiled_before
 
     # Warp's Logger protocol
     def debug(self, message: str) -> None:
@@ -118,6 +135,7 @@ def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
         "python_bytecode_cache": not sys.dont_write_bytecode,
         "phases_s": phases.seconds,
         "warp": phases.warp,
+        "torch_compile_s": phases.torch_compile,
     }
 
 

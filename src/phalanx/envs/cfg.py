@@ -225,6 +225,10 @@ class TaskCfg:
     """Multiply each weighted reward term by the env step dt (Isaac Lab's manager-based convention)."""
     num_envs: int = 4096
     """Default number of envs on a GPU."""
+    compile_step: bool = True
+    """Where the step is captured as a CUDA graph (CUDA): torch.compile its torch part first, which
+    fuses the terms' small kernels into a few, at the price of seconds of start-up (tracing, and
+    inductor's compilation when its cache is cold)."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`env.FIELD`) that needs no model to judge."""

@@ -31,7 +31,7 @@ class TaskEnv(VecEnv):
     On CUDA the whole step (actions, physics, terms, resets, observations) is captured once as a
     CUDA graph and replayed (`capture=True`, the default there): the tensors `step` returns are
     then the graph's static buffers, overwritten by the next step, so copy what you keep. With
-    `compile=True` (default: same as capture) the torch part of the step goes through
+    `compile=True` (default: `cfg.compile_step` where capturing) the torch part of the step goes through
     torch.compile first, which fuses hundreds of small term kernels into a few.
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
@@ -96,7 +96,7 @@ class TaskEnv(VecEnv):
         self.reward_names, self.metric_names = self.rewards.names, self.metrics.names
 
         self.capture = device.type == "cuda" if capture is None else capture
-        self.compile = self.capture if compile is None else compile
+        self.compile = (self.capture and cfg.compile_step) if compile is None else compile
         self.stepper = CapturedStep(
             self._step, (num_envs, self.action_dim), device, self.rng, self.capture, self.compile
         )

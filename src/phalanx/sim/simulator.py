@@ -205,6 +205,7 @@ class Simulator:
         for field in self._MASS_DERIVED:
             self.per_world(field)
         with wp.ScopedDevice(self.wp_device):
+            compile_launched(lambda: mjw.set_const(self.model, self.data), self.wp_device)  # in parallel, first
             mjw.set_const(self.model, self.data)
 
     def sensor_ids(self, names: list[str]) -> torch.Tensor:
