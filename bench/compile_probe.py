@@ -2,6 +2,7 @@
 process per setting (so each pays its own start-up), and the seconds to the first step."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ print(json.dumps({"task": task, "compile": compile_, "to_second_step_s": first, 
 
 rows = []
 for task in sys.argv[1:]:
-    for rnd in range(2):
+    for _ in range(int(os.environ.get("ROUNDS", "2"))):
         for compile_ in ("1", "0"):
             out = subprocess.run([sys.executable, "-c", CHILD, task, compile_], capture_output=True, text=True)
             line = out.stdout.strip().splitlines()[-1] if out.returncode == 0 else json.dumps({"task": task, "error": out.stderr[-500:]})
