@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 CHILD = r"""
 import json, sys, time
@@ -25,11 +24,10 @@ torch.cuda.synchronize(); dt = time.perf_counter() - t
 print(json.dumps({"task": task, "compile": compile_, "to_second_step_s": first, "fps_step": 400 * env.num_envs / dt}))
 """
 
-rows = []
 for task in sys.argv[1:]:
     for _ in range(int(os.environ.get("ROUNDS", "2"))):
         for compile_ in ("1", "0"):
             out = subprocess.run([sys.executable, "-c", CHILD, task, compile_], capture_output=True, text=True)
-            line = out.stdout.strip().splitlines()[-1] if out.returncode == 0 else json.dumps({"task": task, "error": out.stderr[-500:]})
+            error = json.dumps({"task": task, "error": out.stderr[-500:]})
+            line = out.stdout.strip().splitlines()[-1] if out.returncode == 0 else error
             print(line, flush=True)
-            rows.append(json.loads(line))

@@ -23,7 +23,17 @@ def test_num_envs_must_be_a_positive_integer(num_envs) -> None:
         phalanx.make("cartpole", num_envs=num_envs, device="cpu")
 
 
-@pytest.mark.parametrize(("field", "value"), [("decimation", 0), ("max_qvel", 0.0), ("max_qvel", float("nan"))])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("decimation", 0),
+        ("max_qvel", 0.0),
+        ("max_qvel", float("nan")),
+        ("iterations", 0),
+        ("ls_iterations", 2.5),
+        ("tolerance", -1.0),
+    ],
+)
 def test_bad_sim_settings_name_the_field(field: str, value) -> None:
     cfg = phalanx.env_cfg("cartpole")
     setattr(cfg.sim, field, value)

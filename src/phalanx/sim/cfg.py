@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.errors import check_int, check_positive
+from phalanx.errors import check_int, check_positive, check_range
 
 
 @dataclass
@@ -21,6 +21,15 @@ class SimCfg:
     njmax_per_env: int | None = None
     """Constraint rows per env (hard per-env limit). None: the bound from contacts, limits,
     equalities and friction loss."""
+    iterations: int | None = None
+    """Constraint solver iterations per physics step at most (MuJoCo's `opt.iterations`); None
+    keeps the model's (MuJoCo's default: 100). A world stops early once it converges, but the
+    batch steps as long as its slowest world."""
+    ls_iterations: int | None = None
+    """Line-search iterations per solver iteration at most (`opt.ls_iterations`); None keeps the
+    model's (default 50)."""
+    tolerance: float | None = None
+    """Solver convergence tolerance (`opt.tolerance`); None keeps the model's (default 1e-8)."""
     body_forces: bool = False
     """Compute per-body interaction and external (contact) wrenches, `cfrc_int`/`cfrc_ext`, once
     per env step (for the state the last substep's forward pass saw)."""
@@ -43,3 +52,9 @@ class SimCfg:
             if value is not None:
                 check_int(f"{field}.{name}", value, minimum=0)
         check_positive(f"{field}.max_qvel", self.max_qvel)
+        for name in ("iterations", "ls_iterations"):
+            value = getattr(self, name)
+            if value is not None:
+                check_int(f"{field}.{name}", value)
+        if self.tolerance is not None:
+            check_range(f"{field}.tolerance", self.tolerance, low=0.0)

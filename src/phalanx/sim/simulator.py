@@ -65,8 +65,10 @@ class Simulator:
     def __init__(self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg):
         check_int("num_envs", num_envs)
         cfg.check()
-        if cfg.dt is not None:
-            mjm.opt.timestep = cfg.dt
+        for option, value in (("timestep", cfg.dt), ("iterations", cfg.iterations),
+                              ("ls_iterations", cfg.ls_iterations), ("tolerance", cfg.tolerance)):  # fmt: skip
+            if value is not None:
+                setattr(mjm.opt, option, value)
         self.mjm = mjm
         self.cfg = cfg
         self.num_envs = num_envs
