@@ -55,8 +55,10 @@ def cartpole_cfg() -> TaskCfg:
         },
         reward_scale_by_dt=False,
         num_envs=4096,
-        # Its few terms gain nothing from fusion: on an H100 at 4096 envs the captured step ran at
-        # 5.22 M env steps/s eager vs 4.29 M compiled, and started 4 s sooner (docs/benchmarks.md).
+        # A whole cartpole training takes seconds, so start-up decides the wait: without
+        # torch.compile it starts 3-4 s sooner warm (about 20 s cold). Throughput depends on the
+        # host: on two H100s eager stepped at 5.1-5.2 M env steps/s, compiled at 4.3 M on one and
+        # 7.2 M on the other (docs/benchmarks.md); `--env.compile-step` turns it on.
         compile_step=False,
     )
 
