@@ -1,0 +1,72 @@
+"""Wall clock from launching `phalanx train TASK` to the first iteration whose metric reaches a
+threshold, cold (Warp, inductor, Triton and CUDA caches in an empty directory) then warm (the same
+caches), in fresh processes; the training is stopped there. One JSON line per run.
+
+    python bench/time_to_result.py cartpole mean_episode_length 285 --runs cold,warm [--num-envs N ...]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CACHES = {"WARP_CACHE_PATH": "warp", "TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton",
+          "CUDA_CACHE_PATH": "cuda"}  # fmt: skip
+
+
+def run(args: argparse.Namespace, cache: Path, cold: bool) -> dict:
+    env = dict(os.environ)
+    for variable, sub in CACHES.items():
+        if cold:
+            shutil.rmtree(cache / sub, ignore_errors=True)
+        (cache / sub).mkdir(parents=True, exist_ok=True)
+        env[variable] = str(cache / sub)
+    run_dir = Path(tempfile.mkdtemp(prefix=f"ttr-{args.task}-"))
+    metrics = run_dir / "metrics.jsonl"
+    command = [sys.executable, "-m", "phalanx", "train", args.task, "--run-dir", str(run_dir), *args.train_args]
+    launch = time.time()
+    log = (run_dir / "train.log").open("w")
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    first, seen, result = None, 0, None
+    while result is None and proc.poll() is None and time.time() - launch < args.max_s:
+        time.sleep(0.05)
+        lines = metrics.read_text().splitlines() if metrics.exists() else []
+        for line in lines[seen:]:
+            if not line.endswith("}"):
+                break  # a row still being written
+            seen += 1
+            row = json.loads(line)
+            now = time.time() - launch
+            first = now if first is None else first
+            if row.get(args.metric, float("-inf")) >= args.threshold:
+                result = {"iteration": row["iteration"], "from_launch_s": now, "training_s": row["time_s"]}
+                break
+    proc.terminate()
+    proc.wait()
+    log.close()
+    missed = {"reached": False, "log_tail": (run_dir / "train.log").read_text()[-500:]}
+    label = "cold" if cold else "warm"
+    head = {"task": args.task, "run": label, "metric": args.metric, "threshold": args.threshold}
+    return {**head, "first_iteration_s": first, **(result or missed)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("task")
+    parser.add_argument("metric")
+    parser.add_argument("threshold", type=float)
+    parser.add_argument("--runs", default="cold,warm")
+    parser.add_argument("--max-s", type=float, default=300)
+    args, args.train_args = parser.parse_known_args()  # the rest goes to phalanx train
+    with tempfile.TemporaryDirectory() as cache:
+        for label in args.runs.split(","):
+            print(json.dumps(run(args, Path(cache), label == "cold")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
