@@ -15,13 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-CACHES = {"WARP_CACHE_PATH": "warp", "TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton",
-          "CUDA_CACHE_PATH": "cuda"}  # fmt: skip
+from phalanx.bench.startup import CACHE_VARIABLES
 
 
 def run(args: argparse.Namespace, cache: Path, cold: bool) -> dict:
     env = dict(os.environ)
-    for variable, sub in CACHES.items():
+    for variable, sub in CACHE_VARIABLES.items():
         if cold:
             shutil.rmtree(cache / sub, ignore_errors=True)
         (cache / sub).mkdir(parents=True, exist_ok=True)

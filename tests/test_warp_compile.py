@@ -22,7 +22,7 @@ def _loop(x: wp.array, flag: wp.array) -> None:
     wp.capture_while(flag, while_body=lambda: wp.launch(_add_one, dim=x.shape[0], inputs=[x, flag]))
 
 
-def _not_loaded(loads: Loads, device: wp.context.Device) -> list[str]:
+def _not_loaded(loads: Loads, device: wp.Device) -> list[str]:
     return [m.name for m, b in loads if (device.context, b) not in m.execs]
 
 

@@ -20,10 +20,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import warp as wp
-from warp._src.context import Module
 
 # (module, block_dim) pairs a dry run asked Warp to load.
-Loads = dict[tuple[Module, int | None], None]
+Loads = dict[tuple[wp.Module, int | None], None]
 
 
 def default_workers() -> int:
@@ -37,7 +36,7 @@ def _dry_run(loads: Loads) -> Iterator[None]:
     and branches on device values (`wp.capture_while`, `wp.capture_if`) run their bodies once, and
     occupancy queries answer without a loaded module."""
 
-    def record(module: Module, device: object, block_dim: int | None = None, *args: object, **kwargs: object) -> None:
+    def record(module: wp.Module, device: object, block_dim: int | None = None, *args: object, **kw: object) -> None:
         loads[module, block_dim] = None
 
     def once(condition: object, while_body: Callable[..., None], stream: object = None, **kwargs: object) -> None:
@@ -50,19 +49,19 @@ def _dry_run(loads: Loads) -> Iterator[None]:
                 branch(**kwargs)
 
     patched = {"capture_while": once, "capture_if": both, "get_suggested_block_size": lambda *a, **k: (256, 1)}
-    saved_load, saved = Module.load, {name: getattr(wp, name) for name in patched}
-    Module.load = record
+    saved_load, saved = wp.Module.load, {name: getattr(wp, name) for name in patched}
+    wp.Module.load = record
     for name, fn in patched.items():
         setattr(wp, name, fn)
     try:
         yield
     finally:
-        Module.load = saved_load
+        wp.Module.load = saved_load
         for name, fn in saved.items():
             setattr(wp, name, fn)
 
 
-def compile_launched(work: Callable[[], None], device: wp.context.Device, max_workers: int | None = None) -> int:
+def compile_launched(work: Callable[[], None], device: wp.Device, max_workers: int | None = None) -> int:
     """Compiles (or loads from Warp's kernel cache) every module `work` launches a kernel of, on
     `max_workers` threads (default: every usable core), without running its kernels. Returns how
     many module variants were asked for."""
