@@ -47,14 +47,11 @@ class SimCfg:
         if self.dt is not None:
             check_positive(f"{field}.dt", self.dt, " seconds (or None: the model's timestep)")
         check_int(f"{field}.decimation", self.decimation)
-        for name in ("nconmax_per_env", "njmax_per_env"):
+        optional_ints = {"nconmax_per_env": 0, "njmax_per_env": 0, "iterations": 1, "ls_iterations": 1}
+        for name, minimum in optional_ints.items():
             value = getattr(self, name)
             if value is not None:
-                check_int(f"{field}.{name}", value, minimum=0)
+                check_int(f"{field}.{name}", value, minimum=minimum)
         check_positive(f"{field}.max_qvel", self.max_qvel)
-        for name in ("iterations", "ls_iterations"):
-            value = getattr(self, name)
-            if value is not None:
-                check_int(f"{field}.{name}", value)
         if self.tolerance is not None:
             check_range(f"{field}.tolerance", self.tolerance, low=0.0)
