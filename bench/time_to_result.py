@@ -7,24 +7,17 @@ caches), in fresh processes; the training is stopped there. One JSON line per ru
 
 import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from phalanx.bench.startup import CACHE_VARIABLES
+from phalanx.bench.startup import cache_env
 
 
 def run(args: argparse.Namespace, cache: Path, cold: bool) -> dict:
-    env = dict(os.environ)
-    for variable, sub in CACHE_VARIABLES.items():
-        if cold:
-            shutil.rmtree(cache / sub, ignore_errors=True)
-        (cache / sub).mkdir(parents=True, exist_ok=True)
-        env[variable] = str(cache / sub)
+    env = cache_env(cache, cold)
     run_dir = Path(tempfile.mkdtemp(prefix=f"ttr-{args.task}-"))
     metrics = run_dir / "metrics.jsonl"
     command = [sys.executable, "-m", "phalanx", "train", args.task, "--run-dir", str(run_dir), *args.train_args]

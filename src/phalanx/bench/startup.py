@@ -24,17 +24,23 @@ CACHE_VARIABLES = {
 }
 
 
-def run(task: str, num_envs: int, device: str, cache_dir: Path, cold: bool, out_dir: Path) -> dict[str, Any]:
-    """One training start in a fresh process with its caches in `cache_dir`'s warp/, inductor/,
-    triton/ and cuda/ (emptied first when `cold`). Returns the probe's result and the process's
-    wall clock, or why it failed."""
-    label = "cold" if cold else "warm"
+def cache_env(cache_dir: Path, cold: bool) -> dict[str, str]:
+    """This process's environment with Warp's, inductor's, Triton's and CUDA's caches pointed at
+    `cache_dir`'s warp/, inductor/, triton/ and cuda/, emptied first when `cold`."""
     env = dict(os.environ)
     for variable, sub in CACHE_VARIABLES.items():
         if cold:  # only the directories this bench made its own: never more of a given --cache-dir
             shutil.rmtree(cache_dir / sub, ignore_errors=True)
         (cache_dir / sub).mkdir(parents=True, exist_ok=True)
         env[variable] = str(cache_dir / sub)
+    return env
+
+
+def run(task: str, num_envs: int, device: str, cache_dir: Path, cold: bool, out_dir: Path) -> dict[str, Any]:
+    """One training start in a fresh process with its caches in `cache_dir` (see `cache_env`).
+    Returns the probe's result and the process's wall clock, or why it failed."""
+    label = "cold" if cold else "warm"
+    env = cache_env(cache_dir, cold)
     result_path, log_path = out_dir / f"startup-{label}.json", out_dir / f"startup-{label}.log"
     command = [sys.executable, "-m", "phalanx.bench.startup_probe", task, str(num_envs), device, str(result_path)]
     env["PHALANX_LAUNCH_T"] = repr(time.time())
