@@ -82,7 +82,7 @@ class StartupCfg:
     task: str
     """Registered task name."""
     num_envs: int | None = None
-    """Envs; default: the task's default on a GPU, 64 on the CPU."""
+    """Envs; default: what `phalanx train` uses (the task's default on a GPU, its CPU count on the CPU)."""
     device: str | None = None
     """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
     runs: str = "cold,warm"
@@ -205,7 +205,7 @@ def run_startup(args: list[str], console: Console) -> None:
 
     from phalanx.bench import startup
     from phalanx.devices import resolve_device
-    from phalanx.registry import env_cfg
+    from phalanx.registry import train_cfg
 
     task, flags = task_and_flags("bench startup", args)
     cfg = parse_flags(StartupCfg, StartupCfg(task=task), flags, f"phalanx bench startup {task}")
@@ -213,7 +213,8 @@ def run_startup(args: list[str], console: Console) -> None:
     if not runs or any(run not in ("cold", "warm") for run in runs):
         raise ConfigError(f"--runs: expected comma-separated 'cold' and 'warm', got {cfg.runs!r}")
     device = resolve_device(cfg.device)
-    num_envs = cfg.num_envs or (env_cfg(task).num_envs if device.type == "cuda" else 64)
+    defaults = train_cfg(task)  # the env count `phalanx train` would use
+    num_envs = cfg.num_envs or (defaults.env.num_envs if device.type == "cuda" else defaults.cpu_num_envs)
     check_int("num_envs", num_envs)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"startup-{task}-{stamp}")

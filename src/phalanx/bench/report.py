@@ -31,6 +31,7 @@ def render(run_dir: Path) -> None:
     """(Re)builds report.md and the PNGs of a run directory from its bench.json."""
     bench = load(run_dir)
     valid = [r for r in bench["results"] if r["valid"]]
+    notes: list[str] = []
     if bench["kind"] == "scaling":
         from phalanx.bench import scaling
 
@@ -41,6 +42,8 @@ def render(run_dir: Path) -> None:
         plots, body = [], startup.table(bench["results"])
     else:
         plots, body = [_plot_phases(run_dir, valid)], _table(bench["results"])
+        if bench["device"] == "cpu":  # the table's memory-per-env column
+            notes = ["On the CPU, memory per env is the growth of the process's peak resident memory.", ""]
     if bench["kind"] == "envs" and len(valid) > 1:
         plots.append(_plot_sweep(run_dir, valid))
     m = bench["machine"]
@@ -56,8 +59,7 @@ def render(run_dir: Path) -> None:
         body,
         "",
     ]
-    if bench["device"] == "cpu" and bench["kind"] != "startup":
-        lines += ["On the CPU, memory per env is the growth of the process's peak resident memory.", ""]
+    lines += notes
     if bench.get("telemetry"):
         lines += ["## Telemetry averages", "", "```", json.dumps(bench["telemetry"], indent=2), "```", ""]
     lines += [f"![{p.stem}]({p.name})" for p in plots if p is not None]
