@@ -32,7 +32,7 @@ class CapturedStep:
     ):
         if capture and device.type != "cuda":
             raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
-        self.capture, self.compile, self.device, self.generator = capture, compile, device, generator
+        self.capture, self.device, self.generator = capture, device, generator
         self.fn = torch.compile(fn, dynamic=False) if compile else fn
         self._input = torch.zeros(action_shape, device=device)
         self._graph: torch.cuda.CUDAGraph | None = None
