@@ -1,13 +1,18 @@
-"""Compiling the Warp modules of the first step at once: the dry run runs no kernel and leaves the
-state as it was, and afterwards every module the step launches is loaded."""
+"""Compiling the Warp modules of the first step in the background: the dry run runs no kernel and
+leaves the state as it was, loads on other threads go on during it, every module the step launches
+is loaded by the first step, and torch.compile tracing the step beside it changes no result."""
 
 from __future__ import annotations
 
+import threading
+
+import mujoco_warp as mjw
 import torch
 import warp as wp
+from torch._dynamo.utils import counters
 
 from helpers import make_cpu, random_actions
-from phalanx.sim.warp_compile import Loads, _dry_run, compile_launched
+from phalanx.sim.warp_compile import Loads, ModuleLoader, _dry_run, record_loads
 
 
 @wp.kernel
@@ -26,33 +31,84 @@ def _not_loaded(loads: Loads, device: wp.Device) -> list[str]:
     return [m.name for m, b in loads if (device.context, b) not in m.execs]
 
 
+@wp.kernel
+def _double(x: wp.array(dtype=wp.float32)):
+    i = wp.tid()
+    x[i] = 2.0 * x[i]
+
+
 def test_dry_run_runs_no_kernel_then_the_modules_are_loaded() -> None:
     device = wp.get_device("cpu")
     x = wp.zeros(4, dtype=wp.float32, device=device)
     flag = wp.ones(1, dtype=wp.int32, device=device)
     _add_one.module.unload()
-    assert compile_launched(lambda: _loop(x, flag), device, max_workers=2) == 1
+    loader = ModuleLoader(device, max_workers=2)
+    assert len(loader.request(lambda: _loop(x, flag))) == 1
     assert x.numpy().tolist() == [0.0] * 4 and flag.numpy()[0] == 1, "a kernel ran during the dry run"
+    loader.close()
     assert (device.context, 1) in _add_one.module.execs
     _loop(x, flag)
     assert x.numpy().tolist() == [1.0] * 4
 
 
-def test_first_step_finds_every_module_loaded_and_the_state_untouched() -> None:
-    # anymal-rough: the physics plus the height scan's ray cast (declared step work); its dry run
-    # fills sensordata, which must be put back.
+def test_a_dry_run_records_only_its_own_threads_loads() -> None:
+    # The loader's threads compile while the main thread dry-runs the next piece of work.
+    device = wp.get_device("cpu")
+    _double.module.unload()
+    loads: Loads = {}
+    with _dry_run(loads):
+        other = threading.Thread(target=wp.force_load, args=(device, [_double.module], None, 0))
+        other.start()
+        other.join()
+    assert not loads
+    assert any(key[0] == device.context for key in _double.module.execs), "the other thread's load was skipped"
+
+
+def test_declaring_step_work_leaves_the_state_as_it_was() -> None:
+    sim = make_cpu("ant", num_envs=4).sim
+    generator = torch.Generator().manual_seed(0)
+    for name in sim.STATE_FIELDS:  # values the dry run's copies and fills would visibly change
+        view = getattr(sim, name)
+        view.copy_(torch.randint(0, 100, view.shape, generator=generator).to(view.dtype))
+    before = sim.state_dict()
+    sim.add_step_work(lambda: mjw.step(sim.model, sim.data))  # its dry run still runs copies and fills
+    after = sim.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before), "declaring step work changed the state"
+    sim.compile_step_work()
+
+
+def test_first_step_finds_every_module_loaded() -> None:
+    # anymal-rough: the physics plus the height scan's ray cast (declared step work).
     env = make_cpu("anymal-rough", num_envs=4)
     sim = env.sim
-    assert not sim.stepped
-    before = sim.state_dict()
+    actions = random_actions(env, torch.Generator().manual_seed(0))
     sim.compile_step_work()
-    after = sim.state_dict()
-    assert all(torch.equal(before[k], after[k]) for k in before), "compile_step_work changed the state"
-    loads: Loads = {}
-    with wp.ScopedDevice(sim.wp_device), _dry_run(loads):
-        for work in sim._step_work:
-            work()
+    loads = record_loads(lambda: env.step(actions), sim.wp_device)
     assert len(loads) > 30
     assert not _not_loaded(loads, sim.wp_device)
-    env.step(random_actions(env, torch.Generator().manual_seed(0)))
+    env.step(actions)
     assert torch.isfinite(sim.qpos).all()
+
+
+def test_compiled_step_traced_beside_warp_matches_the_eager_step() -> None:
+    # The first compiled step traces with Warp skipped, puts the state back, then really steps: the
+    # results equal the eager env's (up to fusion's rounding), and the real call traces nothing new.
+    generator = torch.Generator().manual_seed(0)
+    eager, compiled = make_cpu("cartpole", num_envs=8), make_cpu("cartpole", num_envs=8, compile=True)
+    stepper, graphs_in_real_steps = compiled.stepper, []
+
+    def counting(actions: torch.Tensor):
+        before = counters["stats"]["unique_graphs"]
+        out = stepper(actions)
+        graphs_in_real_steps.append(counters["stats"]["unique_graphs"] - before)
+        return out
+
+    counting.fn = stepper.fn  # what the trace beside Warp calls
+    compiled.stepper = counting
+    for i in range(3):
+        actions = random_actions(eager, generator)
+        expected, got = eager.step(actions), compiled.step(actions)
+        torch.testing.assert_close(got[0]["policy"], expected[0]["policy"], msg=f"observations, step {i}")
+        torch.testing.assert_close(got[1], expected[1], msg=f"rewards, step {i}")
+        assert torch.equal(compiled.episode_length, eager.episode_length), f"episode lengths, step {i}"
+    assert graphs_in_real_steps == [0, 0, 0]

@@ -143,9 +143,22 @@ class TaskEnv(VecEnv):
 
     def step(self, actions: torch.Tensor):
         self._check_actions(actions)
+        if self.compile and not self.sim.stepped:
+            self._trace_while_warp_compiles(actions)
         out = self.stepper(actions)
         self.obs = out[0]
         return out
+
+    def _trace_while_warp_compiles(self, actions: torch.Tensor) -> None:
+        """On a fresh machine the first compiled step would compile Warp's modules and then
+        torch.compile the torch part around them, one after the other, each for tens of seconds.
+        Here torch.compile traces and compiles the step with every Warp launch skipped while the
+        modules go on compiling in the background (`Simulator.compile_step_work`); the state that
+        call changed is then put back, and the real step finds both compiled."""
+        state = self.state_dict()
+        with self.sim.warp_skipped():
+            self.stepper.fn(actions)
+        self.load_state_dict(state)
 
     @property
     def invalid_resets(self) -> torch.Tensor:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import mujoco
@@ -17,7 +18,7 @@ import warp as wp
 from phalanx.errors import ConfigError, check_int
 from phalanx.sim.cfg import SimCfg
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
-from phalanx.sim.warp_compile import compile_launched
+from phalanx.sim.warp_compile import ModuleLoader
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
 # iteration limits (ITERATIONS, LS_ITERATIONS) are not buffer overflows and do not reset a world.
@@ -93,10 +94,12 @@ class Simulator:
         self.default_qpos = torch.as_tensor(self._home_qpos(), dtype=torch.float32, device=self.device)
         self._graph = None
         self._stepped = False
-        self._step_work: list[Callable[[], None]] = [self._substeps]
-        self._compiled = False
+        self._skip_warp = False
         self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
         self._wp_streams: dict[int, wp.Stream] = {}
+        # The physics' Warp modules start compiling now, on every core, while the env is built.
+        self._loader: ModuleLoader | None = ModuleLoader(self.wp_device)
+        self._request(self._substeps)
 
     def _check_memory(self) -> None:
         """Refuses, before allocating, an env count whose physics state alone exceeds the device's
@@ -206,9 +209,7 @@ class Simulator:
             raise RuntimeError("recompute_constants: call it before the first step (startup events)")
         for field in self._MASS_DERIVED:
             self.per_world(field)
-        with wp.ScopedDevice(self.wp_device):
-            compile_launched(lambda: mjw.set_const(self.model, self.data), self.wp_device)  # in parallel, first
-            mjw.set_const(self.model, self.data)
+        self.launch(lambda: mjw.set_const(self.model, self.data))
 
     def sensor_ids(self, names: list[str]) -> torch.Tensor:
         """Columns of `sensordata` holding the named scalar sensors (e.g. touch), cached (terms call
@@ -262,22 +263,44 @@ class Simulator:
         return ws
 
     def add_step_work(self, work: Callable[[], None]) -> None:
-        """Declares Warp work the env step runs through `launch` (e.g. a ray cast), so that the
-        first step compiles its Warp modules together with the physics' (see `compile_step_work`);
-        work declared after that loads its modules lazily, at its first launch."""
-        self._step_work.append(work)
+        """Declares Warp work the env step runs through `launch` (e.g. a ray cast): its Warp modules
+        start compiling now, beside the physics' (see `compile_step_work`); work declared after the
+        first step loads its modules lazily, at its first launch."""
+        if self._loader is not None:
+            self._request(work)
+
+    def _request(self, work: Callable[[], None]) -> list:
+        """Starts compiling, in the background, the Warp modules `work` launches (`ModuleLoader`),
+        leaving every world's state as it was (the dry run that finds them still runs copies and
+        fills); returns the loads' futures."""
+        state = self.state_dict()
+        futures = self._on_stream(lambda: self._loader.request(work))
+        self.load_state_dict(state)
+        return futures
 
     def compile_step_work(self) -> None:
-        """Compiles the Warp modules of the physics step and of every declared step work at once,
-        on a thread pool (`warp_compile`), leaving every world's state as it was. The first `step`
-        or `launch` calls it; Warp would otherwise compile them one after another. Inside a CUDA
-        graph capture it does nothing (the dry run would be recorded): Warp loads lazily there."""
-        if self._compiled or (self.device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+        """Waits until every Warp module the physics step and the declared step work launch is
+        loaded (compiled on a thread pool since they were declared: Warp would otherwise compile
+        them one after another at their first launch). The first `step` calls it; inside a CUDA
+        graph capture it does nothing."""
+        if self._loader is None or self._capturing():
             return
-        self._compiled = True
-        state = self.state_dict()  # the dry run still runs copies and fills, which may touch it
-        self.launch(lambda: compile_launched(lambda: [work() for work in self._step_work], self.wp_device))
-        self.load_state_dict(state)
+        self._loader.close()
+        self._loader = None
+
+    @contextlib.contextmanager
+    def warp_skipped(self) -> Iterator[None]:
+        """Within it, `step` and `launch` return at once without running any Warp work, e.g. while
+        torch.compile traces the env step as the modules still compile; state they would have
+        changed is stale."""
+        self._skip_warp = True
+        try:
+            yield
+        finally:
+            self._skip_warp = False
+
+    def _capturing(self) -> bool:
+        return self.device.type == "cuda" and torch.cuda.is_current_stream_capturing()
 
     def _substeps(self) -> None:
         for _ in range(self.cfg.decimation):
@@ -295,8 +318,10 @@ class Simulator:
         Inside a torch CUDA graph capture (the env's captured step), the substeps are recorded
         into that graph instead.
         """
-        self.compile_step_work()
         self._stepped = True
+        if self._skip_warp:
+            return
+        self.compile_step_work()
         if self.device.type != "cuda" or not self.cfg.graph or torch.cuda.is_current_stream_capturing():
             self.launch(self._substeps)
             return
@@ -311,16 +336,23 @@ class Simulator:
     @torch.compiler.disable
     def launch(self, work: Callable[[], None]) -> None:
         """Runs Warp work (e.g. `mujoco_warp.rays` on this model and data) in order with torch's
-        current stream: eagerly, or recorded into the torch CUDA graph being captured."""
-        self.compile_step_work()
+        current stream: eagerly, or recorded into the torch CUDA graph being captured. Before the
+        first step it first waits for the modules `work` launches, compiling them if nobody asked
+        for them yet (the rest keep compiling in the background)."""
+        if self._skip_warp:
+            return
+        if self._loader is not None and not self._capturing():
+            self._loader.wait(self._request(work))
+        self._on_stream(work)
+
+    def _on_stream(self, work: Callable[[], Any]) -> Any:
         if self.device.type != "cuda":
             with wp.ScopedDevice(self.wp_device):
-                work()
-        elif torch.cuda.is_current_stream_capturing():
-            self._record_into_torch_capture(work)
-        else:
-            with wp.ScopedDevice(self.wp_device), wp.ScopedStream(self._warp_stream(), sync_enter=False):
-                work()
+                return work()
+        if torch.cuda.is_current_stream_capturing():
+            return self._record_into_torch_capture(work)
+        with wp.ScopedDevice(self.wp_device), wp.ScopedStream(self._warp_stream(), sync_enter=False):
+            return work()
 
     def _record_into_torch_capture(self, work: Callable[[], None]) -> None:
         """Records Warp work into the torch CUDA graph being captured on the current stream.
