@@ -97,3 +97,22 @@ def test_video_frames_render_on_cuda() -> None:
         recorder.capture()
     frames = recorder.frames
     assert len(frames) == 3 and frames[0].shape == (120, 160, 3) and frames[-1].std() > 1.0
+
+
+@pytest.mark.parametrize(("task", "iterations"), [("cartpole", 60), ("ant", 150)])
+def test_tf32_learns_like_float32(task: str, iterations: int, tmp_path) -> None:
+    """TF32 policy and update change rounding, not learning: over the same iterations on two seeds,
+    the mean return with TF32 is within twice the seed-to-seed spread of float32's (or 10 %)."""
+    import json
+
+    def final_return(seed: int, tf32: bool) -> float:
+        run_dir = tmp_path / f"{seed}-{tf32}"
+        phalanx.train(task, max_iterations=iterations, seed=seed, tf32=tf32, device="cuda", run_dir=str(run_dir))
+        rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        return sum(row["mean_reward"] for row in rows[-10:]) / 10
+
+    fp32 = [final_return(seed, tf32=False) for seed in (1, 2)]
+    tf32 = [final_return(seed, tf32=True) for seed in (1, 2)]
+    mean_fp32, mean_tf32 = sum(fp32) / 2, sum(tf32) / 2
+    allowed = max(2 * abs(fp32[0] - fp32[1]), 0.1 * abs(mean_fp32))
+    assert abs(mean_tf32 - mean_fp32) <= allowed, f"{task}: float32 returns {fp32}, TF32 returns {tf32}"

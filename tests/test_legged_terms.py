@@ -158,5 +158,6 @@ def test_added_base_mass_changes_only_the_targeted_worlds_and_their_stance() -> 
     before = mass.clone()
     events.add_body_mass(env, torch.tensor([False, False, True]), bodies=["base"], mass_range=(30.0, 30.0))
     assert torch.equal(mass[:2], before[:2]) and mass[2, base] == pytest.approx(before[2, base] + 30.0)
+    env.step(torch.zeros(env.num_envs, env.action_dim))  # MuJoCo Warp's set_const runs before the first physics
     subtree = env.sim.per_world("body_subtreemass")[:, 1]
     torch.testing.assert_close(subtree, mass[:, 1:].sum(dim=1))  # the derived constant follows, per world

@@ -70,8 +70,8 @@ class PointEnv(VecEnv):
         self.obs = {"policy": self.pos.clone()}
 
 
-def _trainer(run_dir: Path | None, iterations: int) -> Trainer:
-    cfg = TrainCfg(task="point", num_steps_per_env=20, max_iterations=iterations, save_interval=1000)
+def _trainer(run_dir: Path | None, iterations: int, **fields: Any) -> Trainer:
+    cfg = TrainCfg(task="point", num_steps_per_env=20, max_iterations=iterations, save_interval=1000, **fields)
     cfg.algo.learning_rate = 3e-3
     cfg.policy.init_noise_std = 0.5
     return Trainer(cfg, PointEnv(64), run_dir, console=Console(quiet=True))
@@ -99,3 +99,16 @@ def test_a_plain_vec_env_resumes_exactly(tmp_path: Path) -> None:
     for a, b in zip(straight.policy.parameters(), resumed.policy.parameters(), strict=True):
         assert torch.equal(a, b)
     assert torch.equal(straight.env.pos, resumed.env.pos)
+
+
+def test_the_networks_run_in_the_chosen_matmul_precision_and_only_they() -> None:
+    # TF32 (the default) covers acting, bootstrapping and the update; the env and the caller keep theirs.
+    before = torch.backends.cuda.matmul.fp32_precision
+    for fields, expected in (({}, "tf32"), ({"tf32": False}, "ieee")):
+        trainer = _trainer(None, 1, **fields)
+        seen: set[str] = set()
+        for module in (trainer.policy.actor, trainer.policy.critic):
+            module.register_forward_pre_hook(lambda *_, seen=seen: seen.add(torch.backends.cuda.matmul.fp32_precision))
+        trainer.iterate()
+        assert seen == {expected}, fields
+        assert torch.backends.cuda.matmul.fp32_precision == before

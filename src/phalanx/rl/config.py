@@ -67,6 +67,10 @@ class TrainCfg:
     capture_rollout: bool | None = None
     """Replay each rollout step's policy inference and bookkeeping as CUDA graphs (the env step
     has its own); default: on for CUDA."""
+    tf32: bool = True
+    """Policy inference and the PPO update multiply float32 matrices on TF32 tensor cores (GPUs
+    from Ampere on: inputs rounded to 10 mantissa bits, sums in float32); `--no-tf32` keeps full
+    float32. The env's own arithmetic is float32 either way."""
     distributed: bool = False
     """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
     seed + rank, gradients averaged over ranks, only rank 0 writes."""

@@ -10,7 +10,10 @@ them once per iteration.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -70,6 +73,23 @@ class PPOCfg:
         check_positive("algo.max_grad_norm", self.max_grad_norm)
 
 
+def _in_matmul_precision(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Runs a PPO method with cuBLAS's float32 matrix products at the PPO's `matmul_precision`
+    ("tf32" or "ieee"), then puts the setting back: the env's own products keep theirs. A CUDA
+    graph captured within keeps the kernels chosen at capture."""
+
+    @functools.wraps(method)
+    def run(self: PPO, *args: Any, **kwargs: Any) -> Any:
+        matmul = torch.backends.cuda.matmul
+        saved, matmul.fp32_precision = matmul.fp32_precision, self.matmul_precision
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            matmul.fp32_precision = saved
+
+    return run
+
+
 class PPO:
     """Learns an `ActorCritic` from rollouts of `num_steps` x `num_envs` transitions it stores
     itself. With `normalize`, observations go through empirical normalizers (one for the policy
@@ -79,6 +99,9 @@ class PPO:
     With `capture` (CUDA only) the whole update — epochs, minibatch sampling, forward, backward,
     optimizer steps, learning-rate adaptation — is recorded once as a CUDA graph after one eager
     warm-up update, and replayed every iteration after that.
+
+    With `tf32`, the networks' float32 matrix products (acting, values, the update's forward and
+    backward) run on TF32 tensor cores where the GPU has them; the env's own stay float32.
     """
 
     def __init__(
@@ -92,6 +115,7 @@ class PPO:
         generator: torch.Generator,
         capture: bool = False,
         dist: DistContext | None = None,
+        tf32: bool = False,
     ):
         cfg.check()
         device = next(policy.parameters()).device
@@ -115,6 +139,7 @@ class PPO:
         if capture and device.type != "cuda":
             raise ConfigError(f"capture_update: CUDA graph capture needs a CUDA device, got {device}")
         self.capture = capture
+        self.matmul_precision = "tf32" if tf32 else "ieee"
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
@@ -134,6 +159,7 @@ class PPO:
         return actor_obs, actor_obs if self.critic_norm is self.obs_norm else self.critic_norm(critic_obs)
 
     @torch.no_grad()
+    @_in_matmul_precision
     def act(self, obs: dict[str, torch.Tensor], t: int) -> torch.Tensor:
         """Samples actions for `obs` and stores step t's observations and policy outputs."""
         storage = self.storage
@@ -151,6 +177,7 @@ class PPO:
         return actions
 
     @torch.no_grad()
+    @_in_matmul_precision
     def record(
         self,
         t: int,
@@ -167,6 +194,7 @@ class PPO:
         self.storage.dones[t] = (terminated | truncated).float()
 
     @torch.no_grad()
+    @_in_matmul_precision
     def compute_returns(self, obs: dict[str, torch.Tensor]) -> None:
         """Advantages and returns of the stored rollout, bootstrapped from `obs` (after its last
         step). The rollout's observations then join the normalizers' statistics, in one
@@ -226,6 +254,7 @@ class PPO:
         """Drops the captured update; the next update captures it again."""
         self._graph = self._graph_out = None
 
+    @_in_matmul_precision
     def _update(self) -> dict[str, torch.Tensor]:
         cfg, storage = self.cfg, self.storage
         total = storage.steps * storage.num_envs

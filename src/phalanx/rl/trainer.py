@@ -59,7 +59,7 @@ class Trainer:
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         self.ppo = PPO(
             policy, cfg.algo, env.observation_spec, env.num_envs, cfg.num_steps_per_env,
-            cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist,
+            cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist, tf32=cfg.tf32,
         )  # fmt: skip
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if capture_rollout and not env.capture:

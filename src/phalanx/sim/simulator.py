@@ -95,6 +95,7 @@ class Simulator:
         self._graph = None
         self._stepped = False
         self._skip_warp = False
+        self._set_const_loads: list | None = None  # set_const to run before the first launch or step
         self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
         self._wp_streams: dict[int, wp.Stream] = {}
         # The physics' Warp modules start compiling now, on every core, while the env is built.
@@ -204,12 +205,26 @@ class Simulator:
     def recompute_constants(self) -> None:
         """Propagates edited per-world masses or inertias (`per_world("body_mass")`, ...) to the
         constants MuJoCo Warp derives from them (subtree masses, inverse weights), per world.
-        Before the first step, like `per_world`."""
+        Before the first step, like `per_world`. MuJoCo Warp's `set_const` runs once, at the first
+        Warp launch or step: its modules compile in the background until then."""
         if self.stepped:
             raise RuntimeError("recompute_constants: call it before the first step (startup events)")
         for field in self._MASS_DERIVED:
             self.per_world(field)
-        self.launch(lambda: mjw.set_const(self.model, self.data))
+        if self._set_const_loads is None:
+            self._set_const_loads = self._request(self._set_const)
+
+    def _set_const(self) -> None:
+        mjw.set_const(self.model, self.data)
+
+    def _run_set_const(self) -> None:
+        """Runs the `set_const` that `recompute_constants` asked for, once its modules are loaded."""
+        if self._set_const_loads is None:
+            return
+        if self._loader is not None:
+            self._loader.wait(self._set_const_loads)
+        self._set_const_loads = None
+        self._on_stream(self._set_const)
 
     def sensor_ids(self, names: list[str]) -> torch.Tensor:
         """Columns of `sensordata` holding the named scalar sensors (e.g. touch), cached (terms call
@@ -322,6 +337,7 @@ class Simulator:
         if self._skip_warp:
             return
         self.compile_step_work()
+        self._run_set_const()
         if self.device.type != "cuda" or not self.cfg.graph or torch.cuda.is_current_stream_capturing():
             self.launch(self._substeps)
             return
@@ -342,6 +358,7 @@ class Simulator:
         if self._skip_warp:
             return
         if self._loader is not None and not self._capturing():
+            self._run_set_const()
             self._loader.wait(self._request(work))
         self._on_stream(work)
 
