@@ -3,7 +3,8 @@
 # source tree in $BEFORE and with this checkout, alternated ROUNDS times (before, after, before,
 # after, ...) so that a drifting GPU affects both alike. Each run's bench.json goes to
 # $OUT/TASK-{before,after}-ROUND.json (its log stays in /tmp), one summary line per run to
-# $OUT/compare.log.
+# $OUT/compare.log. The side's source goes first on PYTHONPATH (a checkout's src already there
+# must not shadow the before side).
 #   git archive REV src | tar -x -C .device/before     (here; carry .device/before)
 #   BEFORE=.device/before TASKS="ant anymal-rough" ENVS=4096 ROUNDS=2 bash bench/compare_gpu.sh
 set -uo pipefail
@@ -18,7 +19,7 @@ for task in ${TASKS:-ant anymal-rough}; do
       src=$PWD/src
       [ "$side" = before ] && src=$(realpath "$BEFORE")/src
       dir="/tmp/compare/$task-$side-$round"
-      PYTHONPATH="$base_path:$src" python3 -m phalanx bench throughput "$task" --num-envs "${ENVS:-4096}" \
+      PYTHONPATH="$src:$base_path" python3 -m phalanx bench throughput "$task" --num-envs "${ENVS:-4096}" \
         --iterations "${ITERATIONS:-10}" --run-dir "$dir" >"$dir.log" 2>&1
       cp "$dir/bench.json" "$out/$task-$side-$round.json"
       python3 - "$dir/bench.json" "$task" "$side" "$round" <<'PY' | tee -a "$out/compare.log"
