@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import mujoco
@@ -95,7 +96,7 @@ class Simulator:
         self._graph = None
         self._stepped = False
         self._skip_warp = False
-        self._set_const_loads: list | None = None  # set_const to run before the first launch or step
+        self._set_const_loads: list[Future] | None = None  # set_const to run before the first launch or step
         self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
         self._wp_streams: dict[int, wp.Stream] = {}
         # The physics' Warp modules start compiling now, on every core, while the env is built.
@@ -284,7 +285,7 @@ class Simulator:
         if self._loader is not None:
             self._request(work)
 
-    def _request(self, work: Callable[[], None]) -> list:
+    def _request(self, work: Callable[[], None]) -> list[Future]:
         """Starts compiling, in the background, the Warp modules `work` launches (`ModuleLoader`),
         leaving every world's state as it was (the dry run that finds them still runs copies and
         fills); returns the loads' futures."""
