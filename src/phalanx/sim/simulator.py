@@ -339,7 +339,7 @@ class Simulator:
             return
         self.compile_step_work()
         self._run_set_const()
-        if self.device.type != "cuda" or not self.cfg.graph or torch.cuda.is_current_stream_capturing():
+        if self.device.type != "cuda" or not self.cfg.graph or self._capturing():
             self.launch(self._substeps)
             return
         if self._graph is None:
@@ -367,7 +367,7 @@ class Simulator:
         if self.device.type != "cuda":
             with wp.ScopedDevice(self.wp_device):
                 return work()
-        if torch.cuda.is_current_stream_capturing():
+        if self._capturing():
             return self._record_into_torch_capture(work)
         with wp.ScopedDevice(self.wp_device), wp.ScopedStream(self._warp_stream(), sync_enter=False):
             return work()
