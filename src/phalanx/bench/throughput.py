@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import resource
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,10 @@ def measure(
     trace JSON; phases are named ranges, also NVTX ranges for Nsight Systems). An env count the trainer cannot run
     (minibatches that do not divide the batch, out of memory) comes back with `valid: False` and
     the reason."""
+    if "torch._dynamo" in sys.modules:
+        # Each env count compiles its own env step and update: forget the earlier ones, or a
+        # sweep of many counts passes Dynamo's recompile limit and runs the rest eagerly.
+        torch._dynamo.reset()
     start = time.perf_counter()
     from phalanx.registry import make, train_cfg
     from phalanx.rl.trainer import Trainer

@@ -71,6 +71,15 @@ class TrainCfg:
     """Policy inference and the PPO update multiply float32 matrices on TF32 tensor cores (GPUs
     from Ampere on: inputs rounded to 10 mantissa bits, sums in float32); `--no-tf32` keeps full
     float32. The env's own arithmetic is float32 either way."""
+    bf16_update: bool = True
+    """On CUDA, the PPO update's network passes (forward and backward) run under bfloat16
+    autocast: half the memory traffic of float32 activations. The losses, their statistics, the
+    optimizer and policy inference stay float32 (TF32). `--no-bf16-update` keeps the update in
+    float32."""
+    compile_update: bool = True
+    """On CUDA, torch.compile the update's minibatch losses, forward and backward: fused kernels
+    instead of one per op, for seconds of compiling in the first iteration (tens of seconds
+    with an empty inductor cache)."""
     distributed: bool = False
     """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
     seed + rank, gradients averaged over ranks, only rank 0 writes."""

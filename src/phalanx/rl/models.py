@@ -67,8 +67,9 @@ class ActorCritic(nn.Module):
         )
 
     def distribution(self, obs: torch.Tensor) -> Normal:
-        """The policy for obs (N, obs_dim): independent Gaussians per action dimension."""
-        mean = self.actor(obs)
+        """The policy for obs (N, obs_dim): independent Gaussians per action dimension, in float32
+        (the mean too, when the actor ran under autocast)."""
+        mean = self.actor(obs).float()
         return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)  # validation syncs the host
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:

@@ -101,7 +101,10 @@ class PPO:
     warm-up update, and replayed every iteration after that.
 
     With `tf32`, the networks' float32 matrix products (acting, values, the update's forward and
-    backward) run on TF32 tensor cores where the GPU has them; the env's own stay float32.
+    backward) run on TF32 tensor cores where the GPU has them; the env's own stay float32. On
+    CUDA, `bf16_update` runs the update's network passes under bfloat16 autocast (losses, their
+    statistics and the optimizer stay float32), and `compile_update` compiles the minibatch
+    losses, forward and backward, with torch.compile.
     """
 
     def __init__(
@@ -116,6 +119,8 @@ class PPO:
         capture: bool = False,
         dist: DistContext | None = None,
         tf32: bool = False,
+        bf16_update: bool = False,
+        compile_update: bool = False,
     ):
         cfg.check()
         device = next(policy.parameters()).device
@@ -129,7 +134,9 @@ class PPO:
         separate = self.critic_group != "policy"
         self.critic_norm = EmpiricalNormalizer(critic_dim).to(device) if separate else self.obs_norm
         action_dim = policy.log_std.shape[0]
-        self.storage = RolloutStorage(num_steps, num_envs, obs_dim, critic_dim, action_dim, device)
+        self.storage = RolloutStorage(
+            num_steps, num_envs, obs_dim, critic_dim if separate else None, action_dim, device
+        )
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
         self.optimizer = torch.optim.Adam(
             policy.parameters(), lr=self.learning_rate, fused=True, capturable=device.type == "cuda"
@@ -140,6 +147,13 @@ class PPO:
             raise ConfigError(f"capture_update: CUDA graph capture needs a CUDA device, got {device}")
         self.capture = capture
         self.matmul_precision = "tf32" if tf32 else "ieee"
+        on_cuda = device.type == "cuda"
+        self.bf16_update = bf16_update and on_cuda
+        self._losses = (
+            torch.compile(self._minibatch_losses, dynamic=False)
+            if compile_update and on_cuda
+            else self._minibatch_losses
+        )
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
@@ -168,7 +182,8 @@ class PPO:
         noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
         actions = dist.mean + dist.stddev * noise
         storage.obs[t] = actor_obs
-        storage.critic_obs[t] = critic_obs
+        if self.critic_group != "policy":
+            storage.critic_obs[t] = critic_obs
         storage.actions[t] = actions
         storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
         storage.values[t] = self.policy.value(critic_obs)
@@ -259,45 +274,52 @@ class PPO:
         cfg, storage = self.cfg, self.storage
         total = storage.steps * storage.num_envs
         batch = total // cfg.num_mini_batches
-        fields = ("obs", "critic_obs", "actions", "log_probs", "values", "returns", "advantages")
-        data = {name: storage.flat(name) for name in (*fields, "action_mean", "action_std")}
-        sums = {k: torch.zeros((), device=self.device) for k in ("surrogate", "value", "entropy", "kl")}
+        sums = torch.zeros(len(self.TERMS), device=self.device)
         for _ in range(cfg.num_learning_epochs):
-            order = torch.randperm(total, device=self.device, generator=self.generator)
+            shuffled = storage.shuffled(torch.randperm(total, device=self.device, generator=self.generator))
             for i in range(cfg.num_mini_batches):
-                idx = order[i * batch : (i + 1) * batch]
-                stats = self._minibatch({name: tensor[idx] for name, tensor in data.items()})
-                for key, value in stats.items():
-                    sums[key] += torch.nan_to_num(value.detach())  # a skipped minibatch adds 0
-        n = cfg.num_learning_epochs * cfg.num_mini_batches
-        out = {f"loss/{k}": v / n for k, v in sums.items()}
+                terms = self._minibatch(storage.fields(shuffled[i * batch : (i + 1) * batch]))
+                sums += torch.nan_to_num(terms)  # a skipped minibatch adds 0
+        means = sums / (cfg.num_learning_epochs * cfg.num_mini_batches)
+        out = {f"loss/{name}": mean for name, mean in zip(self.TERMS, means, strict=True)}
         out["learning_rate"] = self.learning_rate.clone()
         out["skipped_updates"] = self.skipped_updates.clone()
         return out
 
-    def _minibatch(self, mb: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    TERMS = ("surrogate", "value", "entropy", "kl")
+    """The loss terms `update` reports, in the order `_minibatch_losses` stacks them."""
+
+    def _minibatch_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The minibatch's PPO loss, and its terms (`TERMS`, then 0 * loss: NaN if the loss is
+        not finite) stacked and detached."""
         cfg = self.cfg
-        dist = self.policy.distribution(mb["obs"])
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16_update):
+            dist = self.policy.distribution(mb["obs"])
+            values = self.policy.value(mb["critic_obs"]).float()
         log_prob = dist.log_prob(mb["actions"]).sum(dim=-1)
         entropy = dist.entropy().sum(dim=-1).mean()
-        values = self.policy.value(mb["critic_obs"])
         advantages = mb["advantages"]
         if cfg.normalize_advantages:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
         surrogate = surrogate_loss(log_prob, mb["log_probs"], advantages, cfg.clip_param)
         v_loss = value_loss(values, mb["values"], mb["returns"], cfg.clip_param, cfg.use_clipped_value_loss)
         loss = surrogate + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy
+        with torch.no_grad():
+            kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
+            return loss, torch.stack([surrogate, v_loss, entropy, kl, 0.0 * loss]).detach()
 
+    def _minibatch(self, mb: dict[str, torch.Tensor]) -> torch.Tensor:
+        """One optimizer step on the minibatch; returns its `TERMS` (averaged over ranks)."""
+        cfg = self.cfg
+        loss, terms = self._losses(mb)
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
         with torch.no_grad():
-            # One all-reduce per minibatch carries the gradients, the KL (every rank adapts the
-            # learning rate from the mean KL) and 0 * loss (NaN on every rank if any loss is not
-            # finite). Every rank then sees the same gradients and decides the same skip.
-            kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
-            kl, loss_check = self.dist.average_gradients(
-                list(self.policy.parameters()), torch.stack([kl, 0.0 * loss.detach()])
-            )
+            # One all-reduce per minibatch carries the gradients and the terms: every rank adapts
+            # the learning rate from the mean KL, sees NaN in 0 * loss if any rank's loss is not
+            # finite, and so decides the same skip.
+            terms = self.dist.average_gradients(list(self.policy.parameters()), terms)
+        kl, loss_check = terms[3], terms[4]
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         bad = ~(torch.isfinite(loss_check) & torch.isfinite(grad_norm))
         if cfg.schedule == "adaptive":
@@ -311,4 +333,4 @@ class PPO:
         self.optimizer.found_inf.copy_(bad.float())
         self.skipped_updates += bad.long()
         self.optimizer.step()
-        return {"surrogate": surrogate, "value": v_loss, "entropy": entropy, "kl": kl}
+        return terms[:4]

@@ -35,26 +35,50 @@ def compute_gae(
 
 
 class RolloutStorage:
-    """T steps x N envs of transitions, written in place step by step (no allocation per step)."""
+    """T steps x N envs of transitions, written in place step by step (no allocation per step).
 
-    def __init__(self, steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int, action_dim: int, device):
-        def zeros(*shape: int) -> torch.Tensor:
-            return torch.zeros(steps, num_envs, *shape, device=device)
+    What the update samples (observations, actions, the policy's outputs, advantages, returns)
+    lives side by side in one (T, N, width) tensor, `samples`; each field is a view of its
+    columns. An epoch of the update then shuffles the rollout with one gather, and its minibatches
+    are row ranges. `critic_obs` is the `obs` view when the critic sees the policy's observations.
+    """
 
+    SCALARS = ("log_probs", "values", "advantages", "returns")
+    """Fields of one value per transition: views without the trailing width 1."""
+
+    obs: torch.Tensor  # normalized, as the policy saw it
+    critic_obs: torch.Tensor
+    actions: torch.Tensor
+    action_mean: torch.Tensor
+    action_std: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+
+    def __init__(self, steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None, action_dim: int, device):
+        widths = {"obs": obs_dim, "critic_obs": critic_obs_dim or 0, "actions": action_dim}
+        widths |= {"action_mean": action_dim, "action_std": action_dim}
+        widths |= dict.fromkeys(self.SCALARS, 1)
         self.steps, self.num_envs = steps, num_envs
-        self.obs = zeros(obs_dim)  # normalized, as the policy saw it
-        self.critic_obs = zeros(critic_obs_dim)
-        self.actions = zeros(action_dim)
-        self.log_probs = zeros()
-        self.values = zeros()
-        self.rewards = zeros()  # with time-out bootstrapping folded in
-        self.dones = zeros()
-        self.action_mean = zeros(action_dim)
-        self.action_std = zeros(action_dim)
-        self.advantages = zeros()
-        self.returns = zeros()
+        self.samples = torch.zeros(steps, num_envs, sum(widths.values()), device=device)
+        self.columns: dict[str, slice] = {}
+        start = 0
+        for name, width in widths.items():
+            self.columns[name] = slice(start, start + width)
+            start += width
+        if not critic_obs_dim:
+            self.columns["critic_obs"] = self.columns["obs"]
+        for name, view in self.fields(self.samples).items():
+            setattr(self, name, view)
+        self.rewards = torch.zeros(steps, num_envs, device=device)  # with time-out bootstrapping folded in
+        self.dones = torch.zeros(steps, num_envs, device=device)
 
-    def flat(self, name: str) -> torch.Tensor:
-        """The field with its (T, N) leading dimensions merged: (T * N, ...)."""
-        tensor = getattr(self, name)
-        return tensor.reshape(self.steps * self.num_envs, *tensor.shape[2:])
+    def fields(self, samples: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each field's view of `samples` (..., width): `self.samples` or rows gathered from it."""
+        views = {name: samples[..., cols] for name, cols in self.columns.items()}
+        return {name: view.squeeze(-1) if name in self.SCALARS else view for name, view in views.items()}
+
+    def shuffled(self, order: torch.Tensor) -> torch.Tensor:
+        """The T * N transitions' samples (T * N, width) in `order`."""
+        return self.samples.view(self.steps * self.num_envs, -1)[order]

@@ -60,6 +60,7 @@ class Trainer:
         self.ppo = PPO(
             policy, cfg.algo, env.observation_spec, env.num_envs, cfg.num_steps_per_env,
             cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist, tf32=cfg.tf32,
+            bf16_update=cfg.bf16_update, compile_update=cfg.compile_update,
         )  # fmt: skip
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if capture_rollout and not env.capture:
