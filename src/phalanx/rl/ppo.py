@@ -107,6 +107,9 @@ class PPO:
     losses, forward and backward, with torch.compile.
     """
 
+    TERMS = ("surrogate", "value", "entropy", "kl")
+    """The loss terms `update` reports, in the order `_minibatch_losses` stacks them."""
+
     def __init__(
         self,
         policy: ActorCritic,
@@ -285,9 +288,6 @@ class PPO:
         out["learning_rate"] = self.learning_rate.clone()
         out["skipped_updates"] = self.skipped_updates.clone()
         return out
-
-    TERMS = ("surrogate", "value", "entropy", "kl")
-    """The loss terms `update` reports, in the order `_minibatch_losses` stacks them."""
 
     def _minibatch_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """The minibatch's PPO loss, and its terms (`TERMS`, then 0 * loss: NaN if the loss is
