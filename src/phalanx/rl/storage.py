@@ -57,8 +57,8 @@ class RolloutStorage:
     returns: torch.Tensor
 
     def __init__(self, steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None, action_dim: int, device):
-        widths = {"obs": obs_dim, "critic_obs": critic_obs_dim or 0, "actions": action_dim}
-        widths |= {"action_mean": action_dim, "action_std": action_dim}
+        widths = {"obs": obs_dim} | ({"critic_obs": critic_obs_dim} if critic_obs_dim else {})
+        widths |= {"actions": action_dim, "action_mean": action_dim, "action_std": action_dim}
         widths |= dict.fromkeys(self.SCALARS, 1)
         self.steps, self.num_envs = steps, num_envs
         self.samples = torch.zeros(steps, num_envs, sum(widths.values()), device=device)
@@ -67,8 +67,7 @@ class RolloutStorage:
         for name, width in widths.items():
             self.columns[name] = slice(start, start + width)
             start += width
-        if not critic_obs_dim:
-            self.columns["critic_obs"] = self.columns["obs"]
+        self.columns.setdefault("critic_obs", self.columns["obs"])
         for name, view in self.fields(self.samples).items():
             setattr(self, name, view)
         self.rewards = torch.zeros(steps, num_envs, device=device)  # with time-out bootstrapping folded in
