@@ -83,3 +83,50 @@ def test_resume_restores_each_envs_level_and_tile() -> None:
     del state["terrain"]
     with pytest.raises(ConfigError, match="lacks \\['terrain'\\]"):
         fresh.load_state_dict(state)
+
+
+def test_base_touching_the_terrain_ends_the_episode_without_colliding_with_it() -> None:
+    """The base does not collide with the terrain; its site reaching into the terrain (level or
+    on its side, on stairs or flat ground) is what ends the episode, and 2 cm above is not."""
+    import mujoco
+    import mujoco_warp as mjw
+
+    from phalanx.envs.mdp.terminations import site_touches_terrain
+
+    env = _small_rough(4)
+    sim, terrain = env.sim, env.terrain.terrain
+    touches = site_touches_terrain(env, site="base")
+    half = sim.mjm.site_size[sim.site_ids(["base"]).item()]
+    px, h = 80, 0.1  # grid points per 8 m tile
+    stairs = (3 * px + 25, terrain.tile_types.index("stairs_up") * px + 30)  # hardest row, off the platform
+    flat = (1 * px + 40, terrain.tile_types.index("flat") * px + 40)
+    level, side = (
+        torch.tensor([1.0, 0.0, 0.0, 0.0]),
+        torch.tensor([0.5**0.5, 0.5**0.5, 0.0, 0.0]),
+    )  # side: 90 deg about x
+
+    def top(i: int, j: int, rx: float, ry: float) -> float:  # highest grid point under a footprint
+        return float(
+            terrain.heights[i - int(rx / h) : i + int(rx / h) + 1, j - int(ry / h) : j + int(ry / h) + 1].max()
+        )
+
+    poses = [  # (grid point, orientation, height of the site's center)
+        (stairs, level, top(*stairs, half[0], half[1]) + half[2] - 0.005),
+        (stairs, level, top(*stairs, half[0], half[1]) + half[2] + 0.02),
+        (flat, side, half[1] - 0.005),
+        (flat, side, half[1] + 0.02),
+    ]
+    for env_id, ((i, j), quat, z) in enumerate(poses):
+        sim.qpos[env_id, :3] = torch.tensor([i * h, j * h, z])
+        sim.qpos[env_id, 3:7] = quat
+        sim.qpos[env_id, 7:] = sim.default_qpos[7:]
+    sim.launch(lambda: mjw.kinematics(sim.model, sim.data))
+    assert touches(env).tolist() == [True, False, True, False]
+
+    data = mujoco.MjData(sim.mjm)
+    data.qpos[:] = sim.qpos[0].numpy()
+    data.qpos[2] -= 0.02  # the base geom (1 cm inside the site) 1.5 cm into the stairs
+    mujoco.mj_forward(sim.mjm, data)
+    base = sim.mjm.geom("base").id
+    geoms = {int(g) for c in data.contact[: data.ncon] for g in (c.geom1, c.geom2)}
+    assert base not in geoms, "the base collides with nothing"

@@ -69,6 +69,30 @@ def test_height_scan_reads_the_generated_heights_on_known_tiles() -> None:
     assert scan[0].std() > 0.01, "the stairs tile is not flat"
 
 
+def test_height_at_is_the_surface_mujoco_casts_rays_at() -> None:
+    """`TerrainScene.height_at` splits each cell like MuJoCo's heightfield: at random points on
+    every sub-terrain, off grid points, it equals where MuJoCo's C ray cast hits."""
+    from phalanx.envs.terrain_scene import TerrainScene
+
+    scene = TerrainScene(_cfg(seed=5), 1, torch.device("cpu"), torch.Generator().manual_seed(0))
+    spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
+    scene.add_to(spec)
+    mjm = spec.compile()
+    data = mujoco.MjData(mjm)
+    mujoco.mj_forward(mjm, data)
+    rng = np.random.default_rng(0)
+    nx, ny = scene.terrain.heights.shape
+    xy = rng.uniform((0.05, 0.05), ((nx - 1) * 0.1 - 0.05, (ny - 1) * 0.1 - 0.05), (2000, 2))
+    geomgroup = np.array([0, 0, 1, 0, 0, 0], dtype=np.uint8)  # the terrain's group only
+    hit = np.empty(len(xy))
+    for k, (x, y) in enumerate(xy):
+        distance = mujoco.mj_ray(mjm, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), geomgroup, 1, -1,
+                                 np.zeros(1, dtype=np.int32))  # fmt: skip
+        hit[k] = 10.0 - distance
+    expected = torch.tensor(hit, dtype=torch.float32)
+    torch.testing.assert_close(scene.height_at(torch.tensor(xy, dtype=torch.float32)), expected, atol=2e-4, rtol=0)
+
+
 def test_height_scan_equals_mujoco_warps_plain_ray_cast_anywhere() -> None:
     """The scan's BVH path hits what the plain path (every ray against every geom) hits, for
     turned robots anywhere on and off a terrain of many heightfield blocks."""
@@ -161,3 +185,9 @@ def test_contacts_stay_under_the_geom_on_a_large_terrain() -> None:
     assert count >= n // 2, "most pressed spheres touch"
     assert np.all(dist >= -pressed[world] - 1e-3), f"contacts deeper than pressed: {np.sort(dist)[:5]}"
     assert np.all(offset <= 0.03 + 1e-3), f"contacts away from the sphere: {np.sort(offset)[-5:]}"
+
+
+def test_an_unknown_excluded_body_names_the_field() -> None:
+    spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
+    with pytest.raises(ConfigError, match="env.terrain.exclude_bodies: no body named 'torso'"):
+        add_terrain(spec, generate_terrain(_cfg(exclude_bodies=("torso",))))

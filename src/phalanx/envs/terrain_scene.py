@@ -29,6 +29,7 @@ class TerrainScene:
         command: str | None = None,
     ):  # fmt: skip
         self.terrain = generate_terrain(cfg)
+        self.heights = torch.tensor(self.terrain.heights, dtype=torch.float32, device=device)
         self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, generator)
         self.origins = self.curriculum.env_origins().clone()
         self.command = command
@@ -57,12 +58,29 @@ class TerrainScene:
         a = env.sim.root_qposadr
         env.sim.qpos[:, a : a + 3] += torch.where(mask[:, None], self.origins, 0.0)
 
+    def height_at(self, xy: torch.Tensor) -> torch.Tensor:
+        """(...) height (m) of the terrain's surface at the world points `xy` (..., 2): the surface
+        MuJoCo collides with, each grid cell split into two triangles by its diagonal from (x0, y0)
+        to (x1, y1). Points off the grid read the nearest edge."""
+        h = self.terrain.cfg.horizontal_scale
+        nx, ny = self.heights.shape
+        g = xy / h
+        i = g[..., 0].floor().clamp(0, nx - 2)
+        j = g[..., 1].floor().clamp(0, ny - 2)
+        u, v = (g[..., 0] - i).clamp(0, 1), (g[..., 1] - j).clamp(0, 1)
+        i, j = i.long(), j.long()
+        z00, z10 = self.heights[i, j], self.heights[i + 1, j]
+        z01, z11 = self.heights[i, j + 1], self.heights[i + 1, j + 1]
+        below = z00 + u * (z10 - z00) + v * (z11 - z10)  # u >= v: the triangle (x0, y0), (x1, y0), (x1, y1)
+        above = z00 + v * (z01 - z00) + u * (z11 - z01)
+        return torch.where(u >= v, below, above)
+
     def mean_level(self) -> torch.Tensor:
         return self.curriculum.mean_level()
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        """The envs' tiles and levels (for an exact resume)."""
-        return tensor_state(self)
+        """The envs' tiles and levels (for an exact resume); the heights are rebuilt from the config."""
+        return {name: value for name, value in tensor_state(self).items() if name != "heights"}
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         load_tensor_state(self, state)

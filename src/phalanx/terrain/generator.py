@@ -118,6 +118,11 @@ class TerrainCfg:
     border_width: float = 0.0
     """Flat ground (m) around the grid, so robots on the outer tiles do not walk off the edge."""
     seed: int = 0
+    exclude_bodies: tuple[str, ...] = ()
+    """Bodies whose geoms never collide with the terrain (MuJoCo `<exclude>` with the world body).
+    For a body whose touching the ground only ends the episode: `site_touches_terrain` tells that
+    from the terrain's heights, for a fraction of the cost of colliding a large geom with the
+    heightfield."""
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from phalanx.errors import ConfigError
 from phalanx.terrain.generator import Terrain
 
 BASE_DEPTH = 1.0
@@ -28,7 +29,13 @@ def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, replace: str | None = "fl
     """Adds `terrain` to `spec` as heightfield geoms named "terrain_I_J" (block I along x, J along
     y) together covering the grid: grid point (i, j) lies at world (i * h, j * h, heights[i, j])
     (h the horizontal scale). The geom named `replace` (the task's ground plane) is removed and
-    its contact settings kept."""
+    its contact settings kept; the bodies of `terrain.cfg.exclude_bodies` get no contacts with it."""
+    for body in terrain.cfg.exclude_bodies:
+        if spec.body(body) is None:
+            names = [b.name for b in spec.bodies if b.name != "world"]
+            raise ConfigError(f"no body named {body!r}; the model has {names}", "env.terrain.exclude_bodies")
+        exclude = spec.add_exclude()
+        exclude.bodyname1, exclude.bodyname2 = "world", body
     old = next((g for g in spec.geoms if g.name == replace), None) if replace else None
     h = terrain.cfg.horizontal_scale
     cells = max(1, int(round(BLOCK_SIZE / h)))
