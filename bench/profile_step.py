@@ -14,9 +14,13 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 import phalanx
 
-PHASES = {
+PHASES = {  # (part of the env, method): timed as "part.method"
     "sim": ["step", "check_worlds", "reset_"],
-    "env": ["_compute_obs", "_compute_rewards", "_compute_terminations", "_reset_envs"],
+    "env": ["_compute_obs", "_reset_envs"],
+    "terminations": ["compute"],
+    "rewards": ["values"],
+    "events": ["step"],
+    "commands": ["step"],
 }
 
 
@@ -42,10 +46,9 @@ def main() -> None:
     env = phalanx.make(
         args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False, compile=args.compile
     )
-    for name in PHASES["sim"]:
-        _wrap(env.sim, name, f"sim.{name}")
-    for name in PHASES["env"]:
-        _wrap(env, name, f"env.{name}")
+    for part, names in PHASES.items():
+        for name in names:
+            _wrap(env if part == "env" else getattr(env, part), name, f"{part}.{name}")
     actions = torch.empty(env.num_envs, env.action_dim, device=env.device)
     for _ in range(20):
         env.step(actions.uniform_(-1, 1))
@@ -75,7 +78,7 @@ def main() -> None:
         print(f"  {kind:20s} {count / args.steps:5.0f} kernels/step {us / args.steps:8.0f} us/step")
     by_range = collections.defaultdict(lambda: [0, 0.0])
     for e in prof.events():
-        if e.name.startswith(("env.", "sim.")):
+        if e.name.startswith(tuple(f"{part}." for part in PHASES)):
             by_range[e.name][0] += 1
             by_range[e.name][1] += e.device_time_total
     for name, (calls, us) in sorted(by_range.items(), key=lambda kv: -kv[1][1]):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import mujoco
 import torch
 
 from phalanx.envs.cfg import Term
@@ -51,6 +50,8 @@ class site_touches_terrain(Term):  # noqa: N801 (terms are named like functions)
     anymal's base box cost a fifth of anymal-rough's physics time though it only ends episodes."""
 
     def __init__(self, env: TaskEnv, site: str, spacing: float = 0.05):
+        import mujoco  # here: listing the tasks imports this module and must not load MuJoCo
+
         if env.terrain is None:
             raise ConfigError(f"site_touches_terrain: task {env.cfg.name!r} has no terrain (env.terrain)")
         (self.id,) = env.sim.site_ids([site]).tolist()
