@@ -47,7 +47,7 @@ class site_touches_terrain(Term):  # noqa: N801 (terms are named like functions)
     What a touch sensor on the site reports, from the terrain's heights instead of from contacts:
     with the site's body in `terrain.exclude_bodies` its geom need not collide with the terrain.
     MuJoCo Warp collides a geom with a heightfield cell by cell over the geom's bounding box, so
-    anymal's base box cost a fifth of anymal-rough's physics time though it only ends episodes."""
+    anymal's base box took a quarter of anymal-rough's physics step though it only ends episodes."""
 
     def __init__(self, env: TaskEnv, site: str, spacing: float = 0.05):
         import mujoco  # here: listing the tasks imports this module and must not load MuJoCo
