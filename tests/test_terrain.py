@@ -124,6 +124,33 @@ def test_height_scan_equals_mujoco_warps_plain_ray_cast_anywhere() -> None:
     assert scan.std() > 0.01
 
 
+def test_height_scan_from_the_terrain_grid_equals_the_ray_cast() -> None:
+    """A scan read from the generated terrain's grid equals the one cast as rays, for turned
+    robots anywhere over a terrain of many heightfield blocks, on every sub-terrain."""
+    from phalanx.envs.terrain_scene import TerrainScene
+
+    scene = TerrainScene(_cfg(seed=2), 1, torch.device("cpu"), torch.Generator().manual_seed(0))
+    spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
+    scene.add_to(spec)
+    n = 64
+    sim = Simulator(spec.compile(), n, "cpu", SimCfg(decimation=1))
+    rays, grid = HeightScanner(sim, max_height=5.0), HeightScanner(sim, max_height=5.0, surface=scene.height_at)
+    assert not hasattr(grid, "distance"), "the grid scan casts no rays"
+    rng = np.random.default_rng(1)
+    yaw = rng.uniform(-np.pi, np.pi, n)
+    qpos = np.concatenate(
+        [rng.uniform(1.0, [11.0, 31.0], (n, 2)), rng.uniform(0.0, 2.0, (n, 1)), np.cos(yaw / 2)[:, None],
+         np.zeros((n, 2)), np.sin(yaw / 2)[:, None]], 1,
+    )  # fmt: skip
+    sim.qpos[:, :7] = torch.tensor(qpos, dtype=torch.float32)
+    sim.step()
+    sim.qpos[:, :7] = torch.tensor(qpos, dtype=torch.float32)
+    expected = rays()
+    assert (rays.distance >= 0).all(), "every ray over the grid hits it"
+    torch.testing.assert_close(grid(), expected, atol=2e-4, rtol=0.0)
+    assert expected.std() > 0.05 and (expected.abs() < 5.0).float().mean() > 0.9
+
+
 def test_height_scan_refuses_moving_geoms() -> None:
     sim = Simulator(mujoco.MjModel.from_xml_path(str(asset_path("anymal.xml"))), 1, "cpu", SimCfg())
     with pytest.raises(ValueError, match="groups \\[0\\] hold geoms that move"):

@@ -78,7 +78,7 @@ def test_declaring_step_work_leaves_the_state_as_it_was() -> None:
 
 
 def test_first_step_finds_every_module_loaded() -> None:
-    # anymal-rough: the physics plus the height scan's ray cast (declared step work).
+    # anymal-rough: the physics of a heightfield terrain (its height scan reads the terrain grid).
     env = make_cpu("anymal-rough", num_envs=4)
     sim = env.sim
     actions = random_actions(env, torch.Generator().manual_seed(0))

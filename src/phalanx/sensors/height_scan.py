@@ -1,12 +1,16 @@
-"""Height scan: a grid of rays cast straight down around each env's base, with MuJoCo Warp's
-batched ray casting; the observation of Isaac Lab's rough-terrain tasks.
+"""Height scan: terrain heights on a grid of points around each env's base, straight down; the
+observation of Isaac Lab's rough-terrain tasks.
 
-The rays go through MuJoCo Warp's BVH path (`mjw.rays` with a render context that holds only the
-scanned geoms). Its plain path tests every ray against every geom: on the 264 heightfield blocks
-of anymal-rough that was 928 of 1365 ms per training iteration at 4096 envs on an H100. The
-scanned geoms are static, so their BVH is built once and never refit."""
+Over a generated terrain the heights come from its grid (`TerrainScene.height_at`: the surface
+MuJoCo collides with and casts rays at, checked against ray casts in tests). Over any other static
+geoms, rays are cast through MuJoCo Warp's BVH path (`mjw.rays` with a render context that holds
+only the scanned geoms): its plain path tests every ray against every geom, which on the 264
+heightfield blocks of anymal-rough took 928 of 1365 ms per training iteration at 4096 envs on an
+H100. The scanned geoms are static, so their BVH is built once and never refit."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import mujoco
 import mujoco_warp as mjw
@@ -18,13 +22,17 @@ from phalanx.sim import Simulator
 
 
 class HeightScanner:
-    """Rays start `start_height` m above a grid of `size` (x, y) m at `resolution` m centered on
-    the free-floating root (the base) and turned with its yaw only (the grid stays level), and go
-    straight down to the geoms of `groups`. `__call__` returns (num_envs, nray): root height - hit
-    height - `offset`, the nominal clearance removed (Isaac Lab's height_scan), clipped to
-    +-`max_height`; a ray that hits nothing (a hole deeper than the terrain) reads `max_height`.
-    The root pose comes from qpos, so a scan right after a reset sees the new pose; the scanned
-    geoms' poses come from the data, so the sim must have stepped (or run forward) once."""
+    """Points on a grid of `size` (x, y) m at `resolution` m, centered on the free-floating root
+    (the base) and turned with its yaw only (the grid stays level). `__call__` returns
+    (num_envs, points): root height - terrain height below each point - `offset`, the nominal
+    clearance removed (Isaac Lab's height_scan), clipped to +-`max_height`.
+
+    With `surface` (a function of (..., 2) world xy giving the terrain's height there) the heights
+    are read from it. Without, rays start `start_height` m above the points and go straight down
+    to the geoms of `groups`; a ray that hits nothing (a hole deeper than the terrain) reads
+    `max_height`, and the scanned geoms' poses come from the data, so the sim must have stepped
+    (or run forward) once. The root pose comes from qpos, so a scan right after a reset sees the
+    new pose."""
 
     def __init__(
         self,
@@ -35,15 +43,22 @@ class HeightScanner:
         start_height: float = 20.0,
         offset: float = 0.5,
         max_height: float = 1.0,
+        surface: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ):
         if sim.root_qposadr is None:
             raise ValueError("HeightScanner: the model has no free-floating root to scan around")
         self.sim, self.offset, self.start_height, self.max_height = sim, offset, start_height, max_height
+        self.surface = surface
         xs = np.arange(-size[0] / 2, size[0] / 2 + 1e-9, resolution)
         ys = np.arange(-size[1] / 2, size[1] / 2 + 1e-9, resolution)
         grid = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
         self.pattern = torch.tensor(grid, dtype=torch.float32, device=sim.device)  # (nray, 2), body yaw frame
-        n, nray = sim.num_envs, len(grid)
+        if surface is None:
+            self._rays(groups)
+
+    def _rays(self, groups: tuple[int, ...]) -> None:
+        sim = self.sim
+        n, nray = sim.num_envs, len(self.pattern)
         _check_static(sim.mjm, groups)
         with wp.ScopedDevice(sim.wp_device):
             # A BVH over the scanned geoms of every world; no cameras, so no image buffers.
@@ -69,8 +84,11 @@ class HeightScanner:
         yaw = torch.atan2(2 * (q[:, 0] * q[:, 3] + q[:, 1] * q[:, 2]), 1 - 2 * (q[:, 2] ** 2 + q[:, 3] ** 2))
         cos, sin = yaw.cos()[:, None], yaw.sin()[:, None]
         px, py = self.pattern[:, 0], self.pattern[:, 1]
-        self.points[..., 0] = pos[:, :1] + cos * px - sin * py
-        self.points[..., 1] = pos[:, 1:2] + sin * px + cos * py
+        x, y = pos[:, :1] + cos * px - sin * py, pos[:, 1:2] + sin * px + cos * py  # (num_envs, nray)
+        if self.surface is not None:
+            heights = pos[:, 2:3] - self.surface(torch.stack((x, y), dim=-1)) - self.offset
+            return heights.clamp(-self.max_height, self.max_height)
+        self.points[..., 0], self.points[..., 1] = x, y
         self.points[..., 2] = pos[:, 2:3] + self.start_height
         sim.launch(self._cast)
         hit_z = self.points[..., 2] - self.distance

@@ -112,12 +112,15 @@ class body_wrench(Term):  # noqa: N801 (terms are named like functions)
 
 
 class height_scan(Term):  # noqa: N801 (terms are named like functions)
-    """(num_envs, rays) terrain heights on a level grid around the base: base height - hit height
-    - offset per ray (`HeightScanner`; params are its arguments)."""
+    """(num_envs, points) terrain heights on a level grid around the base: base height - terrain
+    height - offset per point (`HeightScanner`; params are its arguments). On the task's generated
+    terrain the heights come from its grid, unless `groups` names geoms to cast rays at."""
 
     def __init__(self, env: TaskEnv, **params):
         from phalanx.sensors.height_scan import HeightScanner  # Warp and MuJoCo Warp: only when a task scans
 
+        if env.terrain is not None and "groups" not in params:
+            params = {**params, "surface": env.terrain.height_at}
         self.scanner = HeightScanner(env.sim, **params)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
