@@ -1,0 +1,82 @@
+"""Tiled camera: one camera of the model rendered in every env by one call of MuJoCo Warp's
+ray-traced batch renderer, read as (num_envs, H, W, C) torch tensors on the sim's device.
+
+The render context (the scene's BVH, the camera's rays, the image buffers) is built once; each
+call refits the BVH to the current poses and renders, in order with torch's stream, so it can run
+inside the captured env step. Depth and segmentation are views of the renderer's buffers; RGB is
+one conversion from its packed pixels."""
+
+from __future__ import annotations
+
+import mujoco
+import mujoco_warp as mjw
+import torch
+import warp as wp
+
+from phalanx.errors import ConfigError
+from phalanx.sim import Simulator
+
+DATA_TYPES = ("rgb", "depth", "segmentation")
+
+
+class TiledCamera:
+    """The model's camera `camera` at `width` x `height` pixels, rendering the geoms of `groups`.
+    `__call__` renders every env and returns the `data_types` asked for:
+    - "rgb": (num_envs, H, W, 3) uint8;
+    - "depth": (num_envs, H, W, 1) float32, metres along the camera's optical axis (planar), 0
+      where the ray hits nothing;
+    - "segmentation": (num_envs, H, W, 1) int32, the geom each pixel sees, -1 for none.
+
+    Rendering reads the geoms' poses from the sim's data: after a physics step, those of the last
+    substep's forward pass."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        camera: str,
+        width: int = 64,
+        height: int = 64,
+        data_types: tuple[str, ...] = ("rgb",),
+        groups: tuple[int, ...] = (0, 1, 2),
+        field: str = "camera",
+    ):
+        for name, value in (("width", width), ("height", height)):
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"must be a positive number of pixels, got {value!r}", f"{field}.{name}")
+        unknown = [t for t in data_types if t not in DATA_TYPES]
+        if unknown or not data_types:
+            raise ConfigError(f"got {list(data_types)}; allowed: one or more of {DATA_TYPES}", f"{field}.data_types")
+        names = [mujoco.mj_id2name(sim.mjm, mujoco.mjtObj.mjOBJ_CAMERA, i) for i in range(sim.mjm.ncam)]
+        if camera not in names:
+            raise ConfigError(f"no camera named {camera!r}; the model has {names}", f"{field}.camera")
+        self.sim, self.data_types = sim, tuple(data_types)
+        n = sim.num_envs
+        with wp.ScopedDevice(sim.wp_device):
+            self.context = mjw.create_render_context(
+                sim.mjm,
+                nworld=n,
+                cam_res=(width, height),
+                render_rgb="rgb" in data_types,
+                render_depth="depth" in data_types,
+                render_seg="segmentation" in data_types,
+                use_textures=False,
+                enabled_geom_groups=list(groups),
+                cam_active=[camera],
+            )
+        shape, t = (n, height, width), wp.to_torch
+        self._views = {}  # the renderer's buffers, seen as images
+        if "rgb" in data_types:  # packed 0xAARRGGBB: bytes b, g, r, a in memory
+            self._views["rgb"] = t(self.context.rgb_data).view(torch.uint8).view(*shape, 4)
+        if "depth" in data_types:
+            self._views["depth"] = t(self.context.depth_data).view(*shape, 1)
+        if "segmentation" in data_types:  # (object id, object type) per pixel
+            self._views["segmentation"] = t(self.context.seg_data).view(*shape, 2)[..., :1]
+        sim.add_step_work(self._render)  # its kernels compile with the physics step's
+
+    def __call__(self) -> dict[str, torch.Tensor]:
+        self.sim.launch(self._render)
+        return {name: view[..., :3].flip(-1) if name == "rgb" else view for name, view in self._views.items()}
+
+    def _render(self) -> None:
+        mjw.refit_bvh(self.sim.model, self.sim.data, self.context)
+        mjw.render(self.sim.model, self.sim.data, self.context)

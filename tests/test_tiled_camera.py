@@ -1,0 +1,92 @@
+"""The tiled camera renders every env in one call: images change with the scene, depth and
+segmentation agree with MuJoCo's C ray cast through each pixel, and bad settings name their field."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import pytest
+import torch
+
+from phalanx.errors import ConfigError
+from phalanx.sensors import TiledCamera
+from phalanx.sim import SimCfg, Simulator
+
+SCENE = """
+<mujoco>
+  <worldbody>
+    <camera name="down" pos="0 0 2" xyaxes="1 0 0 0 1 0" fovy="50"/>
+    <geom name="floor" type="plane" size="5 5 0.1" rgba="0.2 0.6 0.2 1"/>
+    <body name="block" pos="0 0.25 0.25">
+      <joint name="slide" type="slide" axis="1 0 0"/>
+      <geom name="block" type="box" size="0.2 0.3 0.25" rgba="0.9 0.1 0.1 1"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+W, H = 33, 25
+
+
+def _scene(num_envs: int, blocks_x: list[float]) -> Simulator:
+    sim = Simulator(mujoco.MjModel.from_xml_string(SCENE), num_envs, "cpu", SimCfg(decimation=1))
+    sim.qpos[:, 0] = torch.tensor(blocks_x)
+    sim.launch(lambda: mjw.forward(sim.model, sim.data))  # geom and camera poses for the qpos
+    return sim
+
+
+def test_every_env_renders_its_own_scene() -> None:
+    sim = _scene(3, [0.0, 0.5, 0.0])
+    camera = TiledCamera(sim, "down", width=W, height=H, data_types=("rgb", "depth", "segmentation"))
+    images = camera()
+    assert images["depth"].data_ptr() == camera()["depth"].data_ptr(), "depth is a view of the render buffer"
+    assert images["rgb"].shape == (3, H, W, 3) and images["rgb"].dtype == torch.uint8
+    assert images["depth"].shape == (3, H, W, 1) and images["depth"].dtype == torch.float32
+    assert images["segmentation"].shape == (3, H, W, 1) and images["segmentation"].dtype == torch.int32
+    rgb = images["rgb"].int()
+    assert torch.equal(rgb[0], rgb[2]) and not torch.equal(rgb[0], rgb[1]), "the moved block changes env 1 only"
+    block = images["segmentation"][..., 0] == sim.mjm.geom("block").id
+    red = (rgb[..., 0] > 2 * rgb[..., 1]) & (rgb[..., 0] > 2 * rgb[..., 2])  # lit or in shade
+    assert torch.equal(red, block), "the red pixels are the block's"
+    assert 20 < int(block[0].sum()) < W * H // 2
+
+
+def test_depth_and_segmentation_match_mujocos_ray_through_each_pixel() -> None:
+    """Row 0 is the top of the image, column 0 its left; depth is planar (along the optical axis)."""
+    sim = _scene(2, [0.0, -0.45])
+    images = TiledCamera(sim, "down", width=W, height=H, data_types=("depth", "segmentation"))()
+    mjm = sim.mjm
+    data = mujoco.MjData(mjm)
+    f = (H / 2) / math.tan(math.radians(mjm.cam_fovy[0]) / 2)  # focal length in pixels
+    for env in range(2):
+        data.qpos[:] = sim.qpos[env].numpy()
+        mujoco.mj_forward(mjm, data)
+        pos, rot = data.cam_xpos[0], data.cam_xmat[0].reshape(3, 3)
+        geoms, depth = np.empty((H, W), dtype=int), np.empty((H, W))
+        for row in range(H):
+            for col in range(W):
+                local = np.array([(col + 0.5 - W / 2) / f, -(row + 0.5 - H / 2) / f, -1.0])  # camera looks along -z
+                direction = rot @ (local / np.linalg.norm(local))
+                hit = np.zeros(1, dtype=np.int32)
+                distance = mujoco.mj_ray(mjm, data, pos, direction, None, 1, -1, hit)
+                geoms[row, col], depth[row, col] = hit[0], distance / np.linalg.norm(local)
+        seg = images["segmentation"][env, ..., 0].numpy()
+        assert (seg == geoms).mean() > 0.97, f"env {env}: pixels on the block's edges may round either way"
+        agree = seg == geoms
+        np.testing.assert_allclose(images["depth"][env, ..., 0].numpy()[agree], depth[agree], atol=1e-4)
+        assert set(np.unique(seg)) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"width": 0}, "camera.width: must be a positive number of pixels, got 0"),
+        ({"data_types": ("rgb", "normals")}, "camera.data_types: got \\['rgb', 'normals'\\]"),
+        ({"camera": "head"}, "camera.camera: no camera named 'head'; the model has \\['down'\\]"),
+    ],
+)
+def test_bad_settings_name_the_field(kwargs: dict, message: str) -> None:
+    sim = _scene(1, [0.0])
+    with pytest.raises(ConfigError, match=message):
+        TiledCamera(sim, **{"camera": "down", **kwargs})
