@@ -1,5 +1,6 @@
 """The tiled camera renders every env in one call: images change with the scene, depth and
-segmentation agree with MuJoCo's C ray cast through each pixel, and bad settings name their field."""
+segmentation agree with MuJoCo's C ray cast through each pixel, bad settings are refused, and an
+env observes images in a group of their own."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import numpy as np
 import pytest
 import torch
 
+import phalanx
+from helpers import make_cpu, random_actions
+from phalanx.envs.cfg import ObsTermCfg
+from phalanx.envs.mdp import observations
 from phalanx.errors import ConfigError
 from phalanx.sensors import TiledCamera
 from phalanx.sim import SimCfg, Simulator
@@ -81,12 +86,47 @@ def test_depth_and_segmentation_match_mujocos_ray_through_each_pixel() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"width": 0}, "camera.width: must be a positive number of pixels, got 0"),
-        ({"data_types": ("rgb", "normals")}, "camera.data_types: got \\['rgb', 'normals'\\]"),
-        ({"camera": "head"}, "camera.camera: no camera named 'head'; the model has \\['down'\\]"),
+        ({"width": 0}, "camera width must be a positive number of pixels, got 0"),
+        ({"data_types": ("rgb", "normals")}, "camera data_types \\['rgb', 'normals'\\]: allowed are one or more of"),
+        ({"camera": "head"}, "no camera named 'head'; the model has \\['down'\\]"),
     ],
 )
 def test_bad_settings_name_the_field(kwargs: dict, message: str) -> None:
     sim = _scene(1, [0.0])
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ValueError, match=message):
         TiledCamera(sim, **{"camera": "down", **kwargs})
+
+
+def _cartpole_seeing(**groups) -> phalanx.envs.cfg.TaskCfg:
+    cfg = phalanx.env_cfg("cartpole")
+    for group, terms in groups.items():
+        cfg.observations[group] = terms
+    return cfg
+
+
+RGB = ObsTermCfg(func=observations.camera_image, params={"camera": "track", "width": 32, "height": 24})
+
+
+def test_an_image_group_beside_the_policy_vector() -> None:
+    env = make_cpu(_cartpole_seeing(image={"rgb": RGB}), num_envs=4)
+    assert env.observation_spec == {"policy": (4,), "image": (24, 32, 3)}
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        obs, *_ = env.step(random_actions(env, generator))
+    image = obs["image"]
+    assert image.dtype == torch.uint8 and image.shape == (4, 24, 32, 3)
+    assert len({bytes(image[i].numpy()) for i in range(4)}) == 4, "each env's cart and pole are where its own are"
+
+
+def test_vectors_and_images_in_one_group_name_the_group() -> None:
+    with pytest.raises(ConfigError, match="env.observations.policy: terms of shapes .* cannot be concatenated"):
+        make_cpu(_cartpole_seeing(policy={**phalanx.env_cfg("cartpole").observations["policy"], "rgb": RGB}), 2)
+
+
+def test_the_mlp_actor_critic_refuses_an_image_policy() -> None:
+    from phalanx.rl.config import PolicyCfg
+    from phalanx.rl.models import ActorCritic
+
+    env = make_cpu(_cartpole_seeing(policy={"rgb": RGB}), num_envs=2)
+    with pytest.raises(ConfigError, match="env.observations.policy: the actor-critic reads vectors"):
+        ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg())

@@ -26,8 +26,8 @@ class BrokenWorlds:
 
     @classmethod
     def flag_nonfinite(cls, reasons: torch.Tensor, value: torch.Tensor) -> None:
-        """Marks the envs whose rows of `value` (num_envs, d) hold a NaN or inf."""
-        reasons[:, cls.NONFINITE] |= ~torch.isfinite(value).all(dim=1)
+        """Marks the envs whose entries of `value` (num_envs, ...) hold a NaN or inf."""
+        reasons[:, cls.NONFINITE] |= ~torch.isfinite(value).flatten(1).all(dim=1)
 
     def count(self, reasons: torch.Tensor) -> torch.Tensor:
         """Counts this step's (num_envs, 3) reasons; returns the (num_envs,) broken envs."""

@@ -137,7 +137,7 @@ class TaskEnv(VecEnv):
         self._reset_envs(mask)
         obs = self._compute_obs()
         if not every_env:  # the other envs keep their observations too (fresh noise included)
-            obs = {group: torch.where(mask[:, None], value, self.obs[group]) for group, value in obs.items()}
+            obs = {group: torch.where(_rows(mask, value), value, self.obs[group]) for group, value in obs.items()}
         self.obs = obs
         return obs
 
@@ -321,3 +321,8 @@ class TaskEnv(VecEnv):
             raise ValueError(f"actions: expected device {self.device}, got {actions.device}")
         if not actions.is_floating_point():
             raise ValueError(f"actions: expected a floating-point tensor, got {actions.dtype}")
+
+
+def _rows(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """(num_envs,) `mask` shaped to select whole rows of `value` (num_envs, ...)."""
+    return mask.view(-1, *[1] * (value.dim() - 1))

@@ -100,6 +100,18 @@ class ObservationGroup(TermGroup):
     def term_shapes(self, env: TaskEnv) -> dict[str, tuple[int, ...]]:
         return {name: tuple(term(env).shape[1:]) for name, term, _ in self.items()}
 
+    def check(self, env: TaskEnv) -> None:
+        """Besides each term working, the terms must concatenate along their last axis: vectors
+        (num_envs, D) with vectors, images (num_envs, H, W, C) of one size with images."""
+        super().check(env)
+        shapes = self.term_shapes(env)
+        if len({shape[:-1] for shape in shapes.values()}) > 1:
+            raise ConfigError(
+                f"terms of shapes {shapes} cannot be concatenated: vectors and images (and images of "
+                "different sizes) go in separate groups",
+                f"env.{self.section.replace('/', '.')}",
+            )
+
 
 class Rewards(TermGroup):
     """Reward terms, their weights (times the env dt with `reward_scale_by_dt`) and each env's

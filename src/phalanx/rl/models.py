@@ -54,6 +54,13 @@ class ActorCritic(nn.Module):
     @classmethod
     def for_env(cls, observation_spec: dict[str, tuple[int, ...]], action_dim: int, cfg: PolicyCfg) -> ActorCritic:
         """Networks sized for an env's observation groups and action dimension."""
+        for group in {"policy", critic_group(observation_spec)}:
+            if len(observation_spec[group]) != 1:
+                raise ConfigError(
+                    f"the actor-critic reads vectors; group {group!r} is of shape {observation_spec[group]} "
+                    "(images need a convolutional policy, which phalanx does not have yet)",
+                    f"env.observations.{group}",
+                )
         obs_dim = observation_spec["policy"][0]
         critic_dim = observation_spec[critic_group(observation_spec)][0]
         return cls(

@@ -13,7 +13,6 @@ import mujoco_warp as mjw
 import torch
 import warp as wp
 
-from phalanx.errors import ConfigError
 from phalanx.sim import Simulator
 
 DATA_TYPES = ("rgb", "depth", "segmentation")
@@ -38,17 +37,16 @@ class TiledCamera:
         height: int = 64,
         data_types: tuple[str, ...] = ("rgb",),
         groups: tuple[int, ...] = (0, 1, 2),
-        field: str = "camera",
     ):
         for name, value in (("width", width), ("height", height)):
             if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"must be a positive number of pixels, got {value!r}", f"{field}.{name}")
+                raise ValueError(f"camera {name} must be a positive number of pixels, got {value!r}")
         unknown = [t for t in data_types if t not in DATA_TYPES]
         if unknown or not data_types:
-            raise ConfigError(f"got {list(data_types)}; allowed: one or more of {DATA_TYPES}", f"{field}.data_types")
+            raise ValueError(f"camera data_types {list(data_types)}: allowed are one or more of {DATA_TYPES}")
         names = [mujoco.mj_id2name(sim.mjm, mujoco.mjtObj.mjOBJ_CAMERA, i) for i in range(sim.mjm.ncam)]
         if camera not in names:
-            raise ConfigError(f"no camera named {camera!r}; the model has {names}", f"{field}.camera")
+            raise ValueError(f"no camera named {camera!r}; the model has {names}")
         self.sim, self.data_types = sim, tuple(data_types)
         n = sim.num_envs
         with wp.ScopedDevice(sim.wp_device):

@@ -125,3 +125,22 @@ class height_scan(Term):  # noqa: N801 (terms are named like functions)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
         return self.scanner()
+
+
+class camera_image(Term):  # noqa: N801 (terms are named like functions)
+    """(num_envs, H, W, C) what one of the model's cameras sees in every env (`TiledCamera`):
+    `data_type` "rgb" (uint8), "depth" (float, m) or "segmentation" (geom ids); the other params
+    are the camera's (`camera`, `width`, `height`, `groups`). Image terms go in their own group,
+    concatenated along the channels."""
+
+    def __init__(self, env: TaskEnv, data_type: str = "rgb", **params):
+        from phalanx.sensors.tiled_camera import TiledCamera  # Warp and MuJoCo Warp: only when a task sees
+
+        self.data_type = data_type
+        self.camera = TiledCamera(env.sim, data_types=(data_type,), **params)
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        return self.camera()[self.data_type]
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {}  # no per-env state
