@@ -83,6 +83,18 @@ def test_depth_and_segmentation_match_mujocos_ray_through_each_pixel() -> None:
         assert set(np.unique(seg)) == {0, 1}
 
 
+def test_segmentation_as_stable_class_ids() -> None:
+    sim = _scene(2, [0.0, 0.5])
+    raw = TiledCamera(sim, "down", W, H, ("segmentation",))()["segmentation"]
+    classes = {"obstacle": "block", "ground": "floor|rail"}  # "rail" matches nothing here: allowed in a pattern
+    got = TiledCamera(sim, "down", W, H, ("segmentation",), classes=classes)()["segmentation"]
+    block, floor = sim.mjm.geom("block").id, sim.mjm.geom("floor").id
+    assert torch.equal(got, torch.where(raw == block, 1, torch.where(raw == floor, 2, 0)).int())
+    assert set(got.unique().tolist()) == {1, 2}
+    with pytest.raises(ValueError, match="camera class 'ground': 'f.*' matches no geom an earlier class left"):
+        TiledCamera(sim, "down", data_types=("segmentation",), classes={"all": ".*", "ground": "f.*"})
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -8,6 +8,8 @@ one conversion from its packed pixels."""
 
 from __future__ import annotations
 
+import re
+
 import mujoco
 import mujoco_warp as mjw
 import torch
@@ -24,7 +26,9 @@ class TiledCamera:
     - "rgb": (num_envs, H, W, 3) uint8;
     - "depth": (num_envs, H, W, 1) float32, metres along the camera's optical axis (planar), 0
       where the ray hits nothing;
-    - "segmentation": (num_envs, H, W, 1) int32, the geom each pixel sees, -1 for none.
+    - "segmentation": (num_envs, H, W, 1) int32, the geom each pixel sees, -1 for none; with
+      `classes` (class name -> regex of geom names, in order) the class instead: k + 1 for the
+      k-th class whose pattern the geom's name fully matches first, 0 for other geoms and none.
 
     Rendering reads the geoms' poses from the sim's data: after a physics step, those of the last
     substep's forward pass."""
@@ -37,6 +41,7 @@ class TiledCamera:
         height: int = 64,
         data_types: tuple[str, ...] = ("rgb",),
         groups: tuple[int, ...] = (0, 1, 2),
+        classes: dict[str, str] | None = None,
     ):
         for name, value in (("width", width), ("height", height)):
             if not isinstance(value, int) or value < 1:
@@ -48,6 +53,7 @@ class TiledCamera:
         if camera not in names:
             raise ValueError(f"no camera named {camera!r}; the model has {names}")
         self.sim, self.data_types = sim, tuple(data_types)
+        self._class_of = None if classes is None else _class_table(sim, classes)  # (ngeom + 1,): geom id + 1 -> class
         n = sim.num_envs
         with wp.ScopedDevice(sim.wp_device):
             self.context = mjw.create_render_context(
@@ -73,8 +79,26 @@ class TiledCamera:
 
     def __call__(self) -> dict[str, torch.Tensor]:
         self.sim.launch(self._render)
-        return {name: view[..., :3].flip(-1) if name == "rgb" else view for name, view in self._views.items()}
+        images = dict(self._views)
+        if "rgb" in images:
+            images["rgb"] = images["rgb"][..., :3].flip(-1)
+        if "segmentation" in images and self._class_of is not None:
+            images["segmentation"] = self._class_of[images["segmentation"].long() + 1]
+        return images
 
     def _render(self) -> None:
         mjw.refit_bvh(self.sim.model, self.sim.data, self.context)
         mjw.render(self.sim.model, self.sim.data, self.context)
+
+
+def _class_table(sim: Simulator, classes: dict[str, str]) -> torch.Tensor:
+    """(ngeom + 1,) int32 class of each geom id + 1 (index 0: no geom), for `classes` in order."""
+    names = [mujoco.mj_id2name(sim.mjm, mujoco.mjtObj.mjOBJ_GEOM, g) or "" for g in range(sim.mjm.ngeom)]
+    table = torch.zeros(len(names) + 1, dtype=torch.int32)
+    for k, (label, pattern) in enumerate(classes.items()):
+        matched = [g for g, name in enumerate(names) if re.fullmatch(pattern, name) and table[g + 1] == 0]
+        if not matched:
+            left = f"matches no geom an earlier class left; the model has {names}"
+            raise ValueError(f"camera class {label!r}: {pattern!r} {left}")
+        table[[g + 1 for g in matched]] = k + 1
+    return table.to(sim.device)
