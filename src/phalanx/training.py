@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,7 +101,11 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         print(
             f"phalanx train: rank {dist.rank}: lost the other ranks, stopping ({error})".splitlines()[0],
             file=sys.stderr,
+            flush=True,
         )
+        # torchrun names the first failure the root cause, timed in whole seconds (ties go to the
+        # lower rank): the rank that went away must stay first.
+        time.sleep(watchdog.grace_s)
         return 1, trainer
     finally:
         if torch.distributed.is_initialized():  # one rank too: NCCL warns about a group left open
