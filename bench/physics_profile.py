@@ -15,6 +15,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import phalanx
+from phalanx.bench.physics import seconds_per_call
 from phalanx.registry import env_cfg
 from phalanx.sim.model import load_spec
 
@@ -30,17 +31,6 @@ def _cfg(args: argparse.Namespace):
                 geom.contype = geom.conaffinity = 0
         cfg.model = spec.to_xml()
     return cfg
-
-
-def _ms_per_call(fn, calls: int) -> float:
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / calls
 
 
 def main() -> None:
@@ -60,7 +50,7 @@ def main() -> None:
 
     for _ in range(60):  # robots settle, walk or fall
         step()
-    env_ms, sim_ms = _ms_per_call(step, 40), _ms_per_call(env.sim.step, 40)
+    env_ms, sim_ms = (1e3 * seconds_per_call(fn, 40, env.device) for fn in (step, env.sim.step))
     contacts = int(env.sim.data.nacon.numpy()[0]) / env.num_envs
     print(
         f"{args.task} {env.num_envs} envs: env.step {env_ms:.2f} ms, physics step {sim_ms:.2f} ms "

@@ -108,7 +108,7 @@ class TaskEnv(VecEnv):
         self.events.startup(self)
         self.reset()
         self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
-        self.obs_term_shapes = {group: terms.term_shapes(self) for group, terms in self.observations.items()}
+        self.obs_term_shapes = {group: terms.shapes for group, terms in self.observations.items()}
         if verbose:
             print_term_tables(self)
 

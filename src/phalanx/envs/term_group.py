@@ -97,17 +97,18 @@ class ObservationGroup(TermGroup):
     def compute(self, env: TaskEnv) -> torch.Tensor:
         return torch.cat([observed_value(env, term(env), cfg) for _, term, cfg in self.items()], dim=-1)
 
-    def term_shapes(self, env: TaskEnv) -> dict[str, tuple[int, ...]]:
-        return {name: tuple(term(env).shape[1:]) for name, term, _ in self.items()}
-
     def check(self, env: TaskEnv) -> None:
-        """Besides each term working, the terms must concatenate along their last axis: vectors
-        (num_envs, D) with vectors, images (num_envs, H, W, C) of one size with images."""
-        super().check(env)
-        shapes = self.term_shapes(env)
-        if len({shape[:-1] for shape in shapes.values()}) > 1:
+        """Evaluates every term once (they only read state), so that one that cannot work on this
+        model is refused by name, and keeps their shapes (`shapes`: one env's value per term).
+        The terms must concatenate along their last axis: vectors (num_envs, D) with vectors,
+        images (num_envs, H, W, C) of one size with images."""
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        for name, term, _ in self.items():
+            with self.naming(name):
+                self.shapes[name] = tuple(term(env).shape[1:])
+        if len({shape[:-1] for shape in self.shapes.values()}) > 1:
             raise ConfigError(
-                f"terms of shapes {shapes} cannot be concatenated: vectors and images (and images of "
+                f"terms of shapes {self.shapes} cannot be concatenated: vectors and images (and images of "
                 "different sizes) go in separate groups",
                 f"env.{self.section.replace('/', '.')}",
             )

@@ -93,7 +93,7 @@ class TiledCamera:
 
 def _class_table(sim: Simulator, classes: dict[str, str]) -> torch.Tensor:
     """(ngeom + 1,) int32 class of each geom id + 1 (index 0: no geom), for `classes` in order."""
-    names = [mujoco.mj_id2name(sim.mjm, mujoco.mjtObj.mjOBJ_GEOM, g) or "" for g in range(sim.mjm.ngeom)]
+    names = sim.geom_names
     table = torch.zeros(len(names) + 1, dtype=torch.int32)
     for k, (label, pattern) in enumerate(classes.items()):
         matched = [g for g, name in enumerate(names) if re.fullmatch(pattern, name) and table[g + 1] == 0]
