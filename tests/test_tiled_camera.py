@@ -142,3 +142,17 @@ def test_the_mlp_actor_critic_refuses_an_image_policy() -> None:
     env = make_cpu(_cartpole_seeing(policy={"rgb": RGB}), num_envs=2)
     with pytest.raises(ConfigError, match="env.observations.policy: the actor-critic reads vectors"):
         ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg())
+
+
+def test_the_trainer_trains_beside_an_image_group_it_does_not_read() -> None:
+    from rich.console import Console
+
+    from phalanx.rl.trainer import Trainer
+
+    env = make_cpu(_cartpole_seeing(image={"rgb": RGB}), num_envs=8)
+    cfg = phalanx.train_cfg("cartpole")
+    cfg.num_steps_per_env = 4
+    trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
+    assert set(trainer._obs_in) == {"policy"}, "the policy's input holds the groups it reads"
+    rows = [trainer.iterate() for _ in range(2)]
+    assert rows[-1]["frames"] == 2 * 8 * 4

@@ -66,7 +66,8 @@ class Trainer:
         if capture_rollout and not env.capture:
             raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
         self.graphs = StagedGraphs(capture_rollout, self.generator)
-        self._obs_in = {group: value.clone() for group, value in env.obs.items()}  # the policy's static input
+        # The policy's static input: the groups the actor and critic read (not, e.g., an image group).
+        self._obs_in = {group: env.obs[group].clone() for group in {"policy", self.ppo.critic_group}}
         self.stats = EpisodeStats(env.reward_names, env.metric_names, self.device)
         self.iteration = 0
         self.frames = 0
@@ -104,8 +105,8 @@ class Trainer:
         self.graphs.warm()
 
     def _copy_obs_in(self, obs: dict[str, torch.Tensor]) -> None:
-        for group, value in obs.items():
-            self._obs_in[group].copy_(value)
+        for group, value in self._obs_in.items():
+            value.copy_(obs[group])
 
     def _record(self, t: int, reward, terminated, truncated, extras: dict[str, Any]) -> None:
         self.ppo.record(t, reward, terminated, truncated, extras["final_obs"])
