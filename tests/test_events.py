@@ -10,25 +10,26 @@ from phalanx.registry import env_cfg
 
 
 def test_startup_runs_once_and_interval_fires_on_schedule() -> None:
-    calls = {"startup": [], "interval": []}
+    startup_calls = []
+    fired_now = torch.zeros(4, dtype=torch.bool)
 
-    def record(kind):
-        def event(env, mask):
-            calls[kind].append(mask.clone())
-
-        return event
+    def tick(env, mask):  # like every term, it keeps its state in tensors written in place
+        fired_now.copy_(mask)
 
     cfg = env_cfg("cartpole")
-    cfg.events["init"] = EventTermCfg(func=record("startup"), mode="startup")
+    cfg.events["init"] = EventTermCfg(func=lambda env, mask: startup_calls.append(mask.clone()), mode="startup")
     # env dt is 1/60 s: a fixed 0.05 s interval fires on every third step (timers count down by dt).
-    cfg.events["tick"] = EventTermCfg(func=record("interval"), mode="interval", interval_range_s=(0.05, 0.05))
+    cfg.events["tick"] = EventTermCfg(func=tick, mode="interval", interval_range_s=(0.05, 0.05))
     env = make_cpu(cfg, num_envs=4)
-    assert len(calls["startup"]) == 1 and calls["startup"][0].all()
+    assert len(startup_calls) == 1 and startup_calls[0].all()
+    fired = []
     for _ in range(9):
         env.step(torch.zeros(4, 1))
-    fired = torch.stack(calls["interval"])  # (9 steps, 4 envs)
+        fired.append(fired_now.clone())
+    fired = torch.stack(fired)  # (9 steps, 4 envs)
     assert fired.sum(dim=0).tolist() == [3, 3, 3, 3]
     assert fired[2].all() and fired[5].all() and fired[8].all()
+    assert len(startup_calls) == 1
 
 
 def test_interval_event_changes_only_the_envs_it_fires_for() -> None:

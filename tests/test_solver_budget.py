@@ -10,6 +10,7 @@ import torch
 
 import phalanx
 from helpers import make_cpu, random_actions
+from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.sim import Simulator
 from phalanx.sim.model import build_model
@@ -22,7 +23,7 @@ def _sim(task: str, full_budget: bool) -> Simulator:
     scene = None
     if cfg.terrain is not None:  # 16 robots standing on tiles of every sub-terrain and level
         cfg.terrain.num_rows, cfg.terrain.num_cols = 4, 7
-        scene = TerrainScene(cfg.terrain, 16, torch.device("cpu"), torch.Generator().manual_seed(0))
+        scene = TerrainScene(cfg.terrain, 16, torch.device("cpu"), StepRandoms(0, torch.device("cpu")))
     sim = Simulator(build_model(cfg.model, cfg.actuators, None if scene is None else scene.add_to), 16, "cpu", cfg.sim)
     if scene is not None:
         sim.qpos[:, :3] += scene.origins
@@ -57,3 +58,19 @@ def test_worlds_at_the_iteration_limit_are_not_reset(task: str) -> None:
         limited |= bool((env.sim.overflow & int(mjw.OverflowType.ITERATIONS)).any())
     assert limited, "no world reached the iteration limit: the test shows nothing"
     assert int(env.invalid_resets) == 0
+
+
+def test_the_unrolled_solver_loop_solves_like_the_conditional_one() -> None:
+    """`unroll_solver` launches every iteration of the budget; worlds that converged skip them, so
+    the states match the conditional loop's (on a CPU that loop checks on the host)."""
+    loops = [_sim("ant", full_budget=False) for _ in range(2)]
+    assert loops[0].cfg.unroll_solver
+    loops[1].model.opt.graph_conditional = True
+    generator = torch.Generator().manual_seed(2)
+    for _ in range(30):
+        ctrl = torch.rand(loops[0].ctrl.shape, generator=generator) * 2 - 1
+        for sim in loops:
+            sim.ctrl[:] = ctrl
+            sim.step()
+    torch.testing.assert_close(loops[0].qvel, loops[1].qvel, rtol=0, atol=0)
+    torch.testing.assert_close(loops[0].qpos, loops[1].qpos, rtol=0, atol=0)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from phalanx.assets import asset_path
+from phalanx.envs.step_randoms import StepRandoms
 from phalanx.errors import ConfigError
 from phalanx.sensors import HeightScanner
 from phalanx.sim import SimCfg, Simulator
@@ -74,7 +75,7 @@ def test_height_at_is_the_surface_mujoco_casts_rays_at() -> None:
     every sub-terrain, off grid points, it equals where MuJoCo's C ray cast hits."""
     from phalanx.envs.terrain_scene import TerrainScene
 
-    scene = TerrainScene(_cfg(seed=5), 1, torch.device("cpu"), torch.Generator().manual_seed(0))
+    scene = TerrainScene(_cfg(seed=5), 1, torch.device("cpu"), StepRandoms(0, torch.device("cpu")))
     spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
     scene.add_to(spec)
     mjm = spec.compile()
@@ -129,7 +130,7 @@ def test_height_scan_from_the_terrain_grid_equals_the_ray_cast() -> None:
     robots anywhere over a terrain of many heightfield blocks, on every sub-terrain."""
     from phalanx.envs.terrain_scene import TerrainScene
 
-    scene = TerrainScene(_cfg(seed=2), 1, torch.device("cpu"), torch.Generator().manual_seed(0))
+    scene = TerrainScene(_cfg(seed=2), 1, torch.device("cpu"), StepRandoms(0, torch.device("cpu")))
     spec = mujoco.MjSpec.from_file(asset_path("anymal.xml"))
     scene.add_to(spec)
     n = 64
@@ -161,7 +162,7 @@ def test_curriculum_promotes_demotes_and_recycles_on_scripted_distances() -> Non
     from phalanx.terrain import TerrainCurriculum
 
     terrain = generate_terrain(_cfg())  # 3 levels, tiles of 4 m
-    cur = TerrainCurriculum(terrain, 8, "cpu", torch.Generator().manual_seed(0), max_init_level=0)
+    cur = TerrainCurriculum(terrain, 8, "cpu", StepRandoms(0, torch.device("cpu")), max_init_level=0)
     assert cur.levels.tolist() == [0] * 8 and cur.types.tolist() == list(range(8))
     torch.testing.assert_close(cur.env_origins(), torch.tensor(terrain.origins[0, :8], dtype=torch.float32))
     all_envs = torch.ones(8, dtype=torch.bool)

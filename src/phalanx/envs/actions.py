@@ -78,7 +78,7 @@ class Actions:
         low, high = self.cfg.delay_range
         if high > 0:
             self.history.masked_fill_(mask[None, :, None], 0.0)
-            delay = torch.randint(low, high + 1, (env.num_envs,), device=env.device, generator=env.rng)
+            delay = env.randint((env.num_envs,), low, high + 1)
             self.delay.copy_(torch.where(mask, delay, self.delay))
         if self.low_level is not None:
             self.low_level.reset(env, mask)

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 def draw_interval(env: TaskEnv, range_s: tuple[float, float]) -> torch.Tensor:
     """(num_envs,) seconds until an event fires or a command is resampled, uniform in range_s."""
-    low, high = range_s
-    return low + (high - low) * torch.rand(env.num_envs, device=env.device, generator=env.rng)
+    return env.uniform((env.num_envs,), *range_s)
 
 
 def due(env: TaskEnv, timer: torch.Tensor, range_s: tuple[float, float]) -> torch.Tensor:

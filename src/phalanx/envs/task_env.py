@@ -14,6 +14,7 @@ from phalanx.envs.cfg import CommandTerm, TaskCfg
 from phalanx.envs.low_level import LowLevelPolicy, LowLevelSource
 from phalanx.envs.names import matching_ids
 from phalanx.envs.schedules import Commands, Curriculum, Events
+from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.tensor_state import load_checked
 from phalanx.envs.term_group import Metrics, ObservationGroup, Rewards, Terminations
@@ -36,8 +37,8 @@ class TaskEnv(VecEnv):
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
-    (this step's terminal flags), `rng` (the env's torch generator), `joints` (the driven
-    actuators and their joints).
+    (this step's terminal flags), `joints` (the driven actuators and their joints). Terms draw
+    random numbers with `uniform` and `randint`.
     """
 
     def __init__(
@@ -61,11 +62,10 @@ class TaskEnv(VecEnv):
             # CUDA graphs capture on the current device's stream: make it this env's device.
             torch.cuda.set_device(device)
         self.cfg, self.num_envs, self.device, self.seed = cfg, num_envs, device, seed
-        self.rng = torch.Generator(device=device)
-        self.rng.manual_seed(seed)
+        self.random = StepRandoms(seed, device)
         self.terrain: TerrainScene | None = None
         if cfg.terrain is not None:
-            self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.rng, cfg.terrain_command)
+            self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.random, cfg.terrain_command)
         model = build_model(cfg.model, cfg.actuators, edit=None if self.terrain is None else self.terrain.add_to)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
         hierarchy = 1 if cfg.actions.low_level is None else cfg.actions.low_level.decimation
@@ -77,7 +77,7 @@ class TaskEnv(VecEnv):
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.step_count = torch.zeros((), dtype=torch.long, device=device)  # env steps since creation
         self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=device)
-        # The parts, in the order their timers draw from `rng`: events, then commands.
+        # The parts, in the order their timers draw: events, then commands.
         self.events = Events(self, cfg.events)
         self.commands = Commands(self, cfg.commands)
         # The actuators the actions drive: the task's own, or those of its low-level policy's task.
@@ -92,13 +92,13 @@ class TaskEnv(VecEnv):
         self.terminations = Terminations(self, cfg.terminations, "terminations")
         self.metrics = Metrics(self, cfg.metrics)
         self.curriculum = Curriculum(self, cfg.curriculum)
-        self.broken_worlds = BrokenWorlds(device)
+        self.broken_worlds = BrokenWorlds(num_envs, device)
         self.reward_names, self.metric_names = self.rewards.names, self.metrics.names
 
         self.capture = device.type == "cuda" if capture is None else capture
         self.compile = (self.capture and cfg.compile_step) if compile is None else compile
         self.stepper = CapturedStep(
-            self._step, (num_envs, self.action_dim), device, self.rng, self.capture, self.compile
+            self._step, (num_envs, self.action_dim), device, self.random.generator, self.capture, self.compile
         )
 
         if self.terrain is not None:
@@ -143,27 +143,30 @@ class TaskEnv(VecEnv):
 
     def step(self, actions: torch.Tensor):
         self._check_actions(actions)
+        if not self.random.counted:
+            self._dry_step(self._step, actions)  # counts the random numbers a step takes
         if self.compile and not self.sim.stepped:
-            self._trace_while_warp_compiles(actions)
+            self._dry_step(self.stepper.fn, actions)
         out = self.stepper(actions)
         self.obs = out[0]
         return out
 
-    def _trace_while_warp_compiles(self, actions: torch.Tensor) -> None:
-        """On a fresh machine the first compiled step would compile Warp's modules and then
-        torch.compile the torch part around them, one after the other, each for tens of seconds.
-        Here torch.compile traces and compiles the step with every Warp launch skipped while the
-        modules go on compiling in the background (`Simulator.compile_step_work`); the state that
-        call changed is then put back, and the real step finds both compiled."""
+    def _dry_step(self, step: Any, actions: torch.Tensor) -> None:
+        """Runs `step` with every Warp launch skipped, then puts back the state it changed. Once
+        eagerly, to count the random numbers a step takes (`StepRandoms`). With torch.compile,
+        once compiled: on a fresh machine the first compiled step would compile Warp's modules and
+        then torch.compile the torch part around them, one after the other, each for tens of
+        seconds; this traces and compiles the step while the modules go on compiling in the
+        background (`Simulator.compile_step_work`), and the real step finds both compiled."""
         state = self.state_dict()
         with self.sim.warp_skipped():
-            self.stepper.fn(actions)
+            step(actions)
         self.load_state_dict(state)
 
     @property
     def invalid_resets(self) -> torch.Tensor:
         """Device scalar: envs reset so far because their simulation broke (no host sync)."""
-        return self.broken_worlds.envs.clone()
+        return self.broken_worlds.envs
 
     def report_invalid(self) -> list[str]:
         """Host-side summary of envs reset because the simulation broke, by reason, with the
@@ -179,7 +182,7 @@ class TaskEnv(VecEnv):
             "sim": self.sim.state_dict(),
             "episode": {name: value.clone() for name, value in self._episode_buffers().items()},
             "obs": {group: value.clone() for group, value in self.obs.items()},
-            "rng": self.rng.get_state(),
+            "rng": self.random.generator.get_state(),
         }
         return state | {name: part.state_dict() for name, part in self._parts().items()}
 
@@ -197,7 +200,7 @@ class TaskEnv(VecEnv):
             part.load_state_dict(state[name])
         self.sim.load_state_dict(state["sim"])
         self.obs = {group: value.to(self.device).clone() for group, value in state["obs"].items()}
-        self.rng.set_state(state["rng"])
+        self.random.generator.set_state(state["rng"])
 
     def command(self, name: str) -> torch.Tensor:
         """(num_envs, d) the current value of the named command."""
@@ -232,14 +235,19 @@ class TaskEnv(VecEnv):
         """Indices into `sim.geom_names` of the geoms whose names match `pattern`."""
         return matching_ids(pattern, self.sim.geom_names, "geom pattern", "geom", self.device)
 
-    @torch.compiler.disable  # one tiny op; compiling it would specialize on every (low, high) pair
-    def uniform(self, shape: tuple[int, ...], low: float, high: float) -> torch.Tensor:
-        """Uniform samples in [low, high) from the env's generator (for events and terms)."""
-        return low + (high - low) * torch.rand(shape, device=self.device, generator=self.rng)
+    def uniform(self, shape: tuple[int, ...], low: float | torch.Tensor, high: float | torch.Tensor) -> torch.Tensor:
+        """Uniform samples in [low, high) (floats, or tensors that broadcast to `shape`) from the
+        env's generator (`StepRandoms`)."""
+        return low + (high - low) * self.random.uniform(shape)
+
+    def randint(self, shape: tuple[int, ...], low: int, high: int) -> torch.Tensor:
+        """int64 samples uniform over low, ..., high - 1, like `torch.randint`."""
+        return self.random.randint(shape, low, high)
 
     # ----------------------------------------------------------------------------- the step
 
     def _step(self, actions: torch.Tensor):
+        self.random.begin_step()
         self.actions.apply(self, actions)
         self.episode_length += 1
         self.step_count += 1
@@ -275,6 +283,7 @@ class TaskEnv(VecEnv):
         self.commands.step(self)
         obs = self._compute_obs()
         extras = {"final_obs": final_obs, "episode": episode, "log": self._log()}
+        self.random.end_step()
         return obs, reward, self.terminated.clone(), truncated, extras
 
     def _reset_envs(self, mask: torch.Tensor) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import torch
 
+from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.errors import ConfigError
 from phalanx.terrain.curriculum import TerrainCurriculum
@@ -25,12 +26,12 @@ class TerrainScene:
     over a whole episode (Isaac Lab's terrain_levels_vel)."""
 
     def __init__(
-        self, cfg: TerrainCfg, num_envs: int, device: torch.device, generator: torch.Generator,
+        self, cfg: TerrainCfg, num_envs: int, device: torch.device, random: StepRandoms,
         command: str | None = None,
     ):  # fmt: skip
         self.terrain = generate_terrain(cfg)
         self.heights = torch.tensor(self.terrain.heights, dtype=torch.float32, device=device)
-        self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, generator)
+        self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, random)
         self.origins = self.curriculum.env_origins().clone()
         self.command = command
 

@@ -30,6 +30,11 @@ class SimCfg:
     model's (default 50)."""
     tolerance: float | None = None
     """Solver convergence tolerance (`opt.tolerance`); None keeps the model's (default 1e-8)."""
+    unroll_solver: bool = False
+    """On CUDA, launch the solver's `iterations` one after another instead of in MuJoCo Warp's
+    graph-conditional loop, which checks after each iteration whether every world converged.
+    With a small budget and moving robots some world always needs the whole budget, so the checks
+    only cost time; worlds that converged skip the remaining iterations either way (same result)."""
     body_forces: bool = False
     """Compute per-body interaction and external (contact) wrenches, `cfrc_int`/`cfrc_ext`, once
     per env step (for the state the last substep's forward pass saw)."""

@@ -84,6 +84,7 @@ class Simulator:
             self._check_memory()
             self.model = mjw.put_model(mjm)
             self.model.opt.warn_overflow = 0  # overflows are reported by phalanx, per env, with the flag to fix them
+            self.model.opt.graph_conditional = not cfg.unroll_solver
             try:
                 self.data = mjw.make_data(mjm, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
             except RuntimeError as error:  # Warp's allocator: "Failed to allocate N bytes on device ..."
@@ -334,9 +335,9 @@ class Simulator:
         Inside a torch CUDA graph capture (the env's captured step), the substeps are recorded
         into that graph instead.
         """
-        self._stepped = True
         if self._skip_warp:
             return
+        self._stepped = True
         self.compile_step_work()
         self._run_set_const()
         if self.device.type != "cuda" or not self.cfg.graph or self._capturing():

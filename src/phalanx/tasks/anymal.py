@@ -82,7 +82,7 @@ def _velocity_cfg(description: str) -> TaskCfg:
         # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): anymal-flat
         # 0.52 -> 0.74 M env steps/s on an H100 at 4096 envs; runs on flat ground and terrain learn
         # at least as far per iteration (docs/benchmarks.md, "Solver budget").
-        sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL, iterations=4, ls_iterations=6),
+        sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL, iterations=4, ls_iterations=6, unroll_solver=True),
         actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=None),
         commands={
             "base_velocity": CommandTermCfg(

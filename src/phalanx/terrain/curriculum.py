@@ -3,9 +3,14 @@ enough and to an easier one when it did not (Rudin et al.; Isaac Lab's terrain_l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from phalanx.terrain.generator import Terrain
+
+if TYPE_CHECKING:
+    from phalanx.envs.step_randoms import StepRandoms
 
 
 class TerrainCurriculum:
@@ -17,14 +22,14 @@ class TerrainCurriculum:
     that pass the hardest level to a random level, so they keep covering the grid."""
 
     def __init__(
-        self, terrain: Terrain, num_envs: int, device: torch.device | str, generator: torch.Generator,
+        self, terrain: Terrain, num_envs: int, device: torch.device | str, random: StepRandoms,
         max_init_level: int = 5,
     ):  # fmt: skip
         rows, cols = terrain.origins.shape[:2]
-        self.num_levels, self.tile_size, self.generator = rows, terrain.cfg.tile_size, generator
+        self.num_levels, self.tile_size, self.random = rows, terrain.cfg.tile_size, random
         self.origins = torch.tensor(terrain.origins, dtype=torch.float32, device=device)
         top = min(max_init_level, rows - 1) + 1
-        self.levels = torch.randint(0, top, (num_envs,), device=device, generator=generator)
+        self.levels = random.randint((num_envs,), 0, top)
         self.types = torch.div(torch.arange(num_envs, device=device) * cols, num_envs, rounding_mode="floor")
 
     def env_origins(self) -> torch.Tensor:
@@ -37,7 +42,7 @@ class TerrainCurriculum:
         down = (distance < required) & ~up
         levels = self.levels + (mask & up).long() - (mask & down).long()
         passed = levels >= self.num_levels
-        random = torch.randint(0, self.num_levels, levels.shape, device=levels.device, generator=self.generator)
+        random = self.random.randint(tuple(levels.shape), 0, self.num_levels)
         self.levels.copy_(torch.where(passed, random, levels.clamp(min=0)))
 
     def mean_level(self) -> torch.Tensor:

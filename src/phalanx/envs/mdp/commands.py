@@ -50,16 +50,14 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
         n = env.num_envs
-        low, high = self.ranges[:, 0], self.ranges[:, 1]
-        draw = low + (high - low) * torch.rand(n, 3, device=env.device, generator=env.rng)
+        draw = env.uniform((n, 3), self.ranges[:, 0], self.ranges[:, 1])
         self.command.copy_(torch.where(mask[:, None], draw, self.command))
-        stand = torch.rand(n, device=env.device, generator=env.rng) < self.standing
+        stand = env.uniform((n,), 0.0, 1.0) < self.standing
         self.is_standing.copy_(torch.where(mask, stand, self.is_standing))
         if self.heading is not None:
-            low, high = self.heading
-            target = low + (high - low) * torch.rand(n, device=env.device, generator=env.rng)
+            target = env.uniform((n,), *self.heading)
             self.heading_target.copy_(torch.where(mask, target, self.heading_target))
-            use = torch.rand(n, device=env.device, generator=env.rng) < self.heading_envs
+            use = env.uniform((n,), 0.0, 1.0) < self.heading_envs
             self.is_heading.copy_(torch.where(mask, use, self.is_heading))
 
     def update(self, env: TaskEnv) -> None:
@@ -99,8 +97,7 @@ class uniform_pose_2d(CommandTerm):  # noqa: N801 (terms are named like function
         self.command = torch.zeros(env.num_envs, 3, device=env.device)
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
-        low, high = self.ranges[:, 0], self.ranges[:, 1]
-        draw = low + (high - low) * torch.rand(env.num_envs, 3, device=env.device, generator=env.rng)
+        draw = env.uniform((env.num_envs, 3), self.ranges[:, 0], self.ranges[:, 1])
         draw[:, :2] += state.root_pos_w(env)[:, :2]
         self.goal_w.copy_(torch.where(mask[:, None], draw, self.goal_w))
 

@@ -1,7 +1,7 @@
 """Event terms: `func(env, mask, **params)` changes the state of the envs where mask is True.
 
 They run after `sim.reset_` put those envs in the default state, so they add offsets to it.
-Random draws come from `env.rng` for all envs and are applied through the mask (no host sync).
+Random draws come from `env.uniform` for all envs and are applied through the mask (no host sync).
 """
 
 from __future__ import annotations
