@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from helpers import make_cpu, random_actions
+from phalanx.envs.broken_worlds import BrokenWorlds
 from phalanx.registry import env_cfg
 
 
@@ -83,3 +84,15 @@ def test_nan_observation_or_reward_resets_only_that_env() -> None:
     assert torch.isfinite(extras["final_obs"]["policy"]).all(), "final_obs must be safe to bootstrap from"
     assert env.episode_length.tolist() == [1, 0, 0, 1]
     assert int(env.invalid_resets) == 2
+
+
+def test_broken_world_totals_survive_a_state_round_trip() -> None:
+    """The counters are per env (no sum over envs inside the step); the state keeps the totals."""
+    worlds = BrokenWorlds(4, torch.device("cpu"))
+    reasons = torch.tensor([[1, 0, 1], [0, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=torch.bool)
+    assert worlds.count(reasons).tolist() == [True, False, True, True]
+    worlds.count(reasons[[3, 0, 1, 2]])
+    assert worlds.counts.tolist() == [2, 2, 4] and int(worlds.envs) == 6
+    restored = BrokenWorlds(4, torch.device("cpu"))
+    restored.load_state_dict(worlds.state_dict())
+    assert restored.counts.tolist() == [2, 2, 4] and int(restored.envs) == 6
