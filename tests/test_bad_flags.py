@@ -69,6 +69,8 @@ BAD_TRAIN_FLAGS = [
     (["--policy.init-noise-std", "0"], "--policy.init-noise-std: must be a finite number > 0, got 0.0"),
     (["--policy.init-noise-std", "-1"], "--policy.init-noise-std: must be a finite number > 0, got -1.0"),
     (["--algo.gamma", "1.5"], "--algo.gamma: must be in [0, 1], got 1.5"),
+    (["--policy.cnn-strides", "2", "0"], "--policy.cnn-strides: must be a positive integer, got 0"),
+    (["--policy.cnn-features", "0"], "--policy.cnn-features: must be a positive integer, got 0"),
     (["--max-iterations", "0"], "--max-iterations: must be a positive integer, got 0"),
     (["--stall-timeout-s", "inf"], "--stall-timeout-s: must be a finite number > 0 seconds, got inf"),
 ]
@@ -124,3 +126,8 @@ def test_episode_length_must_be_positive(length: float) -> None:
     cfg.episode_length_s = length
     with pytest.raises(ConfigError, match=rf"episode_length_s: must be a finite number > 0 seconds, got {length}"):
         phalanx.make(cfg, num_envs=2, device="cpu", verbose=False)
+
+
+def test_an_image_group_the_env_lacks_is_named(capsys, tmp_path: Path) -> None:
+    err = _run([*TRAIN, "--run-dir", str(tmp_path / "run"), "--policy.image-group", "image"], capsys)
+    assert "--policy.image-group: 'image': expected an observation group of (H, W, C) images, got no such group" in err

@@ -111,7 +111,7 @@ def test_time_outs_bootstrap_from_the_final_observation() -> None:
         return out
 
     env.step = spy
-    trainer.policy.value = lambda obs: torch.full((obs.shape[0],), 10.0)  # V = 10 everywhere
+    trainer.policy.value = lambda obs, image=None: torch.full((obs.shape[0],), 10.0)  # V = 10 everywhere
     trainer._collect(IntervalTimer(env.device))
     for t, (reward, terminated, truncated) in enumerate(seen["outs"]):
         expected = reward + gamma * 10.0 * truncated.float()

@@ -140,7 +140,7 @@ def test_the_mlp_actor_critic_refuses_an_image_policy() -> None:
     from phalanx.rl.models import ActorCritic
 
     env = make_cpu(_cartpole_seeing(policy={"rgb": RGB}), num_envs=2)
-    with pytest.raises(ConfigError, match="env.observations.policy: the actor-critic reads vectors"):
+    with pytest.raises(ConfigError, match="env.observations.policy: the actor-critic reads vectors.*image-group"):
         ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg())
 
 

@@ -23,12 +23,26 @@ class PolicyCfg:
     """Activation between layers: elu, relu, tanh, selu or silu."""
     init_noise_std: float = 1.0
     """Initial standard deviation of the Gaussian policy."""
+    image_group: str | None = None
+    """An observation group of images (num_envs, H, W, C) that the actor and critic also see,
+    through convolutions (`cnn_*`) whose features join the vector observations; None: vectors only."""
+    cnn_channels: tuple[int, ...] = (32, 64, 64)
+    """Output channels of each convolution (with `image_group`)."""
+    cnn_kernel_sizes: tuple[int, ...] = (8, 4, 3)
+    """Kernel size of each convolution."""
+    cnn_strides: tuple[int, ...] = (4, 2, 1)
+    """Stride of each convolution."""
+    cnn_features: int = 256
+    """Width of the linear layer after the convolutions: the image's features."""
+    shared_encoder: bool = True
+    """One image encoder that the actor's and the critic's losses both train; off: one each."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`policy.FIELD`), its value and what is allowed."""
-        for name in ("actor_hidden_dims", "critic_hidden_dims"):
+        for name in ("actor_hidden_dims", "critic_hidden_dims", "cnn_channels", "cnn_kernel_sizes", "cnn_strides"):
             for width in getattr(self, name):
                 check_int(f"policy.{name}", width)
+        check_int("policy.cnn_features", self.cnn_features)
         if self.activation not in ACTIVATIONS:
             raise ConfigError(f"got {self.activation!r}; allowed: {', '.join(ACTIVATIONS)}", "policy.activation")
         check_positive("policy.init_noise_std", self.init_noise_std)

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from phalanx.errors import ConfigError
 from phalanx.rl.checkpoint import load_weights
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import mlp
@@ -47,6 +48,8 @@ def checkpoint_actor(state: dict[str, Any], source: str) -> ActorFactory:
     """The actor of a checkpoint written by `phalanx train` (`source` names it in errors)."""
     config = state["config"]
     policy = PolicyCfg(**config["policy"])
+    if policy.image_group is not None:
+        raise ConfigError(f"{source}: its policy reads images ({policy.image_group!r}); a frozen actor reads vectors")
 
     def build(obs_dim: int, action_dim: int, device: torch.device, seed: int) -> nn.Module:
         module = untrained_actor(policy, config["empirical_normalization"])(

@@ -1,4 +1,5 @@
-"""Gaussian actor-critic MLPs with a state-independent log standard deviation."""
+"""Gaussian actor-critic MLPs with a state-independent log standard deviation, optionally seeing
+an image group through a convolutional encoder."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ if TYPE_CHECKING:
     from phalanx.rl.config import PolicyCfg
 
 from phalanx.errors import ConfigError
+from phalanx.rl.image_encoder import ImageEncoder
 
 ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "selu": nn.SELU, "silu": nn.SiLU}
 
@@ -34,7 +36,9 @@ def critic_group(observation_spec: dict[str, tuple[int, ...]]) -> str:
 
 
 class ActorCritic(nn.Module):
-    """actor(obs) -> action mean; critic(critic_obs) -> value; one learned log-std per action."""
+    """actor(obs[, image]) -> action mean; critic(critic_obs[, image]) -> value; one learned
+    log-std per action. With encoders, the image's features join the vector observations: the
+    actor's and the critic's own, or one encoder both train (the same module passed twice)."""
 
     def __init__(
         self,
@@ -45,44 +49,71 @@ class ActorCritic(nn.Module):
         critic_hidden: tuple[int, ...],
         activation: str,
         init_noise_std: float,
+        actor_encoder: ImageEncoder | None = None,
+        critic_encoder: ImageEncoder | None = None,
     ):
         super().__init__()
-        self.actor = mlp(obs_dim, actor_hidden, action_dim, activation)
-        self.critic = mlp(critic_obs_dim, critic_hidden, 1, activation)
+        self.actor_encoder, self.critic_encoder = actor_encoder, critic_encoder
+        actor_features = 0 if actor_encoder is None else actor_encoder.features
+        critic_features = 0 if critic_encoder is None else critic_encoder.features
+        self.actor = mlp(obs_dim + actor_features, actor_hidden, action_dim, activation)
+        self.critic = mlp(critic_obs_dim + critic_features, critic_hidden, 1, activation)
         self.log_std = nn.Parameter(torch.full((action_dim,), float(torch.log(torch.tensor(init_noise_std)))))
 
     @classmethod
     def for_env(cls, observation_spec: dict[str, tuple[int, ...]], action_dim: int, cfg: PolicyCfg) -> ActorCritic:
-        """Networks sized for an env's observation groups and action dimension."""
+        """Networks sized for an env's observation groups and action dimension; with
+        `cfg.image_group`, convolutional encoders for that group's images."""
         for group in {"policy", critic_group(observation_spec)}:
             if len(observation_spec[group]) != 1:
                 raise ConfigError(
                     f"the actor-critic reads vectors; group {group!r} is of shape {observation_spec[group]} "
-                    "(images need a convolutional policy, which phalanx does not have yet)",
+                    "(put images in a group of their own and name it with --policy.image-group)",
                     f"env.observations.{group}",
                 )
-        obs_dim = observation_spec["policy"][0]
-        critic_dim = observation_spec[critic_group(observation_spec)][0]
+        encoders = (None, None)
+        if cfg.image_group is not None:
+            shape = observation_spec.get(cfg.image_group)
+            if shape is None or len(shape) != 3:
+                got = "no such group" if shape is None else f"shape {shape}"
+                raise ConfigError(
+                    f"{cfg.image_group!r}: expected an observation group of (H, W, C) images, got {got}; "
+                    f"the env's groups: {observation_spec}",
+                    "policy.image_group",
+                )
+
+            def encoder() -> ImageEncoder:
+                return ImageEncoder(
+                    shape, cfg.cnn_channels, cfg.cnn_kernel_sizes, cfg.cnn_strides, cfg.cnn_features,
+                    ACTIVATIONS[cfg.activation],
+                )  # fmt: skip
+
+            actor_encoder = encoder()
+            encoders = (actor_encoder, actor_encoder if cfg.shared_encoder else encoder())
         return cls(
-            obs_dim,
-            critic_dim,
+            observation_spec["policy"][0],
+            observation_spec[critic_group(observation_spec)][0],
             action_dim,
             cfg.actor_hidden_dims,
             cfg.critic_hidden_dims,
             cfg.activation,
             cfg.init_noise_std,
+            *encoders,
         )
 
-    def distribution(self, obs: torch.Tensor) -> Normal:
-        """The policy for obs (N, obs_dim): independent Gaussians per action dimension, in float32
-        (the mean too, when the actor ran under autocast)."""
-        mean = self.actor(obs).float()
+    def _with_features(self, obs: torch.Tensor, image: torch.Tensor | None, encoder: ImageEncoder | None):
+        return obs if encoder is None else torch.cat([obs, encoder(image)], dim=-1)
+
+    def distribution(self, obs: torch.Tensor, image: torch.Tensor | None = None) -> Normal:
+        """The policy for obs (N, obs_dim) (and image (N, H, W, C) with encoders): independent
+        Gaussians per action dimension, in float32 (the mean too, when the actor ran under autocast)."""
+        mean = self.actor(self._with_features(obs, image, self.actor_encoder)).float()
         return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)  # validation syncs the host
 
-    def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
+    def value(self, critic_obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:
         """(N,) state values."""
-        return self.critic(critic_obs).squeeze(-1)
+        return self.critic(self._with_features(critic_obs, image, self.critic_encoder)).squeeze(-1)
 
-    def act_deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+    def act_deterministic(self, obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:
         """(N, action_dim) the mean action, for evaluation and play."""
-        return self.actor(obs)
+        return self.actor(self._with_features(obs, image, self.actor_encoder))

@@ -18,17 +18,19 @@ from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.sim.video import EnvRecorder
 
 
-def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The checkpoint's deterministic policy: policy observations (N, obs_dim) -> mean actions."""
+def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+    """The checkpoint's deterministic policy: the env's observation groups -> mean actions."""
     cfg = state["config"]
-    policy = ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg(**cfg["policy"])).to(env.device)
+    policy_cfg = PolicyCfg(**cfg["policy"])
+    policy = ActorCritic.for_env(env.observation_spec, env.action_dim, policy_cfg).to(env.device)
     load_weights(policy, state["policy"], "--checkpoint: the policy")
     normalizer = EmpiricalNormalizer(env.observation_spec["policy"][0]).to(env.device)
     load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
 
     @torch.no_grad()
-    def act(obs: torch.Tensor) -> torch.Tensor:
-        return policy.act_deterministic(normalizer(obs) if cfg["empirical_normalization"] else obs)
+    def act(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        vector = normalizer(obs["policy"]) if cfg["empirical_normalization"] else obs["policy"]
+        return policy.act_deterministic(vector, obs.get(policy_cfg.image_group))
 
     return act
 
@@ -50,7 +52,10 @@ class Episodes:
 
 
 def run_episodes(
-    env: TaskEnv, act: Callable[[torch.Tensor], torch.Tensor], steps: int, recorder: EnvRecorder | None = None
+    env: TaskEnv,
+    act: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    steps: int,
+    recorder: EnvRecorder | None = None,
 ) -> Episodes:
     """Steps every env `steps` times from a reset and collects the episodes that finished (host
     reads every step: for evaluation, not training)."""
@@ -59,7 +64,7 @@ def run_episodes(
     for _ in range(steps):
         if recorder is not None:
             recorder.capture()
-        obs, _, _, _, extras = env.step(act(obs["policy"]))
+        obs, _, _, _, extras = env.step(act(obs))
         episode = extras["episode"]
         done = episode["done"]
         episodes.returns += episode["return"][done].tolist()

@@ -124,6 +124,8 @@ class PPO:
         tf32: bool = False,
         bf16_update: bool = False,
         compile_update: bool = False,
+        image_group: str | None = None,
+        image_dtype: torch.dtype = torch.uint8,
     ):
         cfg.check()
         device = next(policy.parameters()).device
@@ -137,8 +139,10 @@ class PPO:
         separate = self.critic_group != "policy"
         self.critic_norm = EmpiricalNormalizer(critic_dim).to(device) if separate else self.obs_norm
         action_dim = policy.log_std.shape[0]
+        self.image_group = image_group  # the policy's encoders read it, stored as it comes
+        image_shape = None if image_group is None else observation_spec[image_group]
         self.storage = RolloutStorage(
-            num_steps, num_envs, obs_dim, critic_dim if separate else None, action_dim, device
+            num_steps, num_envs, obs_dim, critic_dim if separate else None, action_dim, device, image_shape, image_dtype
         )
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
         self.optimizer = torch.optim.Adam(
@@ -175,21 +179,27 @@ class PPO:
         actor_obs = self.obs_norm(actor_obs)
         return actor_obs, actor_obs if self.critic_norm is self.obs_norm else self.critic_norm(critic_obs)
 
+    def _image(self, obs: dict[str, torch.Tensor]) -> torch.Tensor | None:
+        return None if self.image_group is None else obs[self.image_group]
+
     @torch.no_grad()
     @_in_matmul_precision
     def act(self, obs: dict[str, torch.Tensor], t: int) -> torch.Tensor:
         """Samples actions for `obs` and stores step t's observations and policy outputs."""
         storage = self.storage
         actor_obs, critic_obs = self._normalized(obs, update=True)
-        dist = self.policy.distribution(actor_obs)
+        image = self._image(obs)
+        dist = self.policy.distribution(actor_obs, image)
         noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
         actions = dist.mean + dist.stddev * noise
         storage.obs[t] = actor_obs
         if self.critic_group != "policy":
             storage.critic_obs[t] = critic_obs
+        if image is not None:
+            storage.images[t] = image
         storage.actions[t] = actions
         storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
-        storage.values[t] = self.policy.value(critic_obs)
+        storage.values[t] = self.policy.value(critic_obs, image)
         storage.action_mean[t] = dist.mean
         storage.action_std[t] = dist.stddev
         return actions
@@ -207,7 +217,7 @@ class PPO:
         """Stores step t's outcome. Time-outs are not terminal: their reward gains the discounted
         value of the observation the episode ended on."""
         _, final_critic_obs = self._normalized(final_obs, update=False)
-        bootstrap = self.cfg.gamma * self.policy.value(final_critic_obs) * truncated
+        bootstrap = self.cfg.gamma * self.policy.value(final_critic_obs, self._image(final_obs)) * truncated
         self.storage.rewards[t] = reward + bootstrap
         self.storage.dones[t] = (terminated | truncated).float()
 
@@ -219,7 +229,7 @@ class PPO:
         collective over ranks per iteration (a merge per env step kept every rank in lockstep)."""
         storage = self.storage
         _, critic_obs = self._normalized(obs, update=False)
-        last_values = self.policy.value(critic_obs)
+        last_values = self.policy.value(critic_obs, self._image(obs))
         storage.advantages[:], storage.returns[:] = compute_gae(
             storage.rewards, storage.values, storage.dones, last_values, self.cfg.gamma, self.cfg.lam
         )
@@ -279,9 +289,14 @@ class PPO:
         batch = total // cfg.num_mini_batches
         sums = torch.zeros(len(self.TERMS), device=self.device)
         for _ in range(cfg.num_learning_epochs):
-            shuffled = storage.shuffled(torch.randperm(total, device=self.device, generator=self.generator))
+            order = torch.randperm(total, device=self.device, generator=self.generator)
+            shuffled = storage.shuffled(order)
             for i in range(cfg.num_mini_batches):
-                terms = self._minibatch(storage.fields(shuffled[i * batch : (i + 1) * batch]))
+                rows = slice(i * batch, (i + 1) * batch)
+                mb = storage.fields(shuffled[rows])
+                if storage.images is not None:
+                    mb["image"] = storage.images_at(order[rows])
+                terms = self._minibatch(mb)
                 sums += torch.nan_to_num(terms)  # a skipped minibatch adds 0
         means = sums / (cfg.num_learning_epochs * cfg.num_mini_batches)
         out = {f"loss/{name}": mean for name, mean in zip(self.TERMS, means, strict=True)}
@@ -294,8 +309,8 @@ class PPO:
         not finite) stacked and detached."""
         cfg = self.cfg
         with torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16_update):
-            dist = self.policy.distribution(mb["obs"])
-            values = self.policy.value(mb["critic_obs"]).float()
+            dist = self.policy.distribution(mb["obs"], mb.get("image"))
+            values = self.policy.value(mb["critic_obs"], mb.get("image")).float()
         log_prob = dist.log_prob(mb["actions"]).sum(dim=-1)
         entropy = dist.entropy().sum(dim=-1).mean()
         advantages = mb["advantages"]

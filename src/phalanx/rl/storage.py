@@ -41,6 +41,8 @@ class RolloutStorage:
     lives side by side in one (T, N, width) tensor, `samples`; each field is a view of its
     columns. An epoch of the update then shuffles the rollout with one gather, and its minibatches
     are row ranges. `critic_obs` is the `obs` view when the critic sees the policy's observations.
+    Images (with `image_shape`) keep their own dtype, uint8 for RGB, in `images` (T, N, H, W, C),
+    gathered per minibatch: as float columns of `samples` they would take 4x the memory.
     """
 
     SCALARS = ("log_probs", "values", "advantages", "returns")
@@ -56,7 +58,17 @@ class RolloutStorage:
     advantages: torch.Tensor
     returns: torch.Tensor
 
-    def __init__(self, steps: int, num_envs: int, obs_dim: int, critic_obs_dim: int | None, action_dim: int, device):
+    def __init__(
+        self,
+        steps: int,
+        num_envs: int,
+        obs_dim: int,
+        critic_obs_dim: int | None,
+        action_dim: int,
+        device: torch.device,
+        image_shape: tuple[int, ...] | None = None,
+        image_dtype: torch.dtype = torch.uint8,
+    ):
         widths = {"obs": obs_dim} | ({"critic_obs": critic_obs_dim} if critic_obs_dim else {})
         widths |= {"actions": action_dim, "action_mean": action_dim, "action_std": action_dim}
         widths |= dict.fromkeys(self.SCALARS, 1)
@@ -72,6 +84,9 @@ class RolloutStorage:
             setattr(self, name, view)
         self.rewards = torch.zeros(steps, num_envs, device=device)  # with time-out bootstrapping folded in
         self.dones = torch.zeros(steps, num_envs, device=device)
+        self.images = None
+        if image_shape is not None:
+            self.images = torch.zeros(steps, num_envs, *image_shape, dtype=image_dtype, device=device)
 
     def fields(self, samples: torch.Tensor) -> dict[str, torch.Tensor]:
         """Each field's view of `samples` (..., width): `self.samples` or rows gathered from it."""
@@ -81,3 +96,7 @@ class RolloutStorage:
     def shuffled(self, order: torch.Tensor) -> torch.Tensor:
         """The T * N transitions' samples (T * N, width) in `order`."""
         return self.samples.view(self.steps * self.num_envs, -1)[order]
+
+    def images_at(self, rows: torch.Tensor) -> torch.Tensor:
+        """The images (len(rows), H, W, C) of transitions `rows` (indices into T * N)."""
+        return self.images.flatten(0, 1)[rows]

@@ -57,17 +57,20 @@ class Trainer:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
+        images = cfg.policy.image_group
         self.ppo = PPO(
             policy, cfg.algo, env.observation_spec, env.num_envs, cfg.num_steps_per_env,
             cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist, tf32=cfg.tf32,
-            bf16_update=cfg.bf16_update, compile_update=cfg.compile_update,
+            bf16_update=cfg.bf16_update, compile_update=cfg.compile_update, image_group=images,
+            image_dtype=torch.uint8 if images is None else env.obs[images].dtype,
         )  # fmt: skip
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if capture_rollout and not env.capture:
             raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
         self.graphs = StagedGraphs(capture_rollout, self.generator)
-        # The policy's static input: the groups the actor and critic read (not, e.g., an image group).
-        self._obs_in = {group: env.obs[group].clone() for group in {"policy", self.ppo.critic_group}}
+        # The policy's static input: the groups the actor and critic read (not an image group they do not).
+        read = {"policy", self.ppo.critic_group} | ({images} if images else set())
+        self._obs_in = {group: env.obs[group].clone() for group in read}
         self.stats = EpisodeStats(env.reward_names, env.metric_names, self.device)
         self.iteration = 0
         self.frames = 0

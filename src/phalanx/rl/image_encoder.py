@@ -1,0 +1,58 @@
+"""A convolutional encoder for image observations (num_envs, H, W, C), uint8 or float."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from phalanx.errors import ConfigError
+
+
+class ImageEncoder(nn.Module):
+    """Convolutions (each followed by `activation`), then one linear layer to `features`.
+
+    Images arrive channels-last as the camera renders them, (N, H, W, C): uint8 (RGB) becomes
+    float in [0, 1] on the device, float images (depth in metres) pass as they are. The NCHW view
+    the convolutions read keeps the channels-last memory layout (no copy), which cuDNN runs
+    natively."""
+
+    def __init__(
+        self,
+        image_shape: tuple[int, int, int],
+        channels: tuple[int, ...],
+        kernel_sizes: tuple[int, ...],
+        strides: tuple[int, ...],
+        features: int,
+        activation: type[nn.Module],
+    ):
+        super().__init__()
+        if not len(channels) == len(kernel_sizes) == len(strides):
+            raise ConfigError(
+                f"cnn_channels {channels}, cnn_kernel_sizes {kernel_sizes} and cnn_strides {strides} "
+                "must have one entry per convolution",
+                "policy.cnn_channels",
+            )
+        height, width, depth = image_shape
+        layers: list[nn.Module] = []
+        for out, kernel, stride in zip(channels, kernel_sizes, strides, strict=True):
+            layers += [nn.Conv2d(depth, out, kernel, stride), activation()]
+            depth = out
+        self.convolutions = nn.Sequential(*layers, nn.Flatten())
+        with torch.no_grad():
+            probe = torch.zeros(1, image_shape[2], height, width)
+            try:
+                flat = self.convolutions(probe).shape[1]
+            except RuntimeError as error:  # a kernel larger than what is left of the image
+                raise ConfigError(
+                    f"images of {height}x{width} are too small for convolutions with kernels {kernel_sizes} "
+                    f"and strides {strides} ({str(error).splitlines()[0]})",
+                    "policy.cnn_kernel_sizes",
+                ) from None
+        self.head = nn.Sequential(nn.Linear(flat, features), activation())
+        self.features = features
+        self.to(memory_format=torch.channels_last)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """(N, H, W, C) images -> (N, features)."""
+        x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
+        return self.head(self.convolutions(x.permute(0, 3, 1, 2)))

@@ -1,0 +1,109 @@
+"""A policy that sees images: the convolutional encoder, the actor-critic around it, images
+stored as they come (uint8) in the rollout, and training and play that read them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from rich.console import Console
+
+import phalanx
+from helpers import make_cpu
+from phalanx.envs import ObsTermCfg
+from phalanx.envs.mdp import observations
+from phalanx.errors import ConfigError
+from phalanx.rl.config import PolicyCfg
+from phalanx.rl.image_encoder import ImageEncoder
+from phalanx.rl.models import ActorCritic
+from phalanx.rl.play import load_actor
+from phalanx.rl.trainer import Trainer
+
+SMALL_CNN = {"cnn_channels": (8, 16), "cnn_kernel_sizes": (4, 3), "cnn_strides": (2, 1), "cnn_features": 32}
+
+
+def _encoder(shape: tuple[int, int, int] = (24, 32, 3), **kwargs) -> ImageEncoder:
+    settings = {"channels": (8, 16), "kernel_sizes": (4, 3), "strides": (2, 1), "features": 32} | kwargs
+    return ImageEncoder(shape, activation=torch.nn.ELU, **settings)
+
+
+def test_uint8_images_are_scaled_to_unit_range_and_float_images_pass_as_they_are() -> None:
+    encoder = _encoder()
+    rgb = torch.randint(0, 256, (5, 24, 32, 3), dtype=torch.uint8)
+    torch.testing.assert_close(encoder(rgb), encoder(rgb.float() / 255.0))
+    assert encoder(rgb).shape == (5, 32)
+    depth_encoder = _encoder((24, 32, 1))
+    depth = torch.rand(5, 24, 32, 1) * 4.0
+    assert not torch.allclose(depth_encoder(depth), depth_encoder(depth / 255.0))
+
+
+def test_the_encoder_reads_channels_last_images_without_a_copy() -> None:
+    encoder = _encoder()
+    assert encoder.convolutions[0].weight.is_contiguous(memory_format=torch.channels_last)
+    image = torch.rand(2, 24, 32, 3)
+    assert image.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)
+
+
+def test_bad_encoder_settings_name_the_field() -> None:
+    with pytest.raises(ConfigError, match="policy.cnn_kernel_sizes: images of 24x32 are too small"):
+        _encoder(channels=(32, 64, 64), kernel_sizes=(8, 4, 3), strides=(4, 2, 1))
+    with pytest.raises(ConfigError, match="policy.cnn_channels: .* one entry per convolution"):
+        _encoder(channels=(8,))
+
+
+RGB = ObsTermCfg(func=observations.camera_image, params={"camera": "track", "width": 32, "height": 24})
+
+
+def _cartpole_with_images(num_envs: int):
+    cfg = phalanx.env_cfg("cartpole")
+    cfg.observations["image"] = {"rgb": RGB}
+    return make_cpu(cfg, num_envs=num_envs)
+
+
+def test_the_actor_critic_names_a_missing_image_group() -> None:
+    env = _cartpole_with_images(2)
+    with pytest.raises(ConfigError, match="policy.image_group: 'pixels': expected an observation group of"):
+        ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg(image_group="pixels", **SMALL_CNN))
+    with pytest.raises(ConfigError, match="policy.image_group: 'policy': expected .* got shape \\(4,\\)"):
+        ActorCritic.for_env(env.observation_spec, env.action_dim, PolicyCfg(image_group="policy", **SMALL_CNN))
+
+
+def test_shared_and_separate_encoders_and_gradients_reach_them() -> None:
+    spec = {"policy": (4,), "image": (24, 32, 3)}
+    shared = ActorCritic.for_env(spec, 1, PolicyCfg(image_group="image", **SMALL_CNN))
+    separate = ActorCritic.for_env(spec, 1, PolicyCfg(image_group="image", shared_encoder=False, **SMALL_CNN))
+    assert shared.actor_encoder is shared.critic_encoder
+    assert separate.actor_encoder is not separate.critic_encoder
+    encoder_size = sum(p.numel() for p in shared.actor_encoder.parameters())
+    size = {name: sum(p.numel() for p in model.parameters()) for name, model in (("s", shared), ("p", separate))}
+    assert size["p"] - size["s"] == encoder_size
+    obs, image = torch.randn(6, 4), torch.randint(0, 256, (6, 24, 32, 3), dtype=torch.uint8)
+    separate.value(obs, image).sum().backward()
+    assert separate.critic_encoder.head[0].weight.grad.abs().sum() > 0
+    assert separate.actor_encoder.head[0].weight.grad is None  # the value trains only the critic's
+
+
+def test_the_trainer_learns_from_images_it_stores_as_uint8() -> None:
+    env = _cartpole_with_images(8)
+    cfg = phalanx.train_cfg("cartpole")
+    cfg.num_steps_per_env = 4
+    cfg.policy = PolicyCfg(image_group="image", **SMALL_CNN)
+    trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
+    assert set(trainer._obs_in) == {"policy", "image"}
+    images = trainer.ppo.storage.images
+    assert images.dtype == torch.uint8 and images.shape == (4, 8, 24, 32, 3)
+    before = trainer.policy.actor_encoder.head[0].weight.clone()
+    rows = [trainer.iterate() for _ in range(2)]
+    assert images.float().std() > 0, "the rollout's images were stored"
+    assert torch.isfinite(torch.tensor([rows[-1][f"loss/{name}"] for name in ("surrogate", "value")])).all()
+    assert not torch.equal(before, trainer.policy.actor_encoder.head[0].weight), "the update trained the encoder"
+
+    state = {
+        "config": {"policy": vars(cfg.policy), "empirical_normalization": False},
+        "policy": trainer.policy.state_dict(),
+        "obs_norm": trainer.ppo.obs_norm.state_dict(),
+    }
+    act = load_actor(state, env)
+    obs = env.reset()
+    with torch.no_grad():
+        expected = trainer.policy.act_deterministic(obs["policy"], obs["image"])
+    torch.testing.assert_close(act(obs), expected)
