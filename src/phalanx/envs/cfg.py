@@ -19,6 +19,7 @@ import torch
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.errors import ConfigError, check_int, check_positive
 from phalanx.sim.actuators import ActuatorCfg
+from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
 
@@ -206,6 +207,8 @@ class TaskCfg:
     actuators: list[ActuatorCfg] = field(default_factory=list)
     """Actuators given to the model's joints before it compiles (replacing those it has on them),
     so that URDF and third-party MJCF robots train without editing their files."""
+    cameras: dict[str, CameraCfg] = field(default_factory=dict)
+    """Cameras added to the model before it compiles, by name (for `observations.camera_image`)."""
     actions: ActionCfg = field(default_factory=ActionCfg)
     events: dict[str, EventTermCfg] = field(default_factory=dict)
     commands: dict[str, CommandTermCfg] = field(default_factory=dict)
@@ -237,6 +240,8 @@ class TaskCfg:
         self.sim.check("env.sim")
         for i, actuator in enumerate(self.actuators):
             actuator.check(f"env.actuators[{i}]")
+        for name, camera in self.cameras.items():
+            camera.check(f"env.cameras.{name}")
         if "policy" not in self.observations:
             raise ConfigError(f"needs a 'policy' group; got {list(self.observations)}", "env.observations")
         low, high = self.actions.delay_range

@@ -66,7 +66,8 @@ class TaskEnv(VecEnv):
         self.terrain: TerrainScene | None = None
         if cfg.terrain is not None:
             self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.random, cfg.terrain_command)
-        model = build_model(cfg.model, cfg.actuators, edit=None if self.terrain is None else self.terrain.add_to)
+        edit = None if self.terrain is None else self.terrain.add_to
+        model = build_model(cfg.model, cfg.actuators, edit, cfg.cameras)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
         hierarchy = 1 if cfg.actions.low_level is None else cfg.actions.low_level.decimation
         self.step_dt = self.sim.dt * cfg.sim.decimation * hierarchy

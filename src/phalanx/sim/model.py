@@ -10,6 +10,7 @@ import mujoco
 import numpy as np
 
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
+from phalanx.sim.cameras import CameraCfg, add_cameras
 
 # Most contacts MuJoCo's colliders emit for one geom pair, keyed by the pair's types (sorted).
 # Pairs not listed are convex-convex (GJK/EPA with multi-contact), bounded at 4.
@@ -60,12 +61,15 @@ def build_model(
     source: str | Path,
     actuators: list[ActuatorCfg] | None = None,
     edit: Callable[[mujoco.MjSpec], None] | None = None,
+    cameras: dict[str, CameraCfg] | None = None,
 ) -> mujoco.MjModel:
-    """Loads `source` (as `load_spec`), gives it `actuators` (`apply_actuators`), lets `edit` change
-    the spec in place (e.g. add a terrain), and compiles it."""
+    """Loads `source` (as `load_spec`), gives it `actuators` (`apply_actuators`) and `cameras`
+    (`add_cameras`), lets `edit` change the spec in place (e.g. add a terrain), and compiles it."""
     spec = load_spec(source)
     if actuators:
         apply_actuators(spec, actuators)
+    if cameras:
+        add_cameras(spec, cameras, "env.cameras")
     if edit is not None:
         edit(spec)
     return spec.compile()
