@@ -78,3 +78,20 @@ def test_cameras_survive_the_stored_config() -> None:
     cfg = _cartpole_with({"on_pole": ON_POLE})
     restored = env_cfg_from_data(env_cfg_to_data(cfg), "test")
     assert restored.cameras == {"on_pole": ON_POLE}
+
+
+def test_far_hides_what_lies_beyond_it_and_leaves_the_model_as_it_was() -> None:
+    """cartpole's track camera stands 5 m in front of the cart: beyond a far of 4 m."""
+    from phalanx.sensors import TiledCamera
+
+    env = make_cpu("cartpole", num_envs=2)
+    env.step(torch.zeros(2, env.action_dim))
+    zfar = env.sim.mjm.vis.map.zfar
+    cart = env.sim.mjm.geom("cart").id
+    full = TiledCamera(env.sim, "track", 32, 32, ("depth", "segmentation"))()
+    near = TiledCamera(env.sim, "track", 32, 32, ("depth", "segmentation"), far=4.0)()
+    assert env.sim.mjm.vis.map.zfar == zfar
+    assert (full["segmentation"] == cart).any() and not (near["segmentation"] == cart).any()
+    assert float(full["depth"].max()) > 4.5 and 0.0 < float(near["depth"].max()) <= 4.0
+    with pytest.raises(ValueError, match="camera far must be a finite distance > 0 in metres"):
+        TiledCamera(env.sim, "track", far=0.0)

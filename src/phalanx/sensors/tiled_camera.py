@@ -30,6 +30,10 @@ class TiledCamera:
       `classes` (class name -> regex of geom names, in order) the class instead: k + 1 for the
       k-th class whose pattern the geom's name fully matches first, 0 for other geoms and none.
 
+    `far` (m, along the optical axis) hides what lies beyond it, as if nothing were hit there;
+    None keeps the model's `<visual><map zfar>` (times the model's extent). The renderer casts
+    rays from the camera itself, so there is no near plane to set.
+
     Rendering reads the geoms' poses from the sim's data: after a physics step, those of the last
     substep's forward pass."""
 
@@ -42,10 +46,13 @@ class TiledCamera:
         data_types: tuple[str, ...] = ("rgb",),
         groups: tuple[int, ...] = (0, 1, 2),
         classes: dict[str, str] | None = None,
+        far: float | None = None,
     ):
         for name, value in (("width", width), ("height", height)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"camera {name} must be a positive number of pixels, got {value!r}")
+        if far is not None and not (isinstance(far, int | float) and 0 < far < float("inf")):
+            raise ValueError(f"camera far must be a finite distance > 0 in metres (or None), got {far!r}")
         unknown = [t for t in data_types if t not in DATA_TYPES]
         if unknown or not data_types:
             raise ValueError(f"camera data_types {list(data_types)}: allowed are one or more of {DATA_TYPES}")
@@ -55,18 +62,25 @@ class TiledCamera:
         self.sim, self.data_types = sim, tuple(data_types)
         self._class_of = None if classes is None else _class_table(sim, classes)  # (ngeom + 1,): geom id + 1 -> class
         n = sim.num_envs
-        with wp.ScopedDevice(sim.wp_device):
-            self.context = mjw.create_render_context(
-                sim.mjm,
-                nworld=n,
-                cam_res=(width, height),
-                render_rgb="rgb" in data_types,
-                render_depth="depth" in data_types,
-                render_seg="segmentation" in data_types,
-                use_textures=False,
-                enabled_geom_groups=list(groups),
-                cam_active=[camera],
-            )
+        view = sim.mjm.vis.map
+        model_far = view.zfar
+        if far is not None:  # the renderer reads it once, relative to the model's extent
+            view.zfar = far / sim.mjm.stat.extent
+        try:
+            with wp.ScopedDevice(sim.wp_device):
+                self.context = mjw.create_render_context(
+                    sim.mjm,
+                    nworld=n,
+                    cam_res=(width, height),
+                    render_rgb="rgb" in data_types,
+                    render_depth="depth" in data_types,
+                    render_seg="segmentation" in data_types,
+                    use_textures=False,
+                    enabled_geom_groups=list(groups),
+                    cam_active=[camera],
+                )
+        finally:
+            view.zfar = model_far
         shape, t = (n, height, width), wp.to_torch
         self._views = {}  # the renderer's buffers, seen as images
         if "rgb" in data_types:  # packed 0xAARRGGBB: bytes b, g, r, a in memory
