@@ -33,7 +33,10 @@ class TaskEnv(VecEnv):
     CUDA graph and replayed (`capture=True`, the default there): the tensors `step` returns are
     then the graph's static buffers, overwritten by the next step, so copy what you keep. With
     `compile=True` (default: `cfg.compile_step` where capturing) the torch part of the step goes through
-    torch.compile first, which fuses hundreds of small term kernels into a few.
+    torch.compile first, which fuses hundreds of small term kernels into a few. Terms therefore
+    keep their state in tensors updated in place: their Python code runs when the step is traced
+    and recorded, and once more, dry (Warp skipped, state put back), on the first `step`, which
+    counts the random numbers a step takes (`StepRandoms`).
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
