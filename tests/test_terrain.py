@@ -162,7 +162,7 @@ def test_curriculum_promotes_demotes_and_recycles_on_scripted_distances() -> Non
     from phalanx.terrain import TerrainCurriculum
 
     terrain = generate_terrain(_cfg())  # 3 levels, tiles of 4 m
-    cur = TerrainCurriculum(terrain, 8, "cpu", StepRandoms(0, torch.device("cpu")), max_init_level=0)
+    cur = TerrainCurriculum(terrain, 8, "cpu", StepRandoms(0, torch.device("cpu")).randint, max_init_level=0)
     assert cur.levels.tolist() == [0] * 8 and cur.types.tolist() == list(range(8))
     torch.testing.assert_close(cur.env_origins(), torch.tensor(terrain.origins[0, :8], dtype=torch.float32))
     all_envs = torch.ones(8, dtype=torch.bool)

@@ -15,8 +15,9 @@ class StepRandoms:
     `torch.Generator` would end torch.compile's graph at each call, leaving the terms around it
     unfused. Eager and compiled steps read the same numbers.
 
-    The pool holds what one step takes, counted when the env runs its first step (`count`): a
-    step must take the same amount every time, as every term here does by drawing for all envs
+    The pool holds what one step takes, counted by the first step run between `begin_step` and
+    `end_step` (the env's first `step` runs one dry for this, see `counted`): a step must take the
+    same amount every time, as every term here does by drawing for all envs
     and applying the draws through a mask."""
 
     def __init__(self, seed: int, device: torch.device):

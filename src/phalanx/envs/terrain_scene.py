@@ -31,7 +31,7 @@ class TerrainScene:
     ):  # fmt: skip
         self.terrain = generate_terrain(cfg)
         self.heights = torch.tensor(self.terrain.heights, dtype=torch.float32, device=device)
-        self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, random)
+        self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, random.randint)
         self.origins = self.curriculum.env_origins().clone()
         self.command = command
 

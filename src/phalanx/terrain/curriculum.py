@@ -3,14 +3,14 @@ enough and to an easier one when it did not (Rudin et al.; Isaac Lab's terrain_l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import torch
 
 from phalanx.terrain.generator import Terrain
 
-if TYPE_CHECKING:
-    from phalanx.envs.step_randoms import StepRandoms
+RandInt = Callable[[tuple[int, ...], int, int], torch.Tensor]
+"""(shape, low, high) -> int64 samples uniform over low, ..., high - 1: the env's `randint`."""
 
 
 class TerrainCurriculum:
@@ -22,14 +22,14 @@ class TerrainCurriculum:
     that pass the hardest level to a random level, so they keep covering the grid."""
 
     def __init__(
-        self, terrain: Terrain, num_envs: int, device: torch.device | str, random: StepRandoms,
+        self, terrain: Terrain, num_envs: int, device: torch.device | str, randint: RandInt,
         max_init_level: int = 5,
     ):  # fmt: skip
         rows, cols = terrain.origins.shape[:2]
-        self.num_levels, self.tile_size, self.random = rows, terrain.cfg.tile_size, random
+        self.num_levels, self.tile_size, self.randint = rows, terrain.cfg.tile_size, randint
         self.origins = torch.tensor(terrain.origins, dtype=torch.float32, device=device)
         top = min(max_init_level, rows - 1) + 1
-        self.levels = random.randint((num_envs,), 0, top)
+        self.levels = randint((num_envs,), 0, top)
         self.types = torch.div(torch.arange(num_envs, device=device) * cols, num_envs, rounding_mode="floor")
 
     def env_origins(self) -> torch.Tensor:
@@ -42,7 +42,7 @@ class TerrainCurriculum:
         down = (distance < required) & ~up
         levels = self.levels + (mask & up).long() - (mask & down).long()
         passed = levels >= self.num_levels
-        random = self.random.randint(tuple(levels.shape), 0, self.num_levels)
+        random = self.randint(tuple(levels.shape), 0, self.num_levels)
         self.levels.copy_(torch.where(passed, random, levels.clamp(min=0)))
 
     def mean_level(self) -> torch.Tensor:
