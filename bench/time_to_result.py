@@ -3,6 +3,9 @@ threshold, cold (Warp, inductor, Triton and CUDA caches in an empty directory) t
 caches), in fresh processes; the training is stopped there. One JSON line per run.
 
     python bench/time_to_result.py cartpole mean_episode_length 285 --runs cold,warm [--num-envs N ...]
+    python bench/time_to_result.py anymal-flat metrics/lin_vel_xy_error 0.2 --below
+
+A metric reaches its threshold when it is >= the threshold, or <= it with --below.
 """
 
 import argparse
@@ -35,7 +38,8 @@ def run(args: argparse.Namespace, cache: Path, cold: bool) -> dict:
             row = json.loads(line)
             now = time.time() - launch
             first = now if first is None else first
-            if row.get(args.metric, float("-inf")) >= args.threshold:
+            value = row.get(args.metric)
+            if value is not None and (value <= args.threshold if args.below else value >= args.threshold):
                 result = {"iteration": row["iteration"], "from_launch_s": now, "training_s": row["time_s"]}
                 break
     proc.terminate()
@@ -43,8 +47,8 @@ def run(args: argparse.Namespace, cache: Path, cold: bool) -> dict:
     log.close()
     missed = {"reached": False, "log_tail": (run_dir / "train.log").read_text()[-500:]}
     label = "cold" if cold else "warm"
-    head = {"task": args.task, "run": label, "metric": args.metric, "threshold": args.threshold}
-    return {**head, "first_iteration_s": first, **(result or missed)}
+    head = {"task": args.task, "run": label, "metric": args.metric, "threshold": args.threshold, "below": args.below}
+    return {**head, "first_iteration_s": first, **(result or missed), "run_dir": str(run_dir)}
 
 
 def main() -> None:
@@ -53,6 +57,7 @@ def main() -> None:
     parser.add_argument("metric")
     parser.add_argument("threshold", type=float)
     parser.add_argument("--runs", default="cold,warm")
+    parser.add_argument("--below", action="store_true", help="reached when the metric is <= the threshold")
     parser.add_argument("--max-s", type=float, default=300)
     args, args.train_args = parser.parse_known_args()  # the rest goes to phalanx train
     with tempfile.TemporaryDirectory() as cache:
