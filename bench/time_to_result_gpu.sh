@@ -22,8 +22,8 @@ declare -A target=(
   [cartpole]="mean_episode_length 285"
   [ant]="mean_reward 100"
   [humanoid]="mean_reward 50"
-  [anymal-flat]="metrics/lin_vel_xy_error 0.2 --below --max-s 420"
-  [anymal-rough]="env/terrain_level 4.5 --max-s 540"
+  [anymal-flat]="metrics/lin_vel_xy_error 0.2 --below --max-s 280"
+  [anymal-rough]="env/terrain_level 4.5 --max-s 320"
 )
 for task in ${TASKS:-cartpole ant humanoid anymal-flat anymal-rough}; do
   python3 "$here/time_to_result.py" "$task" ${target[$task]} | tee -a "$out/time_to_result.jsonl"
