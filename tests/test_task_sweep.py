@@ -11,11 +11,18 @@ from phalanx.registry import env_cfg, registered_tasks
 TASK_NAMES = list(registered_tasks())
 
 
+def _observed(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Every group of one step's observations, as one float row per env."""
+    return torch.cat([value.flatten(1).float() for value in obs.values()], dim=1)
+
+
 def _check_obs(env, obs) -> None:
     assert set(obs) == set(env.observation_spec)
     for group, value in obs.items():
         assert value.shape == (env.num_envs, *env.observation_spec[group])
-        assert value.dtype == torch.float32 and value.device == env.device
+        image = len(env.observation_spec[group]) == 3  # (H, W, C): RGB stays uint8
+        assert value.dtype in ((torch.float32, torch.uint8) if image else (torch.float32,))
+        assert value.device == env.device
         assert torch.isfinite(value).all(), f"non-finite {group} observation"
 
 
@@ -53,7 +60,7 @@ def test_masked_reset_changes_only_masked_envs(task: str) -> None:
         "qpos": env.sim.qpos.clone(),
         "qvel": env.sim.qvel.clone(),
         "length": env.episode_length.clone(),
-        "obs": env.obs["policy"].clone(),
+        "obs": _observed(env.obs),
     }
     mask = torch.tensor([True, False] * (env.num_envs // 2))
     obs = env.reset(mask)
@@ -61,7 +68,7 @@ def test_masked_reset_changes_only_masked_envs(task: str) -> None:
     assert torch.equal(env.sim.qpos[keep], before["qpos"][keep])
     assert torch.equal(env.sim.qvel[keep], before["qvel"][keep])
     assert torch.equal(env.episode_length[keep], before["length"][keep])
-    assert torch.equal(obs["policy"][keep], before["obs"][keep])
+    assert torch.equal(_observed(obs)[keep], before["obs"][keep])
     assert (env.episode_length[mask] == 0).all()
     assert not torch.equal(env.sim.qpos[mask], before["qpos"][mask])
 
@@ -72,10 +79,10 @@ def test_same_seed_same_trajectory(task: str) -> None:
     for seed in (7, 7, 8):
         env = make_cpu(task, seed=seed)
         g = torch.Generator().manual_seed(0)
-        trajectory = [env.reset()["policy"].clone()]
+        trajectory = [_observed(env.reset())]
         for _ in range(30):
             obs, reward, *_ = env.step(random_actions(env, g))
-            trajectory += [obs["policy"].clone(), reward.clone()]
+            trajectory += [_observed(obs), reward.clone()]
         runs.append(trajectory)
     assert all(torch.equal(a, b) for a, b in zip(runs[0], runs[1], strict=True))
     assert not torch.equal(runs[0][0], runs[2][0]), "another seed must give other initial states"

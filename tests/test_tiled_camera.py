@@ -36,8 +36,7 @@ W, H = 33, 25
 
 def _scene(num_envs: int, blocks_x: list[float]) -> Simulator:
     sim = Simulator(mujoco.MjModel.from_xml_string(SCENE), num_envs, "cpu", SimCfg(decimation=1))
-    sim.qpos[:, 0] = torch.tensor(blocks_x)
-    sim.launch(lambda: mjw.forward(sim.model, sim.data))  # geom and camera poses for the qpos
+    sim.qpos[:, 0] = torch.tensor(blocks_x)  # no forward pass: the camera poses the geoms itself
     return sim
 
 
@@ -55,6 +54,19 @@ def test_every_env_renders_its_own_scene() -> None:
     red = (rgb[..., 0] > 2 * rgb[..., 1]) & (rgb[..., 0] > 2 * rgb[..., 2])  # lit or in shade
     assert torch.equal(red, block), "the red pixels are the block's"
     assert 20 < int(block[0].sum()) < W * H // 2
+
+
+def test_the_camera_sees_the_joint_positions_now_not_the_last_physics_step() -> None:
+    sim = _scene(2, [0.0, 0.5])
+    sim.launch(lambda: mjw.forward(sim.model, sim.data))
+    camera = TiledCamera(sim, "down", width=W, height=H, data_types=("depth",))
+    before = camera()["depth"].clone()
+    assert not torch.equal(before[0], before[1])
+    sim.qpos[0, 0] = 0.5  # as a reset writes it: the data's geom poses still show the block at 0
+    after = camera()["depth"]
+    torch.testing.assert_close(after[0], after[1], rtol=0, atol=0)
+    torch.testing.assert_close(after[1], before[1], rtol=0, atol=0)
+    assert float(sim.xpos[0, 1, 0]) == 0.0, "the sim's own data is left as the physics step left it"
 
 
 def test_depth_and_segmentation_match_mujocos_ray_through_each_pixel() -> None:

@@ -53,7 +53,7 @@ TermFunc = Callable[..., Any] | type[Term]
 
 @dataclass
 class ObsTermCfg:
-    """One observation term: a (num_envs, d) float tensor."""
+    """One observation term: a (num_envs, d) float tensor, or (num_envs, H, W, C) images."""
 
     func: TermFunc
     params: dict[str, Any] = field(default_factory=dict)
@@ -63,6 +63,9 @@ class ObsTermCfg:
     """Clamps the scaled value to (low, high)."""
     noise: float | None = None
     """Adds uniform noise in [-noise, noise] to the (scaled, clipped) value at every step."""
+    history: int = 1
+    """Observe the term's last `history` values, newest first, concatenated along the last axis
+    (an image's channels: stacked frames). After a reset every slot holds the first value."""
 
 
 @dataclass
@@ -244,6 +247,9 @@ class TaskCfg:
             camera.check(f"env.cameras.{name}")
         if "policy" not in self.observations:
             raise ConfigError(f"needs a 'policy' group; got {list(self.observations)}", "env.observations")
+        for group, terms in self.observations.items():
+            for name, term in terms.items():
+                check_int(f"env.observations.{group}.{name}.history", term.history)
         low, high = self.actions.delay_range
         if not 0 <= low <= high:
             raise ConfigError(

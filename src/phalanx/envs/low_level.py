@@ -46,6 +46,13 @@ class LowLevelPolicy(Term):
         self.cfg = cfg
         self.actions: ActionCfg = low.actions
         terms = low.observations["policy"]
+        with_history = [name for name, t in terms.items() if t.history != 1]
+        if with_history:
+            raise ConfigError(
+                f"the {cfg.task} policy observes terms with history {with_history}; a low-level policy reads "
+                "each term's current value",
+                "env.actions.low_level.task",
+            )
         observed = {t.params.get("command") for t in terms.values() if t.func is observations.generated_commands}
         if cfg.command not in observed:
             raise ConfigError(

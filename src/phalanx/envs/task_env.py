@@ -17,7 +17,7 @@ from phalanx.envs.schedules import Commands, Curriculum, Events
 from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.tensor_state import load_checked
-from phalanx.envs.term_group import Metrics, ObservationGroup, Rewards, Terminations
+from phalanx.envs.term_group import Metrics, ObservationGroup, Rewards, Terminations, rows
 from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
@@ -81,6 +81,7 @@ class TaskEnv(VecEnv):
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.step_count = torch.zeros((), dtype=torch.long, device=device)  # env steps since creation
         self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self._every_env = torch.ones(num_envs, dtype=torch.bool, device=device)
         # The parts, in the order their timers draw: events, then commands.
         self.events = Events(self, cfg.events)
         self.commands = Commands(self, cfg.commands)
@@ -139,9 +140,9 @@ class TaskEnv(VecEnv):
                 f"got {mask.dtype} {tuple(mask.shape)} on {mask.device}"
             )
         self._reset_envs(mask)
-        obs = self._compute_obs()
+        obs = self._compute_obs(commit=mask)
         if not every_env:  # the other envs keep their observations too (fresh noise included)
-            obs = {group: torch.where(_rows(mask, value), value, self.obs[group]) for group, value in obs.items()}
+            obs = {group: torch.where(rows(mask, value), value, self.obs[group]) for group, value in obs.items()}
         self.obs = obs
         return obs
 
@@ -259,7 +260,7 @@ class TaskEnv(VecEnv):
         # A broken env (buffer overflow; diverged physics; NaN/inf in its observations or rewards)
         # ends its episode without reward or bootstrap, is reset below and counted.
         reasons = self.sim.check_worlds()  # (num_envs, 3): contact overflow, constraint overflow, diverged
-        final_obs = self._compute_obs()
+        final_obs = self._compute_obs(commit=None)
         for value in final_obs.values():
             BrokenWorlds.flag_nonfinite(reasons, value)
         terminated, time_out = self.terminations.compute(self)
@@ -285,7 +286,7 @@ class TaskEnv(VecEnv):
         self._reset_envs(done)
         self.events.step(self)
         self.commands.step(self)
-        obs = self._compute_obs()
+        obs = self._compute_obs(commit=self._every_env)
         extras = {"final_obs": final_obs, "episode": episode, "log": self._log()}
         self.random.end_step()
         return obs, reward, self.terminated.clone(), truncated, extras
@@ -304,8 +305,9 @@ class TaskEnv(VecEnv):
         for part in (*self.observations.values(), self.rewards, self.terminations, self.metrics):
             part.reset(self, mask)
 
-    def _compute_obs(self) -> dict[str, torch.Tensor]:
-        return {group: terms.compute(self) for group, terms in self.observations.items()}
+    def _compute_obs(self, commit: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """Every group's observations; `commit`: see `ObservationGroup.compute`."""
+        return {group: terms.compute(self, commit) for group, terms in self.observations.items()}
 
     def _log(self) -> dict[str, torch.Tensor]:
         log = {} if self.terrain is None else {"terrain_level": self.terrain.mean_level()}
@@ -334,8 +336,3 @@ class TaskEnv(VecEnv):
             raise ValueError(f"actions: expected device {self.device}, got {actions.device}")
         if not actions.is_floating_point():
             raise ValueError(f"actions: expected a floating-point tensor, got {actions.dtype}")
-
-
-def _rows(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
-    """(num_envs,) `mask` shaped to select whole rows of `value` (num_envs, ...)."""
-    return mask.view(-1, *[1] * (value.dim() - 1))

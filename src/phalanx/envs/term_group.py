@@ -5,6 +5,7 @@ per-env buffers it keeps)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -92,26 +93,72 @@ def observed_value(env: TaskEnv, value: torch.Tensor, cfg: ObsTermCfg) -> torch.
 
 
 class ObservationGroup(TermGroup):
-    """One observation group: its terms' values, scaled, clipped and noised, concatenated."""
+    """One observation group: its terms' values, scaled, clipped and noised, each with its history
+    (`ObsTermCfg.history`), concatenated along the last axis. A group without terms is
+    (num_envs, 0)."""
 
-    def compute(self, env: TaskEnv) -> torch.Tensor:
-        return torch.cat([observed_value(env, term(env), cfg) for _, term, cfg in self.items()], dim=-1)
+    def __init__(self, env: TaskEnv, cfgs: Mapping[str, Any], section: str):
+        super().__init__(env, cfgs, section)
+        self.past: dict[str, torch.Tensor] = {}
+        """Term name -> its previous `history - 1` values (newest first) along the last axis."""
+        self.fresh = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
+        """The envs whose history restarts (every slot the current value) at the next commit."""
+
+    def compute(self, env: TaskEnv, commit: torch.Tensor | None) -> torch.Tensor:
+        """The group's value for every env. `commit` (num_envs,) bool: the envs for which this is
+        their new observation, whose histories it advances; None: a look that leaves the histories
+        as they are (the final observation of an episode, before its reset)."""
+        if not self.terms:
+            return torch.zeros(env.num_envs, 0, device=env.device)
+        values = []
+        for name, term, cfg in self.items():
+            value = observed_value(env, term(env), cfg)
+            values.append(value if cfg.history == 1 else self._with_past(name, value, cfg.history, commit))
+        if self.past and commit is not None:
+            self.fresh &= ~commit
+        return torch.cat(values, dim=-1)
+
+    def _with_past(self, name: str, value: torch.Tensor, history: int, commit: torch.Tensor | None) -> torch.Tensor:
+        past = self.past[name]
+        repeated = value.repeat(*[1] * (value.dim() - 1), history - 1)
+        stacked = torch.cat([value, torch.where(rows(self.fresh, value), repeated, past)], dim=-1)
+        if commit is not None:
+            past.copy_(torch.where(rows(commit, past), stacked[..., : past.shape[-1]], past))
+        return stacked
 
     def check(self, env: TaskEnv) -> None:
         """Evaluates every term once (they only read state), so that one that cannot work on this
-        model is refused by name, and keeps their shapes (`shapes`: one env's value per term).
-        The terms must concatenate along their last axis: vectors (num_envs, D) with vectors,
-        images (num_envs, H, W, C) of one size with images."""
+        model is refused by name, and keeps their shapes (`shapes`: one env's value per term, its
+        history included). The terms must concatenate along their last axis: vectors
+        (num_envs, D) with vectors, images (num_envs, H, W, C) of one size with images."""
         self.shapes: dict[str, tuple[int, ...]] = {}
-        for name, term, _ in self.items():
+        for name, term, cfg in self.items():
             with self.naming(name):
-                self.shapes[name] = tuple(term(env).shape[1:])
+                value = observed_value(env, term(env), dataclasses.replace(cfg, noise=None))
+            *leading, last = value.shape
+            self.shapes[name] = (*leading[1:], last * cfg.history)
+            if cfg.history > 1:
+                self.past[name] = value.new_zeros(*leading, last * (cfg.history - 1))
         if len({shape[:-1] for shape in self.shapes.values()}) > 1:
             raise ConfigError(
                 f"terms of shapes {self.shapes} cannot be concatenated: vectors and images (and images of "
                 "different sizes) go in separate groups",
                 f"env.{self.section.replace('/', '.')}",
             )
+
+    def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        self.fresh |= mask
+        super().reset(env, mask)
+
+    def buffers(self) -> dict[str, torch.Tensor]:
+        if not self.past:
+            return {}
+        return {"fresh": self.fresh} | {f"past/{name}": value for name, value in self.past.items()}
+
+
+def rows(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """(num_envs,) `mask` shaped to select whole rows of `value` (num_envs, ...)."""
+    return mask.view(-1, *[1] * (value.dim() - 1))
 
 
 class Rewards(TermGroup):

@@ -20,6 +20,7 @@ class VecEnv(abc.ABC):
         device: the torch device of every tensor going in and out.
         observation_spec: observation group name -> shape of one env's observation, e.g.
             {"policy": (60,)}; a "critic" group, if there is one, is the critic's (privileged).
+            Vectors are float32; images (H, W, C) float32 or, for RGB, uint8.
         obs: the current observations (group -> (num_envs, *shape)), as the last `reset` or
             `step` returned them.
         action_dim: size of one env's action vector.

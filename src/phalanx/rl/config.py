@@ -36,6 +36,9 @@ class PolicyCfg:
     """Width of the linear layer after the convolutions: the image's features."""
     shared_encoder: bool = True
     """One image encoder that the actor's and the critic's losses both train; off: one each."""
+    critic_image: bool = True
+    """The critic sees the image group too; off: only its vector group (with a privileged "critic"
+    group that holds the state, enough to judge it, and the update trains one encoder less)."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`policy.FIELD`), its value and what is allowed."""

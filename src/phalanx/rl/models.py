@@ -89,7 +89,16 @@ class ActorCritic(nn.Module):
                 )  # fmt: skip
 
             actor_encoder = encoder()
-            encoders = (actor_encoder, actor_encoder if cfg.shared_encoder else encoder())
+            critic_encoder = None if not cfg.critic_image else actor_encoder if cfg.shared_encoder else encoder()
+            encoders = (actor_encoder, critic_encoder)
+        for group, encoder_ in zip(("policy", critic_group(observation_spec)), encoders, strict=True):
+            if observation_spec[group] == (0,) and encoder_ is None:
+                who = "actor" if group == "policy" else "critic"
+                raise ConfigError(
+                    f"the {who} would see nothing: group {group!r} has no terms and no image joins it "
+                    f"(policy.image_group {cfg.image_group!r}, policy.critic_image {cfg.critic_image})",
+                    f"env.observations.{group}",
+                )
         return cls(
             observation_spec["policy"][0],
             observation_spec[critic_group(observation_spec)][0],

@@ -34,8 +34,10 @@ class TiledCamera:
     None keeps the model's `<visual><map zfar>` (times the model's extent). The renderer casts
     rays from the camera itself, so there is no near plane to set.
 
-    Rendering reads the geoms' poses from the sim's data: after a physics step, those of the last
-    substep's forward pass."""
+    The camera sees the state the observations read, the joint positions now: each render first
+    poses the geoms, cameras and lights for them (kinematics into a data of its own, so the sim's
+    own data stays as the physics step left it, one substep behind, and a world just reset is
+    seen in its new state)."""
 
     def __init__(
         self,
@@ -89,6 +91,10 @@ class TiledCamera:
             self._views["depth"] = t(self.context.depth_data).view(*shape, 1)
         if "segmentation" in data_types:  # (object id, object type) per pixel
             self._views["segmentation"] = t(self.context.seg_data).view(*shape, 2)[..., :1]
+        with wp.ScopedDevice(sim.wp_device):  # posed for the render only: no contacts or constraints
+            self._posed = mjw.make_data(sim.mjm, nworld=n, nconmax=1, njmax=1)
+        com_modes = (mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM, mujoco.mjtCamLight.mjCAMLIGHT_TARGETBODYCOM)
+        self._needs_com = any(mode in com_modes for mode in (*sim.mjm.cam_mode, *sim.mjm.light_mode))
         sim.add_step_work(self._render)  # its kernels compile with the physics step's
 
     def __call__(self) -> dict[str, torch.Tensor]:
@@ -101,8 +107,17 @@ class TiledCamera:
         return images
 
     def _render(self) -> None:
-        mjw.refit_bvh(self.sim.model, self.sim.data, self.context)
-        mjw.render(self.sim.model, self.sim.data, self.context)
+        m, posed, data = self.sim.model, self._posed, self.sim.data
+        wp.copy(posed.qpos, data.qpos)
+        if self.sim.mjm.nmocap:
+            wp.copy(posed.mocap_pos, data.mocap_pos)
+            wp.copy(posed.mocap_quat, data.mocap_quat)
+        mjw.kinematics(m, posed)
+        if self._needs_com:
+            mjw.com_pos(m, posed)
+        mjw.camlight(m, posed)
+        mjw.refit_bvh(m, posed, self.context)
+        mjw.render(m, posed, self.context)
 
 
 def _class_table(sim: Simulator, classes: dict[str, str]) -> torch.Tensor:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from phalanx.assets import asset_path
@@ -10,6 +11,7 @@ from phalanx.envs.mdp import events, observations, rewards, terminations
 from phalanx.registry import register
 from phalanx.rl.config import PolicyCfg, TrainCfg
 from phalanx.rl.ppo import PPOCfg
+from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 
 
@@ -80,4 +82,42 @@ def cartpole_train_cfg() -> TrainCfg:
     )
 
 
+def cartpole_camera_cfg(data_type: str) -> TaskCfg:
+    """Cartpole seen through a camera (Isaac-Cartpole-RGB-Camera-Direct-v0 / -Depth- in spirit):
+    the policy sees only 64x64 images, its last two frames stacked along the channels (one frame
+    shows where the pole is, two how it moves); the critic sees the joint state. The camera looks
+    along +y from 6 m away and sees the cart across +-3.4 m of its rail."""
+    cfg = cartpole_cfg()
+    state = cfg.observations["policy"]
+    camera = {"camera": "eye", "width": 64, "height": 64, "data_type": data_type}
+    if data_type == "depth":  # metres / 8: the scene lies within 8 m of the camera
+        image = ObsTermCfg(func=observations.camera_image, params={**camera, "far": 8.0}, scale=1 / 8, history=2)
+    else:
+        image = ObsTermCfg(func=observations.camera_image, params=camera, history=2)
+    return dataclasses.replace(
+        cfg,
+        description=f"balance a pole on a cart from {data_type} images (Isaac-Cartpole-{data_type.upper()}-Camera)",
+        cameras={"eye": CameraCfg(pos=(0.0, -6.0, 0.4), xyaxes=(1.0, 0.0, 0.0, 0.0, 0.0, 1.0), fovy=60.0)},
+        observations={"policy": {}, "image": {data_type: image}, "critic": state},
+    )
+
+
+def cartpole_camera_train_cfg() -> TrainCfg:
+    """A small convolutional encoder for 64x64 frames; the critic reads the joint state only."""
+    cfg = cartpole_train_cfg()
+    cfg.policy = PolicyCfg(
+        actor_hidden_dims=(64,),
+        critic_hidden_dims=(64, 64),
+        image_group="image",
+        cnn_channels=(16, 32, 32),
+        cnn_features=128,
+        critic_image=False,
+    )
+    cfg.algo = PPOCfg(learning_rate=5e-4, entropy_coef=0.005)
+    cfg.max_iterations = 300
+    return cfg
+
+
 register("cartpole", env_cfg=cartpole_cfg, train_cfg=cartpole_train_cfg)
+register("cartpole-rgb", env_cfg=lambda: cartpole_camera_cfg("rgb"), train_cfg=cartpole_camera_train_cfg)
+register("cartpole-depth", env_cfg=lambda: cartpole_camera_cfg("depth"), train_cfg=cartpole_camera_train_cfg)
