@@ -22,7 +22,7 @@ declare -A target=(
   [cartpole]="mean_episode_length 285"
   [ant]="mean_reward 100"
   [humanoid]="mean_reward 50"
-  [anymal-flat]="metrics/lin_vel_xy_error 0.2 --below --max-s 280"
+  [anymal-flat]="metrics/lin_vel_xy_error 0.2 --below --max-s 285 --max-iterations 3000"  # 300 by default
   [anymal-rough]="env/terrain_level 4.5 --max-s 320"
 )
 for task in ${TASKS:-cartpole ant humanoid anymal-flat anymal-rough}; do
