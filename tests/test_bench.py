@@ -33,7 +33,8 @@ def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None
         assert 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"]
         assert r["physics_limit_env_steps_per_s"] > 0 and r["ratio_step_to_limit"] > 0
         phases = r["phases_s"]
-        assert set(phases) == {"physics", "obs_reward_reset", "policy_inference", "ppo_update"}
+        assert set(phases) == {"physics", "render", "obs_reward_reset", "policy_inference", "ppo_update"}
+        assert phases["render"] == 0 and r["render_frames_per_s"] == []  # no camera
         assert all(v >= 0 for v in phases.values())
         assert sum(phases.values()) == pytest.approx(r["iteration_s"], rel=1e-6)
         assert set(r["startup_s"]) == {"import", "model_build", "first_iteration", "warmup_and_capture"}
@@ -41,6 +42,15 @@ def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None
     report = (throughput_run / "report.md").read_text()
     assert "| 32 |" in report and "| 64 |" in report and "phases.png" in report
     assert (throughput_run / "phases.png").stat().st_size > 1000
+
+
+def test_throughput_times_the_cameras_renders(tmp_path: Path) -> None:
+    args = ["bench", "throughput", "cartpole-rgb", "--num-envs", "8", *QUICK, "--run-dir", str(tmp_path)]
+    assert main(args) == 0
+    (r,) = json.loads((tmp_path / "bench.json").read_text())["results"]
+    assert r["phases_s"]["render"] > 0 and len(r["render_frames_per_s"]) == 1 and r["render_frames_per_s"][0] > 0
+    assert sum(r["phases_s"].values()) == pytest.approx(r["iteration_s"], rel=1e-6)
+    assert "| render |" in (tmp_path / "report.md").read_text()
 
 
 def test_profile_trace_names_the_phases(throughput_run: Path) -> None:

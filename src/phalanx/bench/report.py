@@ -8,7 +8,7 @@ from typing import Any
 
 from phalanx.files import write_text_atomic
 
-PHASES = ("physics", "obs_reward_reset", "policy_inference", "ppo_update")
+PHASES = ("physics", "render", "obs_reward_reset", "policy_inference", "ppo_update")
 
 
 def write_run(run_dir: Path, bench: dict[str, Any]) -> None:
@@ -74,17 +74,19 @@ def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
 
 
 def _table(results: list[dict[str, Any]]) -> str:
-    columns = ["envs", "fps step", "fps step+inference", "fps total", "iteration ms", "physics", "obs/reward/reset"]
+    columns = ["envs", "fps step", "fps step+inference", "fps total", "iteration ms", "physics", "render"]
+    columns += ["obs/reward/reset"]
     columns += ["inference", "update", "physics limit", "step / limit", "memory per env"]
     rows = []
     for r in results:
         if not r["valid"]:
             rows.append([str(r["num_envs"]), f"invalid: {r['reason']}"])
             continue
-        ms = {k: f"{1e3 * v:.1f}" for k, v in r["phases_s"].items()}
+        ms = {k: f"{1e3 * v:.1f}" for k, v in ({"render": 0.0} | r["phases_s"]).items()}  # older runs: no render
         rows.append(
             [str(r["num_envs"]), f"{r['fps_step']:,.0f}", f"{r['fps_step_inference']:,.0f}", f"{r['fps_total']:,.0f}"]
-            + [f"{1e3 * r['iteration_s']:.1f}", ms["physics"], ms["obs_reward_reset"], ms["policy_inference"]]
+            + [f"{1e3 * r['iteration_s']:.1f}", ms["physics"], ms["render"], ms["obs_reward_reset"]]
+            + [ms["policy_inference"]]
             + [
                 ms["ppo_update"],
                 f"{r['physics_limit_env_steps_per_s']:,.0f}",
@@ -107,7 +109,7 @@ def _plot_phases(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
     labels = [str(r["num_envs"]) for r in results]
     bottom = [0.0] * len(results)
     for phase in PHASES:
-        values = [1e3 * r["phases_s"][phase] for r in results]
+        values = [1e3 * r["phases_s"].get(phase, 0.0) for r in results]
         ax.bar(labels, values, bottom=bottom, label=phase.replace("_", " "))
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_xlabel("envs")

@@ -63,7 +63,8 @@ def measure(
 ) -> dict[str, Any]:
     """Trains `task` with its defaults for `warmup` + `iterations` iterations and returns medians
     of the timed ones: fps (step, step + inference, total), the iteration time split into
-    physics, observation/reward/reset, policy inference and PPO update, the start-up split, memory,
+    physics, rendering (camera observations, with each camera's frames per second), the rest of
+    observation/reward/reset, policy inference and PPO update, the start-up split, memory,
     and the raw physics limit with the ratio fps_step / limit. With `profile_iterations`, that many
     more iterations run under the torch profiler and its trace goes to `profile_trace` (Chrome
     trace JSON; phases are named ranges, also NVTX ranges for Nsight Systems). An env count the trainer cannot run
@@ -115,6 +116,11 @@ def measure(
     frames = num_envs * steps
     iteration_s, collect_s, step_s = (frames / median(k) for k in ("fps_total", "fps_step_inference", "fps_step"))
     physics_s = steps * seconds_per_call(env.sim.step, steps, device)  # with the policy's last controls
+    # Each env step computes its observations twice, the final ones of the episodes that end and
+    # the next ones, so each camera term renders twice.
+    cameras = [term.camera for g in env.observations.values() for term in g.terms if hasattr(term, "camera")]
+    render_call_s = [seconds_per_call(camera, steps, device) for camera in cameras]
+    render_s = min(steps * 2 * sum(render_call_s), max(step_s - physics_s, 0.0))
     sim = env.sim
     limit_env_steps_per_s = physics_steps_per_s(sim, calls=steps, repeats=3, random_ctrl=False) / sim.cfg.decimation
     return {
@@ -126,7 +132,8 @@ def measure(
         "iteration_s": iteration_s,
         "phases_s": {
             "physics": min(physics_s, step_s),
-            "obs_reward_reset": max(step_s - physics_s, 0.0),
+            "render": render_s,
+            "obs_reward_reset": max(step_s - physics_s - render_s, 0.0),
             "policy_inference": collect_s - step_s,
             "ppo_update": iteration_s - collect_s,
         },
@@ -136,6 +143,7 @@ def measure(
             "first_iteration": first_iteration_s,
             "warmup_and_capture": warmup_s,
         },
+        "render_frames_per_s": [num_envs / seconds for seconds in render_call_s],
         "memory_bytes": memory_after - memory_before if device.type == "cuda" else memory_after,
         "memory_per_env_bytes": (memory_after - memory_before) / num_envs,
         "physics_limit_env_steps_per_s": limit_env_steps_per_s,

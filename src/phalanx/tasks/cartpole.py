@@ -88,6 +88,7 @@ def cartpole_camera_cfg(data_type: str) -> TaskCfg:
     shows where the pole is, two how it moves); the critic sees the joint state. The camera looks
     along +y from 6 m away and sees the cart across +-3.4 m of its rail."""
     cfg = cartpole_cfg()
+    isaac = {"rgb": "RGB", "depth": "Depth"}[data_type]
     state = cfg.observations["policy"]
     camera = {"camera": "eye", "width": 64, "height": 64, "data_type": data_type}
     if data_type == "depth":  # metres / 8: the scene lies within 8 m of the camera
@@ -96,7 +97,7 @@ def cartpole_camera_cfg(data_type: str) -> TaskCfg:
         image = ObsTermCfg(func=observations.camera_image, params=camera, history=2)
     return dataclasses.replace(
         cfg,
-        description=f"balance a pole on a cart from {data_type} images (Isaac-Cartpole-{data_type.upper()}-Camera)",
+        description=f"balance a pole on a cart seen in {data_type} images (Isaac-Cartpole-{isaac}-Camera-Direct-v0)",
         cameras={"eye": CameraCfg(pos=(0.0, -6.0, 0.4), xyaxes=(1.0, 0.0, 0.0, 0.0, 0.0, 1.0), fovy=60.0)},
         observations={"policy": {}, "image": {data_type: image}, "critic": state},
     )
