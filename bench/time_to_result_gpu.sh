@@ -9,14 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-bench-out}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/pyc}
-python3 -m compileall -q -j 0 $(python3 -c '
-import importlib.util
-for name in ("torch", "warp", "mujoco_warp", "mujoco", "numpy", "phalanx", "tyro", "rich"):
-    spec = importlib.util.find_spec(name)
-    print(spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else "")
-') > /dev/null 2>&1
+source "$(dirname "$0")/bytecode.sh"
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee -a "$out/gpu.txt"
 declare -A target=(
   [cartpole]="mean_episode_length 285"

@@ -70,21 +70,24 @@ def test_training_iteration_never_syncs_the_host(capture: bool) -> None:
         assert torch.isfinite(trainer.ppo.storage.returns).all()
 
 
-def test_captured_training_matches_eager_training() -> None:
-    """Rollout and update graphs change where the kernels are launched from, not what they compute."""
+@pytest.mark.parametrize(("task", "tolerance"), [("cartpole", 1e-5), ("cartpole-rgb", 1e-3)])
+def test_captured_training_matches_eager_training(task: str, tolerance: float) -> None:
+    """Rollout and update graphs (the rollout's sharing one memory pool) change where the kernels
+    are launched from, not what they compute. Convolutions pick their algorithms per call: a
+    looser tolerance for the image policy."""
     from phalanx.registry import train_cfg
     from phalanx.rl.trainer import Trainer
 
     params = []
     for capture in (True, False):
-        cfg = train_cfg("cartpole")
+        cfg = train_cfg(task)
         cfg.capture_update = cfg.capture_rollout = capture
-        env = phalanx.make("cartpole", num_envs=256, device="cuda", seed=1, verbose=False)
+        env = phalanx.make(task, num_envs=256, device="cuda", seed=1, verbose=False)
         trainer = Trainer(cfg, env, run_dir=None)
         for _ in range(4):
             trainer.iterate()
         params.append(torch.cat([p.detach().flatten() for p in trainer.policy.parameters()]))
-    torch.testing.assert_close(params[0], params[1], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(params[0], params[1], atol=tolerance, rtol=tolerance)
 
 
 def test_video_frames_render_on_cuda() -> None:

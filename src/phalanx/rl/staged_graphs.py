@@ -12,12 +12,19 @@ import torch
 class StagedGraphs:
     """`run(key, fn, *args)` calls fn(*args) eagerly until `warm()`; after that, with `enabled`,
     the first call of each key records fn into a CUDA graph (its tensor inputs must be static
-    buffers) and every call replays it, returning the recorded outputs."""
+    buffers) and every call replays it, returning the recorded outputs.
+
+    The graphs share one memory pool. That is safe because every rollout replays them in the
+    order they were recorded, one after another, and what one graph leaves behind (its outputs,
+    the state it writes in place) is used before the graphs recorded ahead of it run again; so a
+    rollout holds one stage's temporaries (e.g. a convolutional policy's activations) instead of
+    one set per stage."""
 
     def __init__(self, enabled: bool, generator: torch.Generator):
         self.enabled, self.generator = enabled, generator
         self._warm = False
         self._graphs: dict[Hashable, tuple[torch.cuda.CUDAGraph, Any]] = {}
+        self._pool: Any = None
 
     def warm(self) -> None:
         """Kernels are compiled and state is allocated: the next calls may record."""
@@ -29,7 +36,8 @@ class StagedGraphs:
         if key not in self._graphs:
             graph = torch.cuda.CUDAGraph()
             graph.register_generator_state(self.generator)
-            with torch.cuda.graph(graph):
+            self._pool = self._pool or torch.cuda.graph_pool_handle()
+            with torch.cuda.graph(graph, pool=self._pool):
                 out = fn(*args)
             self._graphs[key] = (graph, out)
         graph, out = self._graphs[key]
@@ -38,3 +46,4 @@ class StagedGraphs:
 
     def clear(self) -> None:
         self._graphs.clear()
+        self._pool = None
