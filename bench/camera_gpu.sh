@@ -23,9 +23,9 @@ PY
 for n in ${ENVS//,/ }; do
   for size in 64 128; do
     echo "testspeed render cartpole-rgb eye ${size}x$size rgb nworld $n"
-    python3 -m mujoco_warp.testspeed /tmp/cartpole-rgb.mjb --function=render --nworld "$n" --nstep 200 \
-      --camera_name eye --render_width "$size" --render_height "$size" --render_depth false --render_seg false \
-      --render_textures false > /tmp/testspeed.log 2>&1
+    python3 -m mujoco_warp.testspeed /tmp/cartpole-rgb.mjb --function=render --nworld="$n" --nstep=200 \
+      --camera_name=eye --render_width="$size" --render_height="$size" --render_depth=false --render_seg=false \
+      --render_textures=false > /tmp/testspeed.log 2>&1
     grep -E "Total (JIT|steps per second|time per step)" /tmp/testspeed.log || tail -20 /tmp/testspeed.log
   done
 done 2>&1 | tee -a "$out/render.log"

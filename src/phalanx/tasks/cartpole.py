@@ -116,6 +116,9 @@ def cartpole_camera_train_cfg() -> TrainCfg:
     )
     cfg.algo = PPOCfg(learning_rate=5e-4, entropy_coef=0.005)
     cfg.max_iterations = 300
+    # The update is most of an iteration here: compiled and in bfloat16 it ran 280 -> 190 ms at
+    # 4096 envs on an H100 (fps_total 170 k -> 211 k), for 13 s more start-up.
+    cfg.compile_update = cfg.bf16_update = True
     return cfg
 
 
