@@ -1,7 +1,7 @@
 """What a policy sees through the tiled camera: RGB, depth and segmentation of a few envs of a
 task, one row per env, as one PNG (all envs rendered in one call, after a few random steps).
 
-python bench/camera_grid.py --task cartpole --camera track --size 64 --envs 4 --out docs/media/cartpole-camera.png
+python bench/camera_grid.py --task cartpole-rgb --camera eye --size 64 --envs 4 --out docs/media/cartpole-rgb-camera.png
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from phalanx.sensors import TiledCamera  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--task", default="cartpole")
-    parser.add_argument("--camera", default="track")
+    parser.add_argument("--task", default="cartpole-rgb")
+    parser.add_argument("--camera", default="eye")
     parser.add_argument("--size", type=int, default=64, help="width and height in pixels")
     parser.add_argument("--envs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=20, help="random-action steps before the picture")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--out", type=Path, default=Path("docs/media/cartpole-camera.png"))
+    parser.add_argument("--out", type=Path, default=Path("docs/media/cartpole-rgb-camera.png"))
     args = parser.parse_args()
     env = phalanx.make(args.task, num_envs=args.envs, device=args.device, verbose=False)
     generator = torch.Generator(device=env.device).manual_seed(0)
