@@ -74,6 +74,19 @@ def test_play_writes_a_video(tmp_path: Path, capsys) -> None:
     assert frames.shape[0] == 30 and frames.shape[-1] == 3 and frames.std() > 1.0
 
 
+def test_play_shows_what_an_image_policy_sees_beside_the_scene(tmp_path: Path, capsys) -> None:
+    assert main(["train", "cartpole-rgb", *TINY, "--max-iterations", "1", "--run-dir", str(tmp_path)]) == 0
+    video = tmp_path / "play.mp4"
+    checkpoint = tmp_path / "checkpoints" / "model_last.pt"
+    assert main(["play", "cartpole-rgb", "--checkpoint", str(checkpoint), "--steps", "4", "--video", str(video)]) == 0
+    import imageio.v3 as iio
+
+    frames = iio.imread(video)  # the scene (480 x 360), then the 64x64 image enlarged 5 times
+    assert frames.shape[1:] == (360, 808, 3)
+    view = frames[:, 20:340, 488:808].astype(float)
+    assert view.std() > 5.0, "the policy's image is there"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

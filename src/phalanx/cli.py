@@ -53,7 +53,7 @@ class PlayCfg:
     seed: int = 0
     """Seeds the env's initial states."""
     video: str | None = None
-    """Write an mp4 of one env here (`--video-env`)."""
+    """Write an mp4 of one env here (`--video-env`); a policy that sees images has them shown beside the scene."""
     video_env: int = 0
     """The env the video follows (on a terrain, env K of N walks on column K * columns // N)."""
     low_level_checkpoint: str | None = None
@@ -186,7 +186,8 @@ def play(args: list[str], console: Console) -> None:
     env = make(env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
-    episodes = run_episodes(env, load_actor(state, env), steps, recorder)
+    image_group = state["config"]["policy"].get("image_group")
+    episodes = run_episodes(env, load_actor(state, env), steps, recorder, image_group)
     console.print(
         f"{len(episodes.returns)} episodes finished in {steps} steps x {env.num_envs} envs "
         f"(max length {env.max_episode_length}): {episodes.summary()}"

@@ -56,14 +56,16 @@ def run_episodes(
     act: Callable[[dict[str, torch.Tensor]], torch.Tensor],
     steps: int,
     recorder: EnvRecorder | None = None,
+    image_group: str | None = None,
 ) -> Episodes:
     """Steps every env `steps` times from a reset and collects the episodes that finished (host
-    reads every step: for evaluation, not training)."""
+    reads every step: for evaluation, not training). The recorder's frames show, beside the
+    scene, the `image_group` observation the policy acts on."""
     episodes = Episodes(metrics={name: [] for name in env.cfg.metrics})
     obs = env.reset()
     for _ in range(steps):
         if recorder is not None:
-            recorder.capture()
+            recorder.capture(None if image_group is None else obs[image_group][recorder.env_id])
         obs, _, _, _, extras = env.step(act(obs))
         episode = extras["episode"]
         done = episode["done"]

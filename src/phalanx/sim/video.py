@@ -7,6 +7,7 @@ from pathlib import Path
 
 import mujoco_warp as mjw
 import numpy as np
+import torch
 import warp as wp
 
 from phalanx.files import atomic_path
@@ -39,15 +40,18 @@ class EnvRecorder:
             self._rgb = wp.zeros((1, height, width), dtype=wp.vec3)
         self._qpos = wp.to_torch(self.data.qpos)
 
-    def capture(self) -> None:
-        """Renders the env's current state and keeps the frame (a host copy: for play, not training)."""
+    def capture(self, beside: torch.Tensor | None = None) -> None:
+        """Renders the env's current state and keeps the frame (a host copy: for play, not
+        training); `beside`, an (H, W, C) image of that env (what its policy sees), goes to the
+        frame's right, enlarged (`policy_view`)."""
         self._qpos[0].copy_(self.sim.qpos[self.env_id])
         with wp.ScopedDevice(self.sim.wp_device):
             mjw.forward(self.model, self.data)
             mjw.refit_bvh(self.model, self.data, self.context)
             mjw.render(self.model, self.data, self.context)
             mjw.get_rgb(self.context, 0, self._rgb)
-        self.frames.append((self._rgb.numpy()[0].clip(0.0, 1.0) * 255).astype(np.uint8))
+        frame = (self._rgb.numpy()[0].clip(0.0, 1.0) * 255).astype(np.uint8)
+        self.frames.append(frame if beside is None else side_by_side(frame, policy_view(beside)))
 
     def write(self, path: str | Path, fps: float) -> Path:
         """Encodes the frames as H.264 mp4, through a temp file and a rename."""
@@ -56,3 +60,28 @@ class EnvRecorder:
         with atomic_path(path, suffix=".mp4") as tmp:
             iio.imwrite(tmp, np.stack(self.frames), fps=fps, codec="libx264", macro_block_size=8)
         return Path(path)
+
+
+def policy_view(image: torch.Tensor) -> np.ndarray:
+    """An (H, W, C) observation image as RGB uint8: of stacked frames the newest (the first
+    channels), RGB as it is, a float image (depth) as gray from black (0) to white (its maximum)."""
+    image = image.detach().cpu()
+    if image.dtype == torch.uint8 and image.shape[-1] >= 3:
+        return image[..., :3].numpy()
+    gray = image[..., 0].float()
+    gray = (gray / gray.max().clamp(min=1e-6) * 255).to(torch.uint8)
+    return gray[..., None].expand(*gray.shape, 3).numpy()
+
+
+def side_by_side(frame: np.ndarray, view: np.ndarray, gap: int = 8) -> np.ndarray:
+    """`view` enlarged by the largest whole factor that fits `frame`'s height, centred on the
+    right of `frame`; the width padded to a multiple of 8 (the video encoder's blocks)."""
+    height = frame.shape[0]
+    scale = max(1, height // view.shape[0])
+    view = view.repeat(scale, axis=0).repeat(scale, axis=1)[:height]
+    top = (height - view.shape[0]) // 2
+    width = frame.shape[1] + gap + view.shape[1]
+    canvas = np.zeros((height, width + (-width) % 8, 3), dtype=np.uint8)
+    canvas[:, : frame.shape[1]] = frame
+    canvas[top : top + view.shape[0], frame.shape[1] + gap : width] = view
+    return canvas
