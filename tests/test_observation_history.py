@@ -107,3 +107,20 @@ def test_cartpole_rgb_sees_two_stacked_frames_and_its_critic_the_joint_state() -
     assert depth.dtype == torch.float32 and depth.shape == (2, 64, 64, 2)
     assert 0 <= float(depth.min()) and float(depth.max()) <= 1.0, "depth in metres / 8: the cart within [0, 1]"
     assert float(depth.max()) > 0.5
+
+
+def test_a_critic_that_sees_only_the_image_trains() -> None:
+    from rich.console import Console
+
+    from phalanx.rl.trainer import Trainer
+
+    cfg = phalanx.env_cfg("cartpole-rgb")
+    cfg.observations["policy"], cfg.observations["critic"] = cfg.observations["critic"], {}
+    env = make_cpu(cfg, num_envs=4)
+    train = phalanx.train_cfg("cartpole-rgb")
+    train.num_steps_per_env, train.compile_update = 4, False
+    train.policy.critic_image = True
+    trainer = Trainer(train, env, run_dir=None, console=Console(quiet=True))
+    assert trainer.policy.critic_encoder is not None
+    row = trainer.iterate()
+    assert torch.isfinite(torch.tensor(row["loss/value"]))

@@ -69,7 +69,7 @@ class RolloutStorage:
         image_shape: tuple[int, ...] | None = None,
         image_dtype: torch.dtype = torch.uint8,
     ):
-        widths = {"obs": obs_dim} | ({"critic_obs": critic_obs_dim} if critic_obs_dim else {})
+        widths = {"obs": obs_dim} | ({"critic_obs": critic_obs_dim} if critic_obs_dim is not None else {})
         widths |= {"actions": action_dim, "action_mean": action_dim, "action_std": action_dim}
         widths |= dict.fromkeys(self.SCALARS, 1)
         self.steps, self.num_envs = steps, num_envs

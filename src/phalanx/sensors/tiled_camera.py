@@ -113,6 +113,8 @@ class TiledCamera:
             wp.copy(posed.mocap_pos, data.mocap_pos)
             wp.copy(posed.mocap_quat, data.mocap_quat)
         mjw.kinematics(m, posed)
+        if self.sim.mjm.nflex:  # flex vertices: rendered where their bodies now are
+            mjw.flex(m, posed)
         if self._needs_com:
             mjw.com_pos(m, posed)
         mjw.camlight(m, posed)

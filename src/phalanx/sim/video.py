@@ -68,7 +68,7 @@ def policy_view(image: torch.Tensor) -> np.ndarray:
     image = image.detach().cpu()
     if image.dtype == torch.uint8 and image.shape[-1] >= 3:
         return image[..., :3].numpy()
-    gray = image[..., 0].float()
+    gray = image[..., 0].float().clamp(min=0.0)  # segmentation's -1 (nothing hit): black
     gray = (gray / gray.max().clamp(min=1e-6) * 255).to(torch.uint8)
     return gray[..., None].expand(*gray.shape, 3).numpy()
 
