@@ -77,6 +77,17 @@ def test_shared_and_separate_encoders_and_gradients_reach_them() -> None:
     size = {name: sum(p.numel() for p in model.parameters()) for name, model in (("s", shared), ("p", separate))}
     assert size["p"] - size["s"] == encoder_size
     obs, image = torch.randn(6, 4), torch.randint(0, 256, (6, 24, 32, 3), dtype=torch.uint8)
+    calls = []
+    for model in (shared, separate):
+        for encoder in {model.actor_encoder, model.critic_encoder}:
+            encoder.register_forward_hook(lambda *_: calls.append(1))
+    dist, value = shared.distribution_and_value(obs, obs, image)
+    assert len(calls) == 1, "a shared encoder encodes the image once for both heads"
+    torch.testing.assert_close(value, shared.value(obs, image))
+    torch.testing.assert_close(dist.mean, shared.act_deterministic(obs, image))
+    calls.clear()
+    separate.distribution_and_value(obs, obs, image)
+    assert len(calls) == 2
     separate.value(obs, image).sum().backward()
     assert separate.critic_encoder.head[0].weight.grad.abs().sum() > 0
     assert separate.actor_encoder.head[0].weight.grad is None  # the value trains only the critic's

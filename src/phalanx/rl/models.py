@@ -110,19 +110,31 @@ class ActorCritic(nn.Module):
             *encoders,
         )
 
-    def _with_features(self, obs: torch.Tensor, image: torch.Tensor | None, encoder: ImageEncoder | None):
-        return obs if encoder is None else torch.cat([obs, encoder(image)], dim=-1)
+    @staticmethod
+    def _joined(obs: torch.Tensor, features: torch.Tensor | None) -> torch.Tensor:
+        return obs if features is None else torch.cat([obs, features], dim=-1)
 
-    def distribution(self, obs: torch.Tensor, image: torch.Tensor | None = None) -> Normal:
-        """The policy for obs (N, obs_dim) (and image (N, H, W, C) with encoders): independent
-        Gaussians per action dimension, in float32 (the mean too, when the actor ran under autocast)."""
-        mean = self.actor(self._with_features(obs, image, self.actor_encoder)).float()
-        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)  # validation syncs the host
+    @staticmethod
+    def _encoded(encoder: ImageEncoder | None, image: torch.Tensor | None) -> torch.Tensor | None:
+        return None if encoder is None else encoder(image)
+
+    def distribution_and_value(
+        self, obs: torch.Tensor, critic_obs: torch.Tensor, image: torch.Tensor | None = None
+    ) -> tuple[Normal, torch.Tensor]:
+        """The policy for obs (N, obs_dim), independent Gaussians per action dimension in float32
+        (the mean too, when the actor ran under autocast), and the (N,) values of critic_obs; with
+        encoders both also see image (N, H, W, C), which a shared encoder encodes once."""
+        features = self._encoded(self.actor_encoder, image)
+        shared = self.critic_encoder is self.actor_encoder
+        critic_features = features if shared else self._encoded(self.critic_encoder, image)
+        mean = self.actor(self._joined(obs, features)).float()
+        value = self.critic(self._joined(critic_obs, critic_features)).squeeze(-1)
+        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False), value  # validation syncs
 
     def value(self, critic_obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:
         """(N,) state values."""
-        return self.critic(self._with_features(critic_obs, image, self.critic_encoder)).squeeze(-1)
+        return self.critic(self._joined(critic_obs, self._encoded(self.critic_encoder, image))).squeeze(-1)
 
     def act_deterministic(self, obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:
         """(N, action_dim) the mean action, for evaluation and play."""
-        return self.actor(self._with_features(obs, image, self.actor_encoder))
+        return self.actor(self._joined(obs, self._encoded(self.actor_encoder, image)))

@@ -189,7 +189,7 @@ class PPO:
         storage = self.storage
         actor_obs, critic_obs = self._normalized(obs, update=True)
         image = self._image(obs)
-        dist = self.policy.distribution(actor_obs, image)
+        dist, values = self.policy.distribution_and_value(actor_obs, critic_obs, image)
         noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
         actions = dist.mean + dist.stddev * noise
         storage.obs[t] = actor_obs
@@ -199,7 +199,7 @@ class PPO:
             storage.images[t] = image
         storage.actions[t] = actions
         storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
-        storage.values[t] = self.policy.value(critic_obs, image)
+        storage.values[t] = values
         storage.action_mean[t] = dist.mean
         storage.action_std[t] = dist.stddev
         return actions
@@ -309,8 +309,8 @@ class PPO:
         not finite) stacked and detached."""
         cfg = self.cfg
         with torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16_update):
-            dist = self.policy.distribution(mb["obs"], mb.get("image"))
-            values = self.policy.value(mb["critic_obs"], mb.get("image")).float()
+            dist, values = self.policy.distribution_and_value(mb["obs"], mb["critic_obs"], mb.get("image"))
+        values = values.float()
         log_prob = dist.log_prob(mb["actions"]).sum(dim=-1)
         entropy = dist.entropy().sum(dim=-1).mean()
         advantages = mb["advantages"]
