@@ -35,6 +35,7 @@ def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None
         phases = r["phases_s"]
         assert set(phases) == {"physics", "render", "obs_reward_reset", "policy_inference", "ppo_update"}
         assert phases["render"] == 0 and r["render_frames_per_s"] == []  # no camera
+        assert r["observation_spec"] == {"policy": [4]}
         assert all(v >= 0 for v in phases.values())
         assert sum(phases.values()) == pytest.approx(r["iteration_s"], rel=1e-6)
         assert set(r["startup_s"]) == {"import", "model_build", "first_iteration", "warmup_and_capture"}
@@ -44,10 +45,13 @@ def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None
     assert (throughput_run / "phases.png").stat().st_size > 1000
 
 
-def test_throughput_times_the_cameras_renders(tmp_path: Path) -> None:
+def test_throughput_times_the_cameras_renders_of_the_task_as_changed(tmp_path: Path) -> None:
+    image = "--env.observations.image.rgb.params"
     args = ["bench", "throughput", "cartpole-rgb", "--num-envs", "8", *QUICK, "--run-dir", str(tmp_path)]
+    args += [f"--train-args={image}.width 48 {image}.height 40 {image}.every 2"]
     assert main(args) == 0
     (r,) = json.loads((tmp_path / "bench.json").read_text())["results"]
+    assert r["observation_spec"]["image"] == [40, 48, 6], "two stacked 48x40 RGB frames"
     assert r["phases_s"]["render"] > 0 and len(r["render_frames_per_s"]) == 1 and r["render_frames_per_s"][0] > 0
     assert sum(r["phases_s"].values()) == pytest.approx(r["iteration_s"], rel=1e-6)
     assert "| render |" in (tmp_path / "report.md").read_text()

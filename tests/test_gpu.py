@@ -45,6 +45,25 @@ def test_captured_step_matches_eager_step(task: str, compile: bool) -> None:
     assert dones > 0, "the comparison must cover auto-resets"
 
 
+def test_a_camera_rendering_every_other_step_inside_the_captured_step() -> None:
+    """The render sits behind a conditional node of the env's CUDA graph: captured and eager
+    stepping see the same images, new ones at even steps only."""
+    cfg = phalanx.env_cfg("cartpole-rgb")
+    term = cfg.observations["image"]["rgb"]
+    term.history, term.params = 1, {**term.params, "every": 2}
+    make = functools.partial(phalanx.make, cfg, num_envs=64, device="cuda", seed=3, verbose=False, compile=False)
+    envs = [make(capture=True), make(capture=False)]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    last = envs[0].obs["image"].clone()
+    for step in range(1, 12):
+        action = torch.rand(64, envs[0].action_dim, device="cuda", generator=g) * 2 - 1
+        captured, eager = (env.step(action)[0]["image"] for env in envs)
+        assert torch.equal(captured, eager), f"step {step}"
+        assert torch.equal(captured, last) == (step % 2 == 1), f"step {step}"
+        last = captured.clone()
+    assert envs[0].stepper.captured
+
+
 @pytest.mark.parametrize("capture", [False, True])
 def test_training_iteration_never_syncs_the_host(capture: bool) -> None:
     """Rollout and PPO update under torch's sync debug mode "error": any host sync raises."""

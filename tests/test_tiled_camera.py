@@ -4,6 +4,7 @@ env observes images in a group of their own."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import mujoco
@@ -107,6 +108,15 @@ def test_segmentation_as_stable_class_ids() -> None:
         TiledCamera(sim, "down", data_types=("segmentation",), classes={"all": ".*", "ground": "f.*"})
 
 
+def test_a_flag_on_the_device_decides_whether_it_renders() -> None:
+    sim = _scene(1, [0.0])
+    camera = TiledCamera(sim, "down", width=W, height=H, data_types=("depth",))
+    before = camera(torch.tensor(True))["depth"].clone()
+    sim.qpos[0, 0] = 0.5
+    assert torch.equal(camera(torch.tensor(False))["depth"], before), "not due: the last render stays"
+    assert not torch.equal(camera(torch.tensor(1))["depth"], before)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -140,6 +150,46 @@ def test_an_image_group_beside_the_policy_vector() -> None:
     image = obs["image"]
     assert image.dtype == torch.uint8 and image.shape == (4, 24, 32, 3)
     assert len({bytes(image[i].numpy()) for i in range(4)}) == 4, "each env's cart and pole are where its own are"
+
+
+def _rgb_every(every: int) -> ObsTermCfg:
+    return dataclasses.replace(RGB, params={**RGB.params, "every": every})
+
+
+def test_a_camera_rendering_every_third_step_shows_its_last_render_in_between() -> None:
+    """Beside an env that renders every step (same seed, same actions): at steps 3, 6, ... both
+    see the same images, final observations included; in between, the last render."""
+    every_step, every_third = (make_cpu(_cartpole_seeing(image={"rgb": _rgb_every(k)}), 4) for k in (1, 3))
+    generator = torch.Generator().manual_seed(0)
+    shown = every_step.obs["image"].clone()
+    assert torch.equal(every_third.obs["image"], shown), "the first observations are rendered"
+    for step in range(1, 8):
+        action = random_actions(every_step, generator)
+        fresh, _, _, _, fresh_extras = every_step.step(action)
+        seen, _, _, _, extras = every_third.step(action)
+        final = fresh_extras["final_obs"]["image"] if step % 3 == 0 else shown
+        assert torch.equal(extras["final_obs"]["image"], final), f"step {step}"
+        if step % 3 == 0:
+            assert not torch.equal(fresh["image"], shown), "the carts moved"
+            shown = fresh["image"].clone()
+        assert torch.equal(seen["image"], shown), f"step {step}"
+    assert torch.equal(seen["policy"], fresh["policy"])
+
+
+def test_a_resumed_env_shows_the_render_it_saved() -> None:
+    cfg = _cartpole_seeing(image={"rgb": _rgb_every(3)})
+    env, resumed = make_cpu(cfg, 4, seed=0), make_cpu(cfg, 4, seed=1)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(4):  # the last render at step 3
+        env.step(random_actions(env, generator))
+    resumed.load_state_dict(env.state_dict())
+    action = random_actions(env, generator)
+    assert torch.equal(resumed.step(action)[0]["image"], env.step(action)[0]["image"])
+
+
+def test_a_camera_every_zero_steps_is_refused() -> None:
+    with pytest.raises(ValueError, match="camera every must be a positive number of env steps, got 0"):
+        make_cpu(_cartpole_seeing(image={"rgb": _rgb_every(0)}), 2)
 
 
 def test_vectors_and_images_in_one_group_name_the_group() -> None:

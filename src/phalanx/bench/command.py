@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -34,6 +35,9 @@ class BenchCfg:
     """Untimed iterations after the first (graph captures happen here on CUDA)."""
     num_steps_per_env: int | None = None
     """Rollout length; default: the task's training default."""
+    train_args: str = ""
+    """`phalanx train` flags that change the task or its training, as one string after `=`:
+    --train-args="--env.observations.image.rgb.params.width 128"."""
     run_dir: str | None = None
     """Where bench.json, report.md and the plots go; default runs/bench/KIND-TASK-TIME."""
     telemetry: bool = False
@@ -137,10 +141,14 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
     from phalanx.devices import resolve_device
+    from phalanx.registry import train_cfg
+    from phalanx.rl.config import TrainCfg, check_train_cfg
 
     task, flags = task_and_flags(f"bench {kind}", args)
     default = BenchCfg(task=task, num_envs=SWEEP if kind == "envs" else BenchCfg.num_envs)
     cfg = parse_flags(BenchCfg, default, flags, f"phalanx bench {kind} {task}")
+    training = parse_flags(TrainCfg, train_cfg(task), shlex.split(cfg.train_args), f"--train-args of {task}")
+    check_train_cfg(training)
     counts = _env_counts(cfg.num_envs)
     check_int("iterations", cfg.iterations)
     if cfg.num_steps_per_env is not None:
@@ -156,7 +164,7 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     with telemetry if telemetry is not None else contextlib.nullcontext():
         for n in counts:
             trace = run_dir / f"trace-{n}.json"
-            r = measure(task, n, device, cfg.iterations, cfg.warmup, cfg.num_steps_per_env, trace, cfg.profile)
+            r = measure(training, n, device, cfg.iterations, cfg.warmup, cfg.num_steps_per_env, trace, cfg.profile)
             results.append(r)
             if r["valid"]:
                 console.print(

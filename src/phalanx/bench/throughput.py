@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import resource
 import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import warp as wp
 from rich.console import Console
 
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
+
+if TYPE_CHECKING:
+    from phalanx.rl.config import TrainCfg
 
 
 def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> None:
@@ -52,7 +56,7 @@ def _device_memory_used(device: torch.device) -> int:
 
 
 def measure(
-    task: str,
+    training: TrainCfg,
     num_envs: int,
     device: torch.device,
     iterations: int,
@@ -61,7 +65,8 @@ def measure(
     profile_trace: Path | None = None,
     profile_iterations: int = 0,
 ) -> dict[str, Any]:
-    """Trains `task` with its defaults for `warmup` + `iterations` iterations and returns medians
+    """Trains `training`'s task (its config as given, at `num_envs` envs on `device`) for
+    `warmup` + `iterations` iterations and returns medians
     of the timed ones: fps (step, step + inference, total), the iteration time split into
     physics, rendering (camera observations, with each camera's frames per second), the rest of
     observation/reward/reset, policy inference and PPO update, the start-up split, memory,
@@ -75,11 +80,11 @@ def measure(
         # sweep of many counts passes Dynamo's recompile limit and runs the rest eagerly.
         torch._dynamo.reset()
     start = time.perf_counter()
-    from phalanx.registry import make, train_cfg
+    from phalanx.registry import make
     from phalanx.rl.trainer import Trainer
 
     import_s = time.perf_counter() - start
-    cfg = train_cfg(task)
+    cfg, task = copy.deepcopy(training), training.task
     cfg.num_envs, cfg.device = num_envs, str(device)
     cfg.num_steps_per_env = num_steps_per_env or cfg.num_steps_per_env
     steps = cfg.num_steps_per_env
@@ -117,10 +122,11 @@ def measure(
     iteration_s, collect_s, step_s = (frames / median(k) for k in ("fps_total", "fps_step_inference", "fps_step"))
     physics_s = steps * seconds_per_call(env.sim.step, steps, device)  # with the policy's last controls
     # Each env step computes its observations twice, the final ones of the episodes that end and
-    # the next ones, so each camera term renders twice.
-    cameras = [term.camera for g in env.observations.values() for term in g.terms if hasattr(term, "camera")]
-    render_call_s = [seconds_per_call(camera, steps, device) for camera in cameras]
-    render_s = min(steps * 2 * sum(render_call_s), max(step_s - physics_s, 0.0))
+    # the next ones, so each camera term renders twice at the steps it renders (every `every`).
+    cameras = [term for g in env.observations.values() for term in g.terms if hasattr(term, "camera")]
+    render_call_s = [seconds_per_call(term.camera, steps, device) for term in cameras]
+    renders_s = sum(2 * s / term.every for s, term in zip(render_call_s, cameras, strict=True))
+    render_s = min(steps * renders_s, max(step_s - physics_s, 0.0))
     sim = env.sim
     limit_env_steps_per_s = physics_steps_per_s(sim, calls=steps, repeats=3, random_ctrl=False) / sim.cfg.decimation
     return {
@@ -144,6 +150,7 @@ def measure(
             "warmup_and_capture": warmup_s,
         },
         "render_frames_per_s": [num_envs / seconds for seconds in render_call_s],
+        "observation_spec": {group: list(shape) for group, shape in env.observation_spec.items()},
         "memory_bytes": memory_after - memory_before if device.type == "cuda" else memory_after,
         "memory_per_env_bytes": (memory_after - memory_before) / num_envs,
         "physics_limit_env_steps_per_s": limit_env_steps_per_s,

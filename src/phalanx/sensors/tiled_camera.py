@@ -3,8 +3,9 @@ ray-traced batch renderer, read as (num_envs, H, W, C) torch tensors on the sim'
 
 The render context (the scene's BVH, the camera's rays, the image buffers) is built once; each
 call refits the BVH to the current poses and renders, in order with torch's stream, so it can run
-inside the captured env step. Depth and segmentation are views of the renderer's buffers; RGB is
-one conversion from its packed pixels."""
+inside the captured env step, also only when a flag on the device says so (a conditional node in
+the CUDA graph). Depth and segmentation are views of the renderer's buffers; RGB is one conversion
+from its packed pixels."""
 
 from __future__ import annotations
 
@@ -95,16 +96,38 @@ class TiledCamera:
             self._posed = mjw.make_data(sim.mjm, nworld=n, nconmax=1, njmax=1)
         com_modes = (mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM, mujoco.mjtCamLight.mjCAMLIGHT_TARGETBODYCOM)
         self._needs_com = any(mode in com_modes for mode in (*sim.mjm.cam_mode, *sim.mjm.light_mode))
+        self._due = torch.ones(1, dtype=torch.int32, device=sim.device)  # render when nonzero (`__call__`)
+        self._due_flag = wp.from_torch(self._due)
         sim.add_step_work(self._render)  # its kernels compile with the physics step's
 
-    def __call__(self) -> dict[str, torch.Tensor]:
-        self.sim.launch(self._render)
+    def __call__(self, due: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Renders every env and returns the images. With `due`, a bool or integer scalar on the
+        device, it renders only when that is true (nonzero), decided on the device: otherwise the
+        images of the last render stay. Inside a CUDA graph that is a conditional node, no host
+        sync; run eagerly on a GPU it reads the flag back (one sync per call)."""
+        if due is None:
+            self.sim.launch(self._render)
+        else:
+            self._due.copy_(due.reshape(1))
+            self.sim.launch(self._render_if_due)
         images = dict(self._views)
         if "rgb" in images:
             images["rgb"] = images["rgb"][..., :3].flip(-1)
         if "segmentation" in images and self._class_of is not None:
             images["segmentation"] = self._class_of[images["segmentation"].long() + 1]
         return images
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The last render's images as the renderer keeps them (what `__call__` returns until the
+        next render)."""
+        return {name: view.clone() for name, view in self._views.items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        for name, view in self._views.items():
+            view.copy_(state[name])
+
+    def _render_if_due(self) -> None:
+        wp.capture_if(self._due_flag, on_true=self._render)  # looked up at the call: see warp_compile
 
     def _render(self) -> None:
         m, posed, data = self.sim.model, self._posed, self.sim.data

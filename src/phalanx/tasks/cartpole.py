@@ -86,11 +86,12 @@ def cartpole_camera_cfg(data_type: str) -> TaskCfg:
     """Cartpole seen through a camera (Isaac-Cartpole-RGB-Camera-Direct-v0 / -Depth- in spirit):
     the policy sees only 64x64 images, its last two frames stacked along the channels (one frame
     shows where the pole is, two how it moves); the critic sees the joint state. The camera looks
-    along +y from 6 m away and sees the cart across +-3.4 m of its rail."""
+    along +y from 6 m away and sees the cart across +-3.4 m of its rail; it renders every env step
+    (`--env.observations.image.rgb.params.every K`: every K-th)."""
     cfg = cartpole_cfg()
     isaac = {"rgb": "RGB", "depth": "Depth"}[data_type]
     state = cfg.observations["policy"]
-    camera = {"camera": "eye", "width": 64, "height": 64, "data_type": data_type}
+    camera = {"camera": "eye", "width": 64, "height": 64, "data_type": data_type, "every": 1}
     depth = data_type == "depth"  # in metres / 8: the scene lies within 8 m of the camera
     params = camera | ({"far": 8.0} if depth else {})
     image = ObsTermCfg(func=observations.camera_image, params=params, scale=1 / 8 if depth else 1.0, history=2)

@@ -130,17 +130,29 @@ class height_scan(Term):  # noqa: N801 (terms are named like functions)
 class camera_image(Term):  # noqa: N801 (terms are named like functions)
     """(num_envs, H, W, C) what one of the model's cameras sees in every env (`TiledCamera`):
     `data_type` "rgb" (uint8), "depth" (float, m) or "segmentation" (geom ids); the other params
-    are the camera's (`camera`, `width`, `height`, `groups`). Image terms go in their own group,
-    concatenated along the channels."""
+    are the camera's (`camera`, `width`, `height`, `groups`, ...). Image terms go in their own
+    group, concatenated along the channels.
 
-    def __init__(self, env: TaskEnv, data_type: str = "rgb", **params):
+    `every`: render at the env steps whose count since the env was made is a multiple of it (the
+    first observations included), in all envs at once; in between, every env sees the last render,
+    also an env reset since (up to `every - 1` steps stale, the first frame of its new episode
+    included). Each render costs the same, so the camera's share of the step falls `every` times."""
+
+    def __init__(self, env: TaskEnv, data_type: str = "rgb", every: int = 1, **params):
         from phalanx.sensors.tiled_camera import TiledCamera  # Warp and MuJoCo Warp: only when a task sees
 
-        self.data_type = data_type
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"camera every must be a positive number of env steps, got {every!r}")
+        self.data_type, self.every = data_type, every
         self.camera = TiledCamera(env.sim, data_types=(data_type,), **params)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
-        return self.camera()[self.data_type]
+        due = None if self.every == 1 else env.step_count % self.every == 0
+        return self.camera(due)[self.data_type]
 
     def state_dict(self) -> dict[str, torch.Tensor]:
-        return {}  # no per-env state
+        return {} if self.every == 1 else self.camera.state_dict()  # the render shown until the next
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        if self.every > 1:
+            self.camera.load_state_dict(state)
