@@ -3,6 +3,7 @@ low-level steps per env step; the goal is seen from the base; train asks for the
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -114,6 +115,24 @@ def test_train_asks_for_the_walker_and_uses_it(walker: Path, tmp_path: Path, cap
     assert "episodes finished" in out and "goal_reached" in out and "goal_distance" in out
     assert main([*play, "--low-level-checkpoint", str(tmp_path / "missing.pt")]) != 0
     assert "--low-level-checkpoint" in capsys.readouterr().err
+    _exports_both_levels(checkpoint, walker, tmp_path / "exported")
+
+
+def _exports_both_levels(checkpoint: Path, walker: Path, out: Path) -> None:
+    """The navigation policy's actions are the walker's command; the exported walker acts as the
+    frozen one inside the env, on what it observes there."""
+    export = ["export", "anymal-nav", "--checkpoint", str(checkpoint), "--device", "cpu", "--format", "torchscript"]
+    assert main([*export, "--out", str(out)]) == 0
+    high, low = (json.loads((out / f"{stem}.json").read_text()) for stem in ("policy", "low_level"))
+    assert high["actions"]["command"] == "base_velocity" and high["actions"]["low_level_model"] == "low_level.pt"
+    assert high["actions"]["low_level_steps_per_action"] == 10 and high["output"]["shape"] == ["batch", 3]
+    assert low["task"] == "anymal-flat" and low["checkpoint"] == str(walker) and len(low["actions"]["joints"]) == 12
+    env = _nav(walker, num_envs=2)
+    assert low["control_dt"] == pytest.approx(env.step_dt / 10)
+    assert low["observations"]["obs"][-1]["slice"][1] == low["inputs"][0]["shape"][1]
+    obs = env.low_level.observe(env)
+    exported = torch.jit.load(str(out / "low_level.pt"))
+    torch.testing.assert_close(exported(obs), env.low_level.actor(obs), atol=1e-5, rtol=0)
 
 
 def test_the_low_level_command_must_be_one_the_walker_observes() -> None:

@@ -4,6 +4,7 @@
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
                        [--resume CKPT|last] [--gpus N] [--algo.* ...] [--policy.* ...] [--env.* ...]
     phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
+    phalanx export TASK --checkpoint P [--format onnx|torchscript] [--out DIR]
     phalanx bench throughput|envs TASK [--num-envs 4096,16384] [--device D] [--iterations K]
                                        [--run-dir DIR] [--telemetry]
     phalanx bench scaling TASK [--mode weak|strong] [--gpus 1,2,4] ...
@@ -33,7 +34,7 @@ from phalanx.errors import ConfigError, check_int
 from phalanx.files import probe_writable
 from phalanx.flags import parse_flags, task_and_flags
 
-COMMANDS = ("list", "train", "play", "bench")
+COMMANDS = ("list", "train", "play", "export", "bench")
 
 
 @dataclass
@@ -59,6 +60,27 @@ class PlayCfg:
     low_level_checkpoint: str | None = None
     """Hierarchical tasks (anymal-nav): the low-level policy's checkpoint; default: the one the
     run was trained with."""
+
+
+@dataclass
+class ExportCfg:
+    """phalanx export: the checkpoint's deterministic policy (observation normalization inside) as
+    ONNX or TorchScript, with a JSON sidecar: observation terms in order with scale/clip, action
+    scale/offset/clip, default joint positions, joint and actuator names, control dt."""
+
+    task: str
+    """The task the checkpoint was trained on."""
+    checkpoint: str
+    """Checkpoint written by `phalanx train` (run_dir/checkpoints/model_last.pt)."""
+    format: str = "onnx"
+    """'onnx' (batch size free; needs `pip install -e '.[export]'`) or 'torchscript' (libtorch)."""
+    out: str | None = None
+    """Directory for the files; default: exported/ in the checkpoint's run directory."""
+    device: str | None = None
+    """Where the env that gives the observation layout is built; default: cuda when a GPU is visible, else cpu."""
+    low_level_checkpoint: str | None = None
+    """Hierarchical tasks (anymal-nav): the low-level policy's checkpoint; default: the one the
+    run was trained with. Both levels are exported."""
 
 
 def list_tasks(console: Console) -> None:
@@ -179,10 +201,7 @@ def play(args: list[str], console: Console) -> None:
         _check_video_path(Path(cfg.video))
     state = load_checkpoint(cfg.checkpoint, task)
     env_cfg = play_env_cfg(task, env_cfg_from_data(state["config"]["env"], f"--checkpoint {cfg.checkpoint}"))
-    if cfg.low_level_checkpoint is not None:
-        if env_cfg.actions.low_level is None:
-            raise ConfigError(f"task {task!r} has no low-level policy", "low_level_checkpoint")
-        env_cfg.actions.low_level.checkpoint = cfg.low_level_checkpoint
+    _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
     env = make(env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
@@ -195,6 +214,41 @@ def play(args: list[str], console: Console) -> None:
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env {cfg.video_env}: {path} ({len(recorder.frames)} frames)")
+
+
+def _set_low_level_checkpoint(env_cfg, task: str, checkpoint: str | None) -> None:
+    """`--low-level-checkpoint` for a hierarchical task's env config (None: keep the trained one)."""
+    if checkpoint is not None:
+        if env_cfg.actions.low_level is None:
+            raise ConfigError(f"task {task!r} has no low-level policy", "low_level_checkpoint")
+        env_cfg.actions.low_level.checkpoint = checkpoint
+
+
+def export(args: list[str], console: Console) -> None:
+    """phalanx export: see `ExportCfg`. The task's env is built once (one env, not stepped) for
+    the observation layout and the actuators' offsets."""
+    from phalanx.envs.stored_cfg import env_cfg_from_data
+    from phalanx.registry import make
+    from phalanx.rl.checkpoint import load_checkpoint
+    from phalanx.rl.export import FORMATS, export_policy
+
+    task, flags = task_and_flags("export", args, registered=False)
+    cfg = parse_flags(ExportCfg, ExportCfg(task=task, checkpoint=""), flags, f"phalanx export {task}")
+    if not cfg.checkpoint:
+        raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
+    if cfg.format not in FORMATS:
+        raise ConfigError(f"got {cfg.format!r}; allowed: {', '.join(FORMATS)}", "format")
+    state = load_checkpoint(cfg.checkpoint, task)
+    env_cfg = env_cfg_from_data(state["config"]["env"], f"--checkpoint {cfg.checkpoint}")
+    _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
+    out = Path(cfg.out) if cfg.out else Path(cfg.checkpoint).resolve().parent.parent / "exported"
+    try:
+        probe_writable(out)
+    except OSError as error:
+        raise ConfigError(f"cannot write into {out} ({error.strerror})", "out") from None
+    env = make(env_cfg, num_envs=1, device=cfg.device, seed=0)
+    for path in export_policy(state, env, cfg.format, out, cfg.checkpoint):
+        console.print(f"wrote {path}")
 
 
 def _check_video_path(video: Path) -> None:
@@ -232,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
             return train(rest, console)
         elif command == "play":
             play(rest, console)
+        elif command == "export":
+            export(rest, console)
         else:
             from phalanx.bench.command import bench
 

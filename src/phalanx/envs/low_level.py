@@ -62,13 +62,15 @@ class LowLevelPolicy(Term):
         if not isinstance(env.command_term(cfg.command), held_command):
             raise ConfigError("must be a held_command for the low-level policy to read", f"env.commands.{cfg.command}")
         self.command_dim = env.command(cfg.command).shape[1]
+        self.term_cfgs = terms
         self.terms: list[tuple[Term | None, ObsTermCfg]] = [
             (None if t.func is observations.last_action else bind_term(env, t.func, t.params), t)
             for t in terms.values()
         ]
         self.last_action = torch.zeros(env.num_envs, env.joints.dim, device=env.device)
-        obs_dim = sum(self._value(env, term, t).shape[1] for term, t in self.terms)
-        self.actor = source.make_actor(obs_dim, env.joints.dim, env.device, env.seed)
+        self.widths = [self._value(env, term, t).shape[1] for term, t in self.terms]
+        """Each term's width in the observation, in order."""
+        self.actor = source.make_actor(sum(self.widths), env.joints.dim, env.device, env.seed)
 
     def _value(self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg) -> torch.Tensor:
         return observed_value(env, self.last_action if term is None else term(env), cfg)

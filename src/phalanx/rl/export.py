@@ -1,0 +1,248 @@
+"""Exporting a trained policy for a robot: the deterministic actor, with the observation
+normalization inside, as ONNX or TorchScript, and beside it a JSON sidecar that says how to feed
+it and what its output drives (observation terms in order with scale/clip, action
+scale/offset/clip, default joint positions, joint and actuator names, control dt).
+
+A hierarchical task (anymal-nav) exports both levels: its policy, whose actions are the low-level
+policy's command, and the low-level policy (`low_level.*`), each with its sidecar."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from phalanx.errors import ConfigError
+from phalanx.files import atomic_path, write_text_atomic
+from phalanx.rl.checkpoint import load_weights
+from phalanx.rl.config import PolicyCfg
+from phalanx.rl.image_encoder import ImageEncoder
+from phalanx.rl.models import ActorCritic
+from phalanx.rl.normalizer import EmpiricalNormalizer
+
+if TYPE_CHECKING:
+    from phalanx.envs.cfg import ObsTermCfg
+    from phalanx.envs.task_env import TaskEnv
+
+FORMATS = {"onnx": ".onnx", "torchscript": ".pt"}
+"""Export format -> file suffix."""
+SIDECAR_FORMAT = "phalanx-policy/1"
+
+
+class DeployedPolicy(nn.Module):
+    """obs (N, obs_dim) float32 -> (N, action_dim) mean actions; the observation normalizer
+    (when the policy was trained with one) runs inside."""
+
+    def __init__(self, actor: nn.Sequential, normalizer: EmpiricalNormalizer | None):
+        super().__init__()
+        self.actor, self.normalizer = actor, normalizer
+
+    def normalized(self, obs: torch.Tensor) -> torch.Tensor:
+        return obs if self.normalizer is None else self.normalizer(obs)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(self.normalized(obs))
+
+
+class DeployedImagePolicy(DeployedPolicy):
+    """obs (N, obs_dim) float32 and image (N, H, W, C) as the camera gives it (uint8 RGB, float
+    depth) -> (N, action_dim) mean actions."""
+
+    def __init__(self, actor: nn.Sequential, normalizer: EmpiricalNormalizer | None, encoder: ImageEncoder):
+        super().__init__(actor, normalizer)
+        self.encoder = encoder
+
+    def forward(self, obs: torch.Tensor, image: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return self.actor(torch.cat([self.normalized(obs), self.encoder(image)], dim=-1))
+
+
+def deployed_policy(state: dict[str, Any], observation_spec: dict[str, tuple[int, ...]], action_dim: int) -> nn.Module:
+    """The checkpoint's deterministic actor for an env with these observation groups, on the CPU,
+    in eval mode and without gradients."""
+    config = state["config"]
+    policy = ActorCritic.for_env(observation_spec, action_dim, PolicyCfg(**config["policy"]))
+    load_weights(policy, state["policy"], "--checkpoint: the policy")
+    normalizer = None
+    if config["empirical_normalization"]:
+        normalizer = EmpiricalNormalizer(observation_spec["policy"][0])
+        load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
+    if policy.actor_encoder is None:
+        module = DeployedPolicy(policy.actor, normalizer)
+    else:
+        module = DeployedImagePolicy(policy.actor, normalizer, policy.actor_encoder)
+    return module.eval().requires_grad_(False)
+
+
+def save_module(module: nn.Module, inputs: tuple[torch.Tensor, ...], fmt: str, path: Path) -> None:
+    """Writes `module` (inputs named obs[, image], output actions) as ONNX, with the batch size
+    free, or as TorchScript, through a temp file."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"got {fmt!r}; allowed: {', '.join(FORMATS)}", "format")
+    names = ["obs", "image"][: len(inputs)]
+    with atomic_path(path) as tmp:
+        if fmt == "onnx":
+            _require_onnx()
+            batch = torch.export.Dim("batch", min=1)
+            quiet = logging.getLogger("torch.onnx")  # its notes on torchvision ops it skips
+            level = quiet.level
+            quiet.setLevel(logging.ERROR)
+            try:
+                program = torch.onnx.export(
+                    module,
+                    inputs,
+                    dynamo=True,
+                    input_names=names,
+                    output_names=["actions"],
+                    dynamic_shapes=tuple({0: batch} for _ in inputs),
+                    verbose=False,
+                )
+            finally:
+                quiet.setLevel(level)
+            program.save(str(tmp))
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript: what libtorch (C++) loads
+                traced = torch.jit.trace(module, inputs)
+            traced.save(str(tmp))
+
+
+def _require_onnx() -> None:
+    try:
+        import onnx  # noqa: F401
+        import onnxscript  # noqa: F401
+    except ImportError:
+        raise ConfigError("onnx needs the packages onnx and onnxscript: pip install -e '.[export]'", "format") from None
+
+
+def term_layout(terms: dict[str, ObsTermCfg], widths: list[int], axis: str) -> list[dict[str, Any]]:
+    """Each term of a group in the order the policy reads them: which entries of its input it
+    fills along `axis` (the vector's, or an image's channels), how it is computed (function and
+    params) and transformed (scale, clip, history: the last K values newest first; the noise
+    is added in training only)."""
+    layout, start = [], 0
+    for (name, cfg), width in zip(terms.items(), widths, strict=True):
+        layout.append(
+            {
+                "name": name,
+                axis: [start, start + width],
+                "function": getattr(cfg.func, "__name__", type(cfg.func).__name__),
+                "params": _jsonable(cfg.params),
+                "scale": cfg.scale,
+                "clip": None if cfg.clip is None else list(cfg.clip),
+                "history": cfg.history,
+                "training_noise": cfg.noise,
+            }
+        )
+        start += width
+    return layout
+
+
+def drive(env: TaskEnv, scale: float, clip: float | None) -> dict[str, Any]:
+    """What an action drives: ctrl = offset + scale * clip(action) for the env's driven actuators."""
+    joints, sim = env.joints, env.sim
+    ids = joints.joint_ids.tolist()
+    return {
+        "formula": "ctrl[i] = offset[i] + scale * clamp(action[i], -clip, clip)",
+        "scale": scale,
+        "clip": clip,
+        "offset": joints.offset.tolist(),
+        "actuators": [sim.actuator_names[i] for i in joints.actuator_ids.tolist()],
+        "joints": [sim.joint_names[j] if j >= 0 else None for j in ids],
+        "default_joint_pos": [float(sim.default_qpos[sim.joint_qposadr[j]]) if j >= 0 else None for j in ids],
+        "actuator_gear": joints.gear.tolist(),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """`value` as JSON data: containers, numbers and strings kept, anything else by its name."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    return getattr(value, "__name__", type(value).__name__)
+
+
+def _write(
+    module: nn.Module, inputs: tuple[torch.Tensor, ...], fmt: str, out: Path, stem: str, meta: dict
+) -> list[Path]:
+    """STEM.onnx|.pt and STEM.json in `out`."""
+    model = out / f"{stem}{FORMATS[fmt]}"
+    save_module(module, inputs, fmt, model)
+    described = [{"name": "obs", "shape": ["batch", inputs[0].shape[1]], "dtype": "float32"}]
+    if len(inputs) > 1:
+        image = inputs[1]
+        described.append({"name": "image", "shape": ["batch", *image.shape[1:]], "dtype": str(image.dtype)[6:]})
+    sidecar = {"format": SIDECAR_FORMAT, "model": model.name, "model_format": fmt, "inputs": described}
+    sidecar["output"] = {"name": "actions", "shape": ["batch", int(module(*inputs).shape[1])], "dtype": "float32"}
+    sidecar |= meta
+    path = out / f"{stem}.json"
+    write_text_atomic(path, json.dumps(sidecar, indent=2) + "\n")
+    return [model, path]
+
+
+def export_policy(state: dict[str, Any], env: TaskEnv, fmt: str, out: Path, source: str) -> list[Path]:
+    """Exports the checkpoint `state` (from `source`) trained on `env`'s task into `out`: its
+    policy (policy.*), and for a hierarchical task also the low-level policy (low_level.*).
+    Returns the files written."""
+    module = deployed_policy(state, env.observation_spec, env.action_dim)
+    obs_dim = env.observation_spec["policy"][0]
+    inputs: tuple[torch.Tensor, ...] = (torch.zeros(2, obs_dim),)
+    observations = {"obs": _group_layout(env, "policy", "slice")}
+    image_group = state["config"]["policy"].get("image_group")
+    if image_group is not None:
+        image = env.obs[image_group]
+        inputs += (torch.zeros(2, *image.shape[1:], dtype=image.dtype),)
+        observations["image"] = _group_layout(env, image_group, "channels")
+    meta: dict[str, Any] = {
+        "task": env.cfg.name,
+        "checkpoint": source,
+        "iteration": state.get("iteration"),
+        "observations": observations,
+        "normalization": "inside the model" if state["config"]["empirical_normalization"] else "none",
+        "control_dt": env.step_dt,
+        "physics_dt": env.sim.dt,
+    }
+    low_level = env.low_level
+    cfg = env.cfg.actions
+    if low_level is None:
+        meta["actions"] = drive(env, cfg.scale, cfg.clip)
+        return _write(module, inputs, fmt, out, "policy", meta)
+    stem = "low_level"
+    meta["actions"] = {
+        "formula": f"command = scale * clamp(action, -clip, clip): the {stem} policy's command",
+        "scale": cfg.scale,
+        "clip": cfg.clip,
+        "command": cfg.low_level.command,
+        "low_level_model": f"{stem}{FORMATS[fmt]}",
+        "low_level_steps_per_action": cfg.low_level.decimation,
+    }
+    files = _write(module, inputs, fmt, out, "policy", meta)
+    low_meta = {
+        "task": cfg.low_level.task,
+        "checkpoint": cfg.low_level.checkpoint,
+        "observations": {"obs": term_layout(low_level.term_cfgs, low_level.widths, "slice")},
+        "normalization": "inside the model",
+        "command": f"the {cfg.low_level.command} command term reads the high-level policy's command",
+        "control_dt": env.step_dt / cfg.low_level.decimation,
+        "physics_dt": env.sim.dt,
+        "actions": drive(env, low_level.actions.scale, low_level.actions.clip),
+    }
+    low_inputs = (torch.zeros(2, sum(low_level.widths)),)
+    actor = low_level.actor.to("cpu").eval()
+    return files + _write(actor, low_inputs, fmt, out, stem, low_meta)
+
+
+def _group_layout(env: TaskEnv, group: str, axis: str) -> list[dict[str, Any]]:
+    terms = env.cfg.observations[group]
+    widths = [env.obs_term_shapes[group][name][-1] for name in terms]
+    return term_layout(terms, widths, axis)

@@ -1,0 +1,106 @@
+"""phalanx export: the exported policy (ONNX through onnxruntime, TorchScript) acts as the trained
+policy does in `phalanx play`, and its sidecar describes the observation and the actuators."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+import torch
+
+from helpers import make_cpu
+from phalanx.cli import main
+from phalanx.envs.stored_cfg import env_cfg_from_data
+from phalanx.rl.checkpoint import load_checkpoint
+from phalanx.rl.play import load_actor
+
+QUICK = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "2"]
+
+
+def _trained(task: str, root: Path, *flags: str) -> Path:
+    assert main(["train", task, *QUICK, "--run-dir", str(root / task), *flags]) == 0
+    return root / task / "checkpoints" / "model_last.pt"
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory) -> dict[str, Path]:
+    """cartpole with the observation normalizer (the exported model applies it), cartpole-rgb without."""
+    root = tmp_path_factory.mktemp("runs")
+    return {
+        "cartpole": _trained("cartpole", root, "--empirical-normalization"),
+        "cartpole-rgb": _trained("cartpole-rgb", root),
+    }
+
+
+def _random_obs(env, generator: torch.Generator, n: int = 7) -> dict[str, torch.Tensor]:
+    obs = {"policy": torch.randn(n, *env.observation_spec["policy"], generator=generator) * 3}
+    if "image" in env.observation_spec:
+        obs["image"] = torch.randint(0, 256, (n, *env.observation_spec["image"]), generator=generator).byte()
+    return obs
+
+
+def _played_and_exported(task: str, checkpoint: Path, fmt: str, out: Path):
+    """The play policy's and the exported model's actions on the same random observations."""
+    assert main(["export", task, "--checkpoint", str(checkpoint), "--format", fmt, "--out", str(out)]) == 0
+    state = load_checkpoint(checkpoint, task)
+    env = make_cpu(env_cfg_from_data(state["config"]["env"], "test"), num_envs=2)
+    obs = _random_obs(env, torch.Generator().manual_seed(0))
+    played = load_actor(state, env)(obs).numpy()
+    inputs = [obs["policy"]] + ([obs["image"]] if "image" in obs else [])
+    if fmt == "onnx":
+        session = onnxruntime.InferenceSession(str(out / "policy.onnx"))
+        exported = session.run(None, dict(zip(["obs", "image"], [x.numpy() for x in inputs], strict=False)))[0]
+    else:
+        exported = torch.jit.load(str(out / "policy.pt"))(*inputs).numpy()
+    return env, played, exported
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "torchscript"])
+@pytest.mark.parametrize("task", ["cartpole", "cartpole-rgb"])
+def test_the_exported_policy_acts_as_the_played_one(checkpoints, task: str, fmt: str, tmp_path: Path) -> None:
+    _, played, exported = _played_and_exported(task, checkpoints[task], fmt, tmp_path)
+    assert played.shape == exported.shape == (7, 1)
+    assert np.abs(played - exported).max() <= 1e-5
+    assert np.abs(played).max() > 1e-3, "the comparison must see actions, not zeros"
+
+
+def test_the_sidecar_says_how_to_feed_the_policy_and_what_it_drives(checkpoints, tmp_path: Path) -> None:
+    env, *_ = _played_and_exported("cartpole", checkpoints["cartpole"], "onnx", tmp_path)
+    sidecar = json.loads((tmp_path / "policy.json").read_text())
+    assert sidecar["model"] == "policy.onnx" and sidecar["task"] == "cartpole" and sidecar["iteration"] == 2
+    assert sidecar["inputs"] == [{"name": "obs", "shape": ["batch", 4], "dtype": "float32"}]
+    assert sidecar["output"] == {"name": "actions", "shape": ["batch", 1], "dtype": "float32"}
+    terms = sidecar["observations"]["obs"]
+    assert [t["name"] for t in terms] == list(env.cfg.observations["policy"])
+    assert terms[0]["slice"][0] == 0 and terms[-1]["slice"][1] == 4
+    assert all(a["slice"][1] == b["slice"][0] for a, b in zip(terms, terms[1:], strict=False)), "contiguous, in order"
+    assert {"function", "params", "scale", "clip", "history"} <= set(terms[0])
+    actions = sidecar["actions"]
+    assert actions["actuators"] == env.sim.actuator_names and actions["scale"] == env.cfg.actions.scale
+    assert actions["joints"] == ["slider"] and len(actions["offset"]) == len(actions["default_joint_pos"]) == 1
+    assert sidecar["control_dt"] == pytest.approx(env.step_dt) and sidecar["normalization"] == "inside the model"
+
+
+def test_the_image_policy_takes_the_camera_image_as_it_comes(checkpoints, tmp_path: Path) -> None:
+    _played_and_exported("cartpole-rgb", checkpoints["cartpole-rgb"], "torchscript", tmp_path)
+    sidecar = json.loads((tmp_path / "policy.json").read_text())
+    assert sidecar["inputs"][1] == {"name": "image", "shape": ["batch", 64, 64, 6], "dtype": "uint8"}
+    (rgb,) = sidecar["observations"]["image"]
+    assert rgb["channels"] == [0, 6] and rgb["history"] == 2 and rgb["function"] == "camera_image"
+    assert sidecar["observations"]["obs"] == [], "its vector group is empty"
+
+
+def test_bad_export_flags_say_what_is_allowed(checkpoints, tmp_path: Path, capsys, monkeypatch) -> None:
+    checkpoint = ["--checkpoint", str(checkpoints["cartpole"]), "--out", str(tmp_path)]
+    assert main(["export", "cartpole", *checkpoint, "--format", "tflite"]) == 2
+    assert "--format: got 'tflite'; allowed: onnx, torchscript" in capsys.readouterr().err
+    assert main(["export", "ant", *checkpoint]) == 2
+    assert "was trained on task 'cartpole', not 'ant'" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "onnxscript", None)  # as if the extra were not installed
+    assert main(["export", "cartpole", *checkpoint]) == 2
+    assert "pip install -e '.[export]'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir()), "nothing half-written"
