@@ -1,0 +1,2 @@
+"""Adapters from phalanx envs to other RL libraries' env contracts (each needs its library:
+`pip install -e ".[rsl_rl]"`, ...)."""
