@@ -2,9 +2,10 @@
 
 The package is a stack. Each layer may import from the layers below it and from itself, never from above:
 
-    6  bench, cli                           the commands a user runs
-    5  registry, tasks, training, flags     tasks by name (tasks call `register`, the registry imports the
-                                            tasks lazily), the training entry point, the CLI flag helpers
+    6  bench, cli, gym                      the commands a user runs; Gymnasium's ids for every task
+    5  registry, tasks, training, flags,    tasks by name (tasks call `register`, the registry imports the
+       wrappers                             tasks lazily), the training entry point, the CLI flag helpers,
+                                            adapters to other RL libraries' env contracts
     4  rl                                   PPO, models, checkpoints, the trainer: runs on any env
     3  envs, dist                           term-based envs / data-parallel plumbing, independent of each other
     2  sensors                              batched sensors computed from the simulator's state
@@ -63,8 +64,10 @@ LAYERS: dict[str, int] = {
     "tasks": 5,
     "training": 5,
     "flags": 5,
+    "wrappers": 5,
     "bench": 6,
     "cli": 6,
+    "gym": 6,
 }
 EXEMPT = {"phalanx", "phalanx.__main__"}
 
