@@ -16,6 +16,8 @@ from helpers import make_cpu
 from phalanx.cli import main
 from phalanx.envs.stored_cfg import env_cfg_from_data
 from phalanx.rl.checkpoint import load_checkpoint
+from phalanx.rl.config import PolicyCfg
+from phalanx.rl.models import mlp
 from phalanx.rl.play import load_actor
 
 QUICK = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "2"]
@@ -66,6 +68,21 @@ def test_the_exported_policy_acts_as_the_played_one(checkpoints, task: str, fmt:
     assert played.shape == exported.shape == (7, 1)
     assert np.abs(played - exported).max() <= 1e-5
     assert np.abs(played).max() > 1e-3, "the comparison must see actions, not zeros"
+
+
+def test_the_normalizer_runs_inside_the_exported_model(checkpoints, tmp_path: Path) -> None:
+    """Against the checkpoint's own tensors: actor((obs - mean) / sqrt(var + 1e-8))."""
+    assert main(["export", "cartpole", "--checkpoint", str(checkpoints["cartpole"]), "--out", str(tmp_path)]) == 0
+    state = load_checkpoint(checkpoints["cartpole"], "cartpole")
+    policy = PolicyCfg(**state["config"]["policy"])
+    actor = mlp(4, policy.actor_hidden_dims, 1, policy.activation)
+    actor.load_state_dict({k.removeprefix("actor."): v for k, v in state["policy"].items() if k.startswith("actor.")})
+    norm = state["obs_norm"]
+    assert not torch.allclose(norm["mean"], torch.zeros(4)), "the statistics must matter"
+    obs = torch.randn(7, 4, generator=torch.Generator().manual_seed(1)) * 3
+    expected = actor((obs - norm["mean"]) / torch.sqrt(norm["var"] + 1e-8)).detach().numpy()
+    exported = onnxruntime.InferenceSession(str(tmp_path / "policy.onnx")).run(None, {"obs": obs.numpy()})[0]
+    assert np.abs(expected - exported).max() <= 1e-5
 
 
 def test_the_sidecar_says_how_to_feed_the_policy_and_what_it_drives(checkpoints, tmp_path: Path) -> None:

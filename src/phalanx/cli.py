@@ -230,14 +230,13 @@ def export(args: list[str], console: Console) -> None:
     from phalanx.envs.stored_cfg import env_cfg_from_data
     from phalanx.registry import make
     from phalanx.rl.checkpoint import load_checkpoint
-    from phalanx.rl.export import FORMATS, export_policy
+    from phalanx.rl.export import check_format, export_policy
 
     task, flags = task_and_flags("export", args, registered=False)
     cfg = parse_flags(ExportCfg, ExportCfg(task=task, checkpoint=""), flags, f"phalanx export {task}")
     if not cfg.checkpoint:
         raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
-    if cfg.format not in FORMATS:
-        raise ConfigError(f"got {cfg.format!r}; allowed: {', '.join(FORMATS)}", "format")
+    check_format(cfg.format)  # before the env is built
     state = load_checkpoint(cfg.checkpoint, task)
     env_cfg = env_cfg_from_data(state["config"]["env"], f"--checkpoint {cfg.checkpoint}")
     _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)

@@ -79,11 +79,14 @@ def deployed_policy(state: dict[str, Any], observation_spec: dict[str, tuple[int
     return module.eval().requires_grad_(False)
 
 
+def check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ConfigError(f"got {fmt!r}; allowed: {', '.join(FORMATS)}", "format")
+
+
 def save_module(module: nn.Module, inputs: tuple[torch.Tensor, ...], fmt: str, path: Path) -> None:
     """Writes `module` (inputs named obs[, image], output actions) as ONNX, with the batch size
     free, or as TorchScript, through a temp file."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"got {fmt!r}; allowed: {', '.join(FORMATS)}", "format")
     names = ["obs", "image"][: len(inputs)]
     with atomic_path(path) as tmp:
         if fmt == "onnx":
@@ -194,6 +197,7 @@ def export_policy(state: dict[str, Any], env: TaskEnv, fmt: str, out: Path, sour
     """Exports the checkpoint `state` (from `source`) trained on `env`'s task into `out`: its
     policy (policy.*), and for a hierarchical task also the low-level policy (low_level.*).
     Returns the files written."""
+    check_format(fmt)
     module = deployed_policy(state, env.observation_spec, env.action_dim)
     obs_dim = env.observation_spec["policy"][0]
     inputs: tuple[torch.Tensor, ...] = (torch.zeros(2, obs_dim),)

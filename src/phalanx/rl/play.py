@@ -11,26 +11,18 @@ from typing import Any
 import torch
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.rl.checkpoint import load_weights
-from phalanx.rl.config import PolicyCfg
-from phalanx.rl.models import ActorCritic
-from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.export import deployed_policy
 from phalanx.sim.video import EnvRecorder
 
 
 def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
-    """The checkpoint's deterministic policy: the env's observation groups -> mean actions."""
-    cfg = state["config"]
-    policy_cfg = PolicyCfg(**cfg["policy"])
-    policy = ActorCritic.for_env(env.observation_spec, env.action_dim, policy_cfg).to(env.device)
-    load_weights(policy, state["policy"], "--checkpoint: the policy")
-    normalizer = EmpiricalNormalizer(env.observation_spec["policy"][0]).to(env.device)
-    load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
+    """The checkpoint's deterministic policy (the module `phalanx export` writes): the env's
+    observation groups -> mean actions."""
+    policy = deployed_policy(state, env.observation_spec, env.action_dim).to(env.device)
+    image_group = state["config"]["policy"].get("image_group")
 
-    @torch.no_grad()
     def act(obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        vector = normalizer(obs["policy"]) if cfg["empirical_normalization"] else obs["policy"]
-        return policy.act_deterministic(vector, obs.get(policy_cfg.image_group))
+        return policy(obs["policy"], *([] if image_group is None else [obs[image_group]]))
 
     return act
 
