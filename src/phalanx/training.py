@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from phalanx.rl.trainer import Trainer
 
 
-def train(task: str | TaskCfg, cfg: TrainCfg | None = None, console: Console | None = None, **fields: Any) -> Trainer:
-    """Trains a registered task (by name) or a `TaskCfg` and returns the trainer once done.
+def train(
+    task: str | TaskCfg, cfg: TrainCfg | None = None, console: Console | None = None, **fields: Any
+) -> Trainer | None:
+    """Trains a registered task (by name) or a `TaskCfg` and returns the trainer once done (None
+    when another library trained: `trainer="sb3"`, ...).
 
     `cfg` holds the training settings (default: the task's registered ones; required for a
     `TaskCfg`, which must have a `name`); keyword arguments replace its fields, e.g.
@@ -50,7 +53,7 @@ def train(task: str | TaskCfg, cfg: TrainCfg | None = None, console: Console | N
     cfg = dataclasses.replace(base, **fields)
     check_train_cfg(cfg)
     status, trainer = run_training(cfg, console or Console())
-    if trainer is None or status not in (0, 130, 143):
+    if status not in (0, 130, 143) or (trainer is None and cfg.trainer == "phalanx"):
         raise RuntimeError(f"training stopped with status {status}")
     return trainer
 
@@ -85,6 +88,10 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         )
     run_dir = Path(cfg.run_dir) if cfg.run_dir else new_run_dir(cfg.task)
     cfg.run_dir = str(run_dir)
+    if cfg.trainer != "phalanx":
+        from phalanx.wrappers.trainers import train_with_library
+
+        return train_with_library(cfg, console), None
     progress = Progress()
     watchdog = StallWatchdog(dist, progress, cfg.stall_timeout_s, cfg.startup_timeout_s)
     trainer = None

@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 
 from phalanx.envs.cfg import TaskCfg
 from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.rl.logger import check_logger
 from phalanx.rl.models import ACTIVATIONS
 from phalanx.rl.ppo import PPOCfg
+
+TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
+"""The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in
+`phalanx.wrappers` (each an extra: `pip install -e '.[rsl_rl]'`, ...)."""
 
 
 @dataclass
@@ -110,6 +115,14 @@ class TrainCfg:
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
     --distributed; on a machine without GPUs the processes train on the CPU."""
+    trainer: str = "phalanx"
+    """The RL library that learns: phalanx (its own PPO), rsl_rl, rl_games, skrl or sb3
+    (Stable-Baselines3), each with the task's PPO settings and network sizes, and the same run
+    directory (metrics.jsonl with fps_step, fps_step_inference and fps_total, config.json,
+    checkpoints/ in the library's own format, the dashboard)."""
+    logger: str = "tensorboard"
+    """Where the metrics go besides metrics.jsonl: tensorboard (events in the run directory),
+    wandb (Weights & Biases; offline without a login, `wandb sync` uploads later) or none."""
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     env: TaskCfg | None = None
@@ -128,6 +141,14 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
     if cfg.resume == "last" and not cfg.run_dir:
         raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
+    if cfg.trainer not in TRAINERS:
+        raise ConfigError(f"got {cfg.trainer!r}; allowed: {', '.join(TRAINERS)}", "trainer")
+    if cfg.trainer != "phalanx":
+        if cfg.gpus is not None or cfg.distributed:
+            raise ConfigError(f"--trainer {cfg.trainer} trains on one device (several: --trainer phalanx)", "gpus")
+        if cfg.resume is not None:
+            raise ConfigError(f"continues --trainer phalanx runs only, not --trainer {cfg.trainer}", "resume")
+    check_logger(cfg.logger)
     cfg.algo.check()
     cfg.policy.check()
     if cfg.env is not None:

@@ -34,3 +34,21 @@ class EpisodeStats:
         if self.log_names != list(log):
             self.log_names, self.log = list(log), torch.zeros(len(log), device=self.sums.device)
         self.log.copy_(torch.stack([value.float() for value in log.values()]))
+
+    @staticmethod
+    def episode_means(summed: dict[str, float], last: dict[str, float]) -> dict[str, float]:
+        """mean_reward and mean_episode_length of the ended episodes in `summed` (host values of
+        `names`); `last` when none ended."""
+        if summed["episodes"] <= 0:
+            return last
+        return {
+            "mean_reward": summed["return"] / summed["episodes"],
+            "mean_episode_length": summed["length"] / summed["episodes"],
+        }
+
+    @staticmethod
+    def per_episode(summed: dict[str, float]) -> dict[str, float]:
+        """The reward terms and metrics of `summed` per ended episode (nothing when none ended)."""
+        if summed["episodes"] <= 0:
+            return {}
+        return {k: v / summed["episodes"] for k, v in summed.items() if k.startswith(("reward_terms/", "metrics/"))}

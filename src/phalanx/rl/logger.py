@@ -1,38 +1,68 @@
-"""Per-iteration metrics: metrics.jsonl, TensorBoard events and an RL-Games style console line."""
+"""Per-iteration metrics: metrics.jsonl, a dashboard (TensorBoard events or a Weights & Biases
+run) and an RL-Games style console line."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from phalanx.errors import ConfigError
+
+LOGGERS = ("tensorboard", "wandb", "none")
+
+
+def check_logger(name: str) -> None:
+    if name not in LOGGERS:
+        raise ConfigError(f"got {name!r}; allowed: {', '.join(LOGGERS)}", "logger")
+
 
 class RunLogger:
-    """Writes one JSON object per iteration to `run_dir/metrics.jsonl` and the same scalars to
-    TensorBoard; prints one console line per iteration. Without a run_dir only the console."""
+    """Writes one JSON object per iteration to `run_dir/metrics.jsonl` and the same scalars to the
+    `logger` dashboard: TensorBoard events in run_dir, a Weights & Biases run (files in
+    run_dir/wandb; offline, synced later with `wandb sync`, unless WANDB_MODE or a wandb login
+    says online), or none. `config` (the run's settings) is logged once as its hyperparameters.
+    Prints one console line per iteration. Without a run_dir only the console."""
 
-    def __init__(self, run_dir: Path | None, console: Console, purge_step: int | None = None):
+    def __init__(
+        self,
+        run_dir: Path | None,
+        console: Console,
+        purge_step: int | None = None,
+        logger: str = "tensorboard",
+        config: dict[str, Any] | None = None,
+    ):
         """`purge_step`: TensorBoard hides events an earlier attempt logged at this frame count or later."""
+        check_logger(logger)
         self.console = console
         self._jsonl = None
         self._tb = None
-        if run_dir is not None:
-            self._jsonl = open(run_dir / "metrics.jsonl", "a")  # noqa: SIM115 (closed in close())
+        self._wandb = None
+        if run_dir is None:
+            return
+        self._jsonl = open(run_dir / "metrics.jsonl", "a")  # noqa: SIM115 (closed in close())
+        if logger == "tensorboard":
             from torch.utils.tensorboard import SummaryWriter
 
             self._tb = SummaryWriter(log_dir=str(run_dir), purge_step=purge_step)
+            if config is not None:
+                self._tb.add_text("config", "```json\n" + json.dumps(config, indent=2) + "\n```", purge_step or 0)
+        elif logger == "wandb":
+            self._wandb = _wandb_run(run_dir, config)
 
     def log(self, metrics: dict[str, Any]) -> None:
         if self._jsonl is not None:
             self._jsonl.write(json.dumps(metrics) + "\n")
             self._jsonl.flush()
+        scalars = {k: v for k, v in metrics.items() if isinstance(v, int | float) and k not in ("iteration", "frames")}
         if self._tb is not None:
-            step = metrics["frames"]
-            for key, value in metrics.items():
-                if isinstance(value, int | float) and key not in ("iteration", "frames"):
-                    self._tb.add_scalar(key, value, step)
+            for key, value in scalars.items():
+                self._tb.add_scalar(key, value, metrics["frames"])
+        if self._wandb is not None:
+            self._wandb.log(scalars | {"frames": metrics["frames"]})
 
     def line(self, m: dict[str, Any], max_iterations: int) -> str:
         """fps step / fps step and policy inference / fps total / epoch / frames, as RL-Games prints them."""
@@ -47,3 +77,25 @@ class RunLogger:
             self._jsonl.close()
         if self._tb is not None:
             self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def _wandb_run(run_dir: Path, config: dict[str, Any] | None) -> Any:
+    """A wandb run in `run_dir`, named after it; offline unless WANDB_MODE or an API key (the
+    WANDB_API_KEY variable, or `wandb login`'s entry in ~/.netrc) says otherwise."""
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError("--logger wandb needs wandb: pip install -e '.[wandb]'", "logger") from None
+    logged_in = bool(os.environ.get("WANDB_API_KEY")) or "api.wandb.ai" in _read(Path.home() / ".netrc")
+    mode = os.environ.get("WANDB_MODE") or ("online" if logged_in else "offline")
+    project = os.environ.get("WANDB_PROJECT") or f"phalanx-{(config or {}).get('task', 'run')}"
+    return wandb.init(project=project, name=run_dir.name, dir=str(run_dir), config=config, mode=mode)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

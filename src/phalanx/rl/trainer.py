@@ -127,7 +127,9 @@ class Trainer:
         """Runs iterations up to `cfg.max_iterations`. Ctrl-C (SIGINT) or SIGTERM finishes the
         iteration, saves a checkpoint and stops; with several ranks, all stop after the same one."""
         # Events an earlier attempt logged past this run's checkpoint are hidden in TensorBoard.
-        logger = RunLogger(self.run_dir, self.console, purge_step=self.frames + 1)
+        logger = RunLogger(
+            self.run_dir, self.console, self.frames + 1, self.cfg.logger, to_data(self.cfg) if self.run_dir else None
+        )
         previous_handlers = {sig: signal.signal(sig, self._on_stop_signal) for sig in STOP_SIGNALS}
         display = ProgressBar(
             TextColumn("[bold]{task.description}"),
@@ -214,14 +216,14 @@ class Trainer:
         # The one host read of the iteration (after one sum over ranks when distributed).
         env_log = [f"env/{name}" for name in self.stats.log_names]
         stops = [f"stop/{sig.name}" for sig in STOP_SIGNALS]
-        names = [*self.stats.names, *losses, *env_log, "invalid_env_resets", *stops, *FPS_NAMES]
+        names = [*self.stats.names, *losses, *env_log, "invalid_env_resets", "action_std", *stops, *FPS_NAMES]
         asked = [float(self._asked == sig) for sig in STOP_SIGNALS]
         host_values = torch.tensor([*asked, *rates], device=self.device)
         device_values = [*self.stats.sums, *(v.float() for v in losses.values()), *self.stats.log]
-        device_values.append(self.env.invalid_resets.float())
+        device_values += [self.env.invalid_resets.float(), self.policy.log_std.exp().mean()]
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
-        for key in [*losses, *env_log]:  # losses, the learning rate and env logs: the mean over ranks
+        for key in [*losses, *env_log, "action_std"]:  # losses, the learning rate, ...: the mean over ranks
             stats[key] /= self.dist.world_size
         for sig, name in zip(STOP_SIGNALS, stops, strict=True):  # a signal to any rank stops every rank now
             if stats[name] > 0:
@@ -229,11 +231,7 @@ class Trainer:
         frames = local_frames * self.dist.world_size
         self.frames += frames
         self.elapsed_s += total_s
-        if stats["episodes"] > 0:
-            self.last_episode = {
-                "mean_reward": stats["return"] / stats["episodes"],
-                "mean_episode_length": stats["length"] / stats["episodes"],
-            }
+        self.last_episode = self.stats.episode_means(stats, self.last_episode)
         metrics = {
             "iteration": self.iteration,
             "frames": self.frames,
@@ -246,12 +244,9 @@ class Trainer:
         metrics.update({k: v for k, v in stats.items() if k.startswith("loss/")})
         metrics["learning_rate"] = stats["learning_rate"]
         metrics["skipped_updates"] = int(stats["skipped_updates"])
+        metrics["action_std"] = stats["action_std"]  # the policy's, averaged over action dimensions
         metrics.update({k: stats[k] for k in env_log})
-        if stats["episodes"] > 0:
-            per_episode = {
-                k: v / stats["episodes"] for k, v in stats.items() if k.startswith(("reward_terms/", "metrics/"))
-            }
-            metrics.update(per_episode)
+        metrics.update(self.stats.per_episode(stats))
         self.iteration += 1
         self._iterated = True
         return metrics

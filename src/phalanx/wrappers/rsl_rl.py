@@ -16,10 +16,12 @@ end add their reward terms and metrics to `extras["log"]`, which rsl_rl logs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 try:
     from rsl_rl.env import VecEnv
+    from rsl_rl.runners import OnPolicyRunner
     from tensordict import TensorDict
 except ImportError:
     raise ImportError("phalanx.wrappers.rsl_rl needs rsl-rl-lib: pip install -e '.[rsl_rl]'") from None
@@ -82,6 +84,9 @@ def runner_cfg(train: TrainCfg) -> dict[str, Any]:
     return {
         "num_steps_per_env": train.num_steps_per_env,
         "save_interval": train.save_interval,
+        # phalanx resets an env whose physics broke before its observations leave the step; the
+        # check would read the device at every step.
+        "check_for_nan": False,
         "obs_groups": {"actor": ["policy"], "critic": [critic_group]},
         "actor": model(policy.actor_hidden_dims, gaussian),
         "critic": model(policy.critic_hidden_dims, None),
@@ -101,3 +106,11 @@ def runner_cfg(train: TrainCfg) -> dict[str, Any]:
             "desired_kl": algo.desired_kl,
         },
     }
+
+
+def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+    """`phalanx train --trainer rsl_rl`: rsl_rl's OnPolicyRunner, configured by `runner_cfg`, for
+    `train.max_iterations` iterations; its checkpoints (model_N.pt) and its own TensorBoard
+    events go to `checkpoints`."""
+    runner = OnPolicyRunner(RslRlVecEnv(env), runner_cfg(train), log_dir=str(checkpoints), device=str(env.device))
+    runner.learn(num_learning_iterations=train.max_iterations)

@@ -1,0 +1,102 @@
+"""`MeteredEnv`: a phalanx env that measures itself while another RL library trains on it, so that
+every trainer's run directory gets the same metrics.jsonl rows as phalanx's own (fps_step,
+fps_step_inference, fps_total, episode returns, lengths, reward terms, metrics, env logs).
+
+The library steps the env; every `steps_per_iteration` steps make one iteration (the library's
+rollout, then its update). The meter times, with CUDA events and no host sync inside a rollout:
+- fps_step: env steps / the time inside `env.step`;
+- fps_step_inference: env steps / the time from the start of the rollout's first step to the end
+  of its last (steps, and the library's inference and bookkeeping between them);
+- fps_total: env steps / the time from one rollout's first step to the next one's (the update
+  included).
+An iteration's row is written when the next one starts (one host sync per iteration), the last
+one when training ends (`finish`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from phalanx.envs.task_env import TaskEnv
+from phalanx.rl.episode_stats import EpisodeStats
+from phalanx.rl.logger import RunLogger
+from phalanx.rl.timing import IntervalTimer
+
+
+class MeteredEnv:
+    """`env` with a metered `step`; every other attribute is the env's own."""
+
+    def __init__(self, env: TaskEnv, steps_per_iteration: int, logger: RunLogger, max_iterations: int):
+        self.env, self.steps_per_iteration = env, steps_per_iteration
+        self.logger, self.max_iterations = logger, max_iterations
+        self.stats = EpisodeStats(env.reward_names, env.metric_names, env.device)
+        self.iteration = 0
+        self.frames = 0
+        self.elapsed_s = 0.0
+        self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
+        self._steps = 0  # steps of the current iteration
+        self._start = 0.0
+        self._timers: tuple[IntervalTimer, IntervalTimer] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def step(self, actions: torch.Tensor):
+        if self._steps == self.steps_per_iteration:
+            self._log_iteration()
+        if self._steps == 0:
+            self._begin_iteration()
+        step_timer, collect_timer = self._timers
+        step_timer.begin()
+        out = self.env.step(actions)
+        step_timer.end()
+        extras = out[4]
+        self.stats.add(extras["episode"])
+        self._steps += 1
+        if self._steps == self.steps_per_iteration:
+            collect_timer.end()
+            self.stats.keep_log(extras["log"])
+        return out
+
+    def finish(self) -> None:
+        """Logs the last iteration, if its rollout is complete (the library's update has run)."""
+        if self._steps == self.steps_per_iteration:
+            self._log_iteration()
+
+    def _begin_iteration(self) -> None:
+        if self.env.device.type == "cuda":
+            torch.cuda.synchronize(self.env.device)
+        self._start = time.perf_counter()
+        self._timers = (IntervalTimer(self.env.device), IntervalTimer(self.env.device))
+        self._timers[1].begin()
+        self.stats.sums.zero_()
+
+    def _log_iteration(self) -> None:
+        step_s, collect_s = (timer.seconds() for timer in self._timers)  # syncs once
+        total_s = time.perf_counter() - self._start
+        frames = self.steps_per_iteration * self.env.num_envs
+        self.frames += frames
+        self.elapsed_s += total_s
+        names = [*self.stats.names, *(f"env/{name}" for name in self.stats.log_names), "invalid_env_resets"]
+        values = torch.cat([self.stats.sums, self.stats.log, self.env.invalid_resets.float()[None]]).tolist()
+        summed = dict(zip(names, values, strict=True))
+        self.last_episode = self.stats.episode_means(summed, self.last_episode)
+        metrics = {
+            "iteration": self.iteration,
+            "frames": self.frames,
+            "time_s": self.elapsed_s,
+            "fps_step": frames / step_s,
+            "fps_step_inference": frames / collect_s,
+            "fps_total": frames / total_s,
+            **self.last_episode,
+            "episodes": int(summed["episodes"]),
+            "invalid_env_resets": int(summed["invalid_env_resets"]),
+            **{k: v for k, v in summed.items() if k.startswith("env/")},
+            **self.stats.per_episode(summed),
+        }
+        self.logger.log(metrics)
+        self.logger.console.print(self.logger.line(metrics, self.max_iterations))
+        self.iteration += 1
+        self._steps = 0

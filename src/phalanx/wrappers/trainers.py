@@ -1,0 +1,69 @@
+"""`phalanx train TASK --trainer rsl_rl|rl_games|skrl|sb3`: another RL library learns a phalanx
+task through its adapter here, with the task's PPO settings and network sizes, into the same run
+directory as phalanx's own trainer: config.json, metrics.jsonl (one row per iteration, measured
+by `MeteredEnv`: fps_step, fps_step_inference, fps_total, episode returns and lengths, reward
+terms, metrics), the dashboard (`--logger`) and checkpoints/ (in the library's own format, which
+its own tools load; `phalanx play` and `phalanx export` read phalanx's).
+
+Each adapter module has `learn(train_cfg, env, checkpoints_dir)`, which runs the library for
+`max_iterations` rollouts of `num_steps_per_env` steps, each followed by its update."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import torch
+from rich.console import Console
+
+from phalanx.config_data import to_data
+from phalanx.errors import ConfigError
+from phalanx.rl.config import TrainCfg
+from phalanx.rl.logger import RunLogger
+from phalanx.rl.run_dir import RunDir
+
+ADAPTERS = {
+    "rsl_rl": "phalanx.wrappers.rsl_rl",
+    "rl_games": "phalanx.wrappers.rl_games",
+    "skrl": "phalanx.wrappers.skrl",
+    "sb3": "phalanx.wrappers.sb3",
+}
+
+
+def adapter(trainer: str):
+    """The adapter module of `trainer`; a missing library is a ConfigError naming what to install."""
+    try:
+        return importlib.import_module(ADAPTERS[trainer])
+    except ImportError as error:
+        if "pip install" not in str(error):  # not the adapter's own message: a broken install
+            raise
+        raise ConfigError(str(error), "trainer") from None
+
+
+def train_with_library(cfg: TrainCfg, console: Console) -> int:
+    """Trains with `cfg.trainer` as `cfg` says (checked by `check_train_cfg`; device, num_envs and
+    run_dir resolved); returns the exit status."""
+    from phalanx.envs.tables import print_term_tables, sim_summary
+    from phalanx.registry import make
+    from phalanx.wrappers.metered import MeteredEnv
+
+    learn = adapter(cfg.trainer).learn
+    run_dir = Path(cfg.run_dir)
+    with RunDir(run_dir, console) as run:
+        run.check_owner(None, False)
+        run.checkpoints.mkdir(exist_ok=True)
+        env = make(cfg.env, num_envs=cfg.num_envs, device=torch.device(cfg.device), seed=cfg.seed)
+        print_term_tables(env)
+        console.print(f"[bold]phalanx train[/bold] --trainer {cfg.trainer} {sim_summary(env)} | run dir {run_dir}")
+        config = to_data(cfg)
+        run.begin(0, config)
+        torch.manual_seed(cfg.seed)  # the networks' initial weights
+        logger = RunLogger(run_dir, console, logger=cfg.logger, config=config)
+        metered = MeteredEnv(env, cfg.num_steps_per_env, logger, cfg.max_iterations)
+        try:
+            learn(cfg, metered, run.checkpoints)
+            metered.finish()
+        finally:
+            logger.close()
+    console.print(f"done: {metered.iteration} iterations, {cfg.trainer} checkpoints in {run.checkpoints}")
+    return 0
