@@ -2,12 +2,14 @@
 
     phalanx list
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
-                       [--resume CKPT|last] [--gpus N] [--algo.* ...] [--policy.* ...] [--env.* ...]
+                       [--resume CKPT|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
+                       [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
     phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
     phalanx export TASK --checkpoint P [--format onnx|torchscript] [--out DIR]
     phalanx bench throughput|envs TASK [--num-envs 4096,16384] [--device D] [--iterations K]
                                        [--run-dir DIR] [--telemetry]
     phalanx bench scaling TASK [--mode weak|strong] [--gpus 1,2,4] ...
+    phalanx bench compare TASK [--trainers phalanx,rsl_rl,rl_games,skrl,sb3] [--num-envs N] [--iterations K]
     phalanx bench report DIR [DIR ...] [--out DIR]
 
 `phalanx train TASK --help` lists every flag; `--env.*` sets any field of the task's config,

@@ -1,4 +1,4 @@
-"""`phalanx bench throughput | envs | scaling | startup | report`."""
+"""`phalanx bench throughput | envs | scaling | startup | compare | report`."""
 
 from __future__ import annotations
 
@@ -96,6 +96,35 @@ class StartupCfg:
     cuda/, which a cold run empties); default: a temporary directory, removed at the end."""
     run_dir: str | None = None
     """Where bench.json, report.md and each run's log go; default runs/bench/startup-TASK-TIME."""
+
+
+@dataclass
+class CompareCfg:
+    """phalanx bench compare: the task trained by each RL library in turn, same envs and PPO settings."""
+
+    task: str
+    """Registered task name."""
+    trainers: str = "phalanx,rsl_rl,rl_games,skrl,sb3"
+    """Comma-separated trainers (`phalanx train --trainer`), each run in a fresh process."""
+    num_envs: int = 4096
+    """Envs for every trainer."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    iterations: int = 100
+    """Training iterations per trainer."""
+    warmup: int = 3
+    """Iterations after the first that the fps medians leave out."""
+    metric: str | None = None
+    """The metrics.jsonl key whose threshold counts as learned; default: the task's (cartpole
+    mean_episode_length, ant and humanoid mean_reward)."""
+    threshold: float | None = None
+    """Reached when the metric is >= this; default: the task's (cartpole 285 of 300 steps, ant 100, humanoid 50)."""
+    train_args: str = ""
+    """More `phalanx train` flags for every trainer, as one string after `=`."""
+    job_timeout_s: float = 1800.0
+    """Stop a trainer's process that runs longer than this and report it."""
+    run_dir: str | None = None
+    """Where bench.json, report.md, compare.png and each trainer's run go."""
 
 
 @dataclass
@@ -240,6 +269,40 @@ def run_startup(args: list[str], console: Console) -> None:
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 
 
+def run_compare(args: list[str], console: Console) -> None:
+    from phalanx.bench import trainers
+    from phalanx.devices import resolve_device
+    from phalanx.rl.config import TRAINERS
+
+    task, flags = task_and_flags("bench compare", args)
+    cfg = parse_flags(CompareCfg, CompareCfg(task=task), flags, f"phalanx bench compare {task}")
+    names = [part.strip() for part in cfg.trainers.split(",") if part.strip()]
+    unknown = [name for name in names if name not in TRAINERS]
+    if not names or unknown:
+        raise ConfigError(f"got {cfg.trainers!r}; allowed: comma-separated {', '.join(TRAINERS)}", "trainers")
+    if cfg.metric is None or cfg.threshold is None:
+        if task not in trainers.THRESHOLDS:
+            raise ConfigError(f"{task} has no default learning threshold: give --metric and --threshold", "metric")
+        metric, threshold = trainers.THRESHOLDS[task]
+        cfg.metric = cfg.metric or metric
+        cfg.threshold = threshold if cfg.threshold is None else cfg.threshold
+    for name in ("num_envs", "iterations"):
+        check_int(name, getattr(cfg, name))
+    check_int("warmup", cfg.warmup, minimum=0)
+    device = resolve_device(cfg.device)
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"compare-{task}-{stamp}")
+    results = []
+    for name in names:
+        r = trainers.run_trainer(cfg, name, cfg.num_envs, str(device), run_dir)
+        results.append(r)
+        status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
+        console.print(f"{task} --trainer {name}: {status}")
+    _save("compare", task, args, str(device), cfg, results, None, run_dir)
+    console.print(trainers.table(results))
+    console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
+
+
 def run_report(args: list[str], console: Console) -> None:
     from phalanx.bench.report import compare, render
 
@@ -262,13 +325,15 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
   scaling TASK      the same training job under torchrun with several process counts (weak or strong)
   startup TASK      launch -> end of the first iteration by phase (import, model build, Warp modules
                     compiled or cached, torch.compile and graph captures), cold caches and warm
+  compare TASK      the task trained by each RL library (--trainers phalanx,rsl_rl,rl_games,skrl,sb3):
+                    fps, start-up, time from launch to the learning threshold, GPU memory
   report DIR ...    rebuild a run's report, or compare several runs
 
 `phalanx bench KIND TASK --help` lists the flags of each."""
 
 
 def bench(args: list[str], console: Console) -> None:
-    kinds = ("throughput", "envs", "scaling", "startup", "report")
+    kinds = ("throughput", "envs", "scaling", "startup", "compare", "report")
     if args and args[0] in ("-h", "--help"):
         print(BENCH_USAGE)
         return
@@ -281,5 +346,7 @@ def bench(args: list[str], console: Console) -> None:
         run_scaling(args[1:], console)
     elif args[0] == "startup":
         run_startup(args[1:], console)
+    elif args[0] == "compare":
+        run_compare(args[1:], console)
     else:
         run_bench(args[0], args[1:], console)

@@ -40,6 +40,10 @@ def render(run_dir: Path) -> None:
         from phalanx.bench import startup
 
         plots, body = [], startup.table(bench["results"])
+    elif bench["kind"] == "compare":
+        from phalanx.bench import trainers
+
+        plots, body = [trainers.plot(run_dir, bench["results"])], trainers.table(bench["results"])
     else:
         plots, body = [_plot_phases(run_dir, valid)], _table(bench["results"])
         if bench["device"] == "cpu":  # the table's memory-per-env column

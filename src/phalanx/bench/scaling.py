@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from phalanx.bench.command import ScalingCfg
 
 
-def _stop_job(job: subprocess.Popen) -> None:
+def stop_job(job: subprocess.Popen) -> None:
     """SIGTERM to torchrun (which stops its ranks, each in a session of its own, within 30 s),
     then SIGKILL to whatever of torchrun and its ranks is still alive 35 s later."""
     try:
@@ -67,10 +67,10 @@ def run_point(cfg: ScalingCfg, ranks: int, device: str, run_dir: Path) -> dict[s
         try:
             code = job.wait(timeout=cfg.job_timeout_s)
         except subprocess.TimeoutExpired:
-            _stop_job(job)
+            stop_job(job)
             return {**row, "valid": False, "reason": f"timed out after {cfg.job_timeout_s:.0f} s (see {log})"}
         except BaseException:  # Ctrl-C no longer reaches the job's own session: stop it here
-            _stop_job(job)
+            stop_job(job)
             raise
     if code != 0:
         tail = " / ".join(log.read_text().strip().splitlines()[-3:])

@@ -1,0 +1,177 @@
+"""`phalanx bench compare TASK --trainers phalanx,rsl_rl,rl_games,skrl,sb3`: the same task trained by
+each RL library in turn, each in a fresh process (`phalanx train --trainer X`), on the same env
+count and PPO settings. Every trainer writes the same metrics.jsonl rows (`MeteredEnv` measures
+the other libraries the way phalanx's trainer measures itself), so the figures compare like with
+like: median fps_step, fps_step_inference and fps_total after the warm-up iterations, start-up
+(launch -> first iteration), the time from launch to the learning threshold, and the GPU memory
+the process took (NVML's used memory at its peak, less what was used before launch)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from phalanx.bench.scaling import stop_job
+
+if TYPE_CHECKING:
+    from phalanx.bench.command import CompareCfg
+
+THRESHOLDS = {
+    "cartpole": ("mean_episode_length", 285.0),  # 95 % of the 300-step maximum: balanced
+    "ant": ("mean_reward", 100.0),
+    "humanoid": ("mean_reward", 50.0),
+}
+"""Per task: the metric (a metrics.jsonl key) and the value that counts as learned (reached when
+the metric is >= it)."""
+
+
+class GpuMemory:
+    """NVML's used memory of one GPU (every process's), in MiB; None without NVML or on the CPU."""
+
+    def __init__(self, device: str):
+        self._handle = None
+        if not device.startswith("cuda"):
+            return
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(int(device.partition(":")[2] or 0))
+        except Exception:  # noqa: BLE001 (no NVML: no memory figure)
+            self._handle = None
+
+    def used_mib(self) -> float | None:
+        if self._handle is None:
+            return None
+        import pynvml
+
+        return pynvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
+
+
+def run_trainer(cfg: CompareCfg, trainer: str, num_envs: int, device: str, run_dir: Path) -> dict[str, Any]:
+    """Trains `cfg.task` with `trainer` for `cfg.iterations` iterations in a new process, watching
+    its metrics.jsonl to time each row from launch and sampling GPU memory; returns the figures."""
+    out = run_dir / trainer
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "metrics.jsonl").unlink(missing_ok=True)
+    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args)]
+    command += ["--trainer", trainer, "--device", device, "--num-envs", str(num_envs)]
+    command += ["--max-iterations", str(cfg.iterations), "--save-interval", "1000000", "--logger", "none"]
+    command += ["--run-dir", str(out / "run")]
+    memory = GpuMemory(device)
+    before = memory.used_mib()
+    peak = before
+    rows: list[dict[str, Any]] = []
+    metrics = out / "run" / "metrics.jsonl"
+    log = out / "train.log"
+    launch = time.time()
+    with log.open("w") as stream:
+        job = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            while True:
+                done = job.poll() is not None
+                used = memory.used_mib()
+                peak = used if peak is None or used is None else max(peak, used)
+                _read_new_rows(metrics, rows, time.time() - launch)
+                if done:
+                    break
+                if time.time() - launch > cfg.job_timeout_s:
+                    stop_job(job)
+                    return {"trainer": trainer, "valid": False, "reason": f"timed out after {cfg.job_timeout_s:.0f} s"}
+                time.sleep(0.1)
+        except BaseException:
+            stop_job(job)
+            raise
+    if job.returncode != 0 or len(rows) < cfg.iterations:
+        tail = " / ".join(log.read_text().strip().splitlines()[-3:])
+        return {"trainer": trainer, "valid": False, "reason": f"exited {job.returncode}: {tail}"}
+    return summarize(cfg, trainer, rows, None if before is None else peak - before)
+
+
+def _read_new_rows(metrics: Path, rows: list[dict[str, Any]], now: float) -> None:
+    """Appends the rows written since the last read, each stamped with `now` (seconds from launch)."""
+    if not metrics.exists():
+        return
+    for line in metrics.read_text().splitlines()[len(rows) :]:
+        if not line.endswith("}"):
+            break  # a row still being written
+        rows.append(json.loads(line) | {"from_launch_s": now})
+
+
+def summarize(cfg: CompareCfg, trainer: str, rows: list[dict[str, Any]], memory_mib: float | None) -> dict[str, Any]:
+    metric, threshold = cfg.metric, cfg.threshold
+    timed = rows[cfg.warmup + 1 :] or rows[-1:]
+    reached = next((r for r in rows if r.get(metric, float("-inf")) >= threshold), None)
+    return {
+        "trainer": trainer,
+        "valid": True,
+        "num_envs": cfg.num_envs,
+        **{key: statistics.median(r[key] for r in timed) for key in ("fps_step", "fps_step_inference", "fps_total")},
+        "startup_s": rows[0]["from_launch_s"],
+        "metric": metric,
+        "threshold": threshold,
+        "to_threshold_from_launch_s": None if reached is None else reached["from_launch_s"],
+        "to_threshold_iteration": None if reached is None else reached["iteration"],
+        "final_metric": rows[-1].get(metric),
+        "gpu_memory_mib": memory_mib,
+        "curve": [(r["from_launch_s"], r.get(metric)) for r in rows],
+    }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    from phalanx.bench.report import markdown_table
+
+    metric = next((r["metric"] for r in results if r["valid"]), "metric")
+    columns = ["trainer", "fps step", "fps step+inference", "fps total", "start-up", f"{metric} reached"]
+    columns += ["final " + metric, "GPU memory"]
+    rows = []
+    for r in results:
+        if not r["valid"]:
+            rows.append([r["trainer"], f"invalid: {r['reason']}"])
+            continue
+        reached = r["to_threshold_from_launch_s"]
+        when = "not reached" if reached is None else f"{reached:.1f} s (iteration {r['to_threshold_iteration']})"
+        mib = r["gpu_memory_mib"]
+        rows.append(
+            [r["trainer"], f"{r['fps_step']:,.0f}", f"{r['fps_step_inference']:,.0f}", f"{r['fps_total']:,.0f}"]
+            + [f"{r['startup_s']:.1f} s", when, f"{r['final_metric']:.1f}", "" if mib is None else f"{mib:,.0f} MiB"]
+        )
+    note = (
+        f"Medians over the iterations after the warm-up; times from launch; {metric} is reached at "
+        f">= {results[0].get('threshold', '')} (or never, within the run)."
+    )
+    return markdown_table(columns, rows) + "\n\n" + note
+
+
+def plot(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
+    """fps_total per trainer (bars), and the metric over the time from launch (curves)."""
+    valid = [r for r in results if r["valid"]]
+    if not valid:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (bars, curves) = plt.subplots(1, 2, figsize=(11, 4))
+    bars.bar([r["trainer"] for r in valid], [r["fps_total"] for r in valid], color="tab:blue")
+    bars.set_ylabel("fps_total (env steps/s)")
+    bars.set_title("training throughput")
+    for r in valid:
+        points = [(t, v) for t, v in r["curve"] if v is not None]
+        curves.plot([t for t, _ in points], [v for _, v in points], label=r["trainer"])
+    curves.axhline(valid[0]["threshold"], color="grey", linestyle=":")
+    curves.set_xlabel("seconds from launch")
+    curves.set_ylabel(valid[0]["metric"])
+    curves.legend()
+    fig.tight_layout()
+    path = run_dir / "compare.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

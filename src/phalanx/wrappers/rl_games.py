@@ -1,0 +1,199 @@
+"""rl_games (rl-games 1.6.x): a phalanx env as an rl_games `IVecEnv`, and the parameters of rl_games'
+continuous PPO (`a2c_continuous`) from a phalanx task's training defaults.
+
+    import phalanx
+    from pathlib import Path
+    from phalanx.wrappers.rl_games import RlGamesVecEnv, register, runner_config
+    from rl_games.torch_runner import Runner
+
+    env = RlGamesVecEnv(phalanx.make("ant", num_envs=4096, device="cuda"))
+    register(env)  # the rl_games env named "phalanx"
+    runner = Runner()
+    runner.load(runner_config(phalanx.train_cfg("ant"), env, Path("runs/ant-rl_games")))
+    runner.run({"train": True})  # checkpoints in runs/ant-rl_games/nn, TensorBoard in .../summaries
+
+Observations go to rl_games as {"obs": the "policy" group, "states": the "critic" group}, with
+"states" only where the task has a privileged critic group (rl_games' central value network then
+reads it). Dones are terminated or truncated; time-outs go as `infos["time_outs"]`, which rl_games
+bootstraps (`value_bootstrap`) by adding gamma times the value of the step's state to the reward,
+as rsl_rl does. rl_games' spaces are gymnasium's in this version (it checks them by class name)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+try:
+    from gymnasium import spaces
+    from rl_games.common import env_configurations, vecenv
+    from rl_games.common.ivecenv import IVecEnv
+    from rl_games.torch_runner import Runner
+except ImportError:
+    raise ImportError("phalanx.wrappers.rl_games needs rl-games: pip install -e '.[rl_games]'") from None
+import numpy as np
+import torch
+
+from phalanx.envs.task_env import TaskEnv
+from phalanx.errors import ConfigError
+from phalanx.rl.config import TrainCfg
+
+ENV_NAME = "phalanx"
+"""The name under which `register` makes the env known to rl_games (`config.env_name`)."""
+
+ACTIVATIONS = {"elu": "elu", "relu": "relu", "tanh": "tanh", "selu": "selu", "silu": "swish"}
+"""phalanx's activation names -> rl_games'."""
+
+
+class RlGamesVecEnv(IVecEnv):
+    """`env` (a phalanx `TaskEnv`) behind rl_games' IVecEnv contract; see the module's description.
+    Observations, rewards and flags are copies the next step leaves alone: rl_games keeps the
+    observations and dones it acted on until after the step that follows."""
+
+    def __init__(self, env: TaskEnv):
+        self.env, self.num_envs, self.device = env, env.num_envs, env.device
+        self.has_states = "critic" in env.obs
+        self.observation_space = _box(env.obs["policy"])
+        self.state_space = _box(env.obs["critic"]) if self.has_states else None
+        bound = np.inf if env.cfg.actions.clip is None else env.cfg.actions.clip
+        self.action_space = spaces.Box(-bound, bound, (env.action_dim,), np.float32)
+
+    def get_env_info(self) -> dict[str, Any]:
+        info = {"observation_space": self.observation_space, "action_space": self.action_space}
+        return info | ({"state_space": self.state_space} if self.has_states else {})
+
+    def reset(self) -> dict[str, torch.Tensor]:
+        return self._observations(self.env.reset())
+
+    def step(self, actions: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, dict]:
+        """Returns the observations ("obs", "states": (num_envs, dim)), the reward (num_envs,),
+        the dones (num_envs,) bool and the infos: "time_outs" (num_envs,) bool."""
+        obs, reward, _, truncated, extras = self.env.step(actions)
+        done = extras["episode"]["done"]
+        return self._observations(obs), reward.clone(), done.clone(), {"time_outs": truncated.clone()}
+
+    def _observations(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        groups = {"obs": obs["policy"].clone()}
+        return groups | ({"states": obs["critic"].clone()} if self.has_states else {})
+
+
+def _box(value: torch.Tensor) -> spaces.Box:
+    return spaces.Box(-np.inf, np.inf, tuple(value.shape[1:]), np.float32)
+
+
+def register(env: RlGamesVecEnv) -> None:
+    """Makes `env` rl_games' env `ENV_NAME`: its trainer (`vecenv.create_vec_env`) and its players
+    (`env_configurations`) then take this one, whatever `num_actors` they ask for."""
+    vecenv.register(ENV_NAME, lambda config_name, num_actors, **kwargs: env)
+    env_configurations.register(ENV_NAME, {"vecenv_type": ENV_NAME, "env_creator": lambda **kwargs: env})
+
+
+def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> dict[str, Any]:
+    """The config `rl_games.torch_runner.Runner.load` takes, with a phalanx task's PPO settings and
+    network sizes, for `env` (registered with `register`); rl_games writes its checkpoints to
+    `experiment_dir`/nn and its TensorBoard events to `experiment_dir`/summaries.
+
+    Where rl_games differs:
+    - One `units` list for both MLPs of its actor-critic network: both get
+      `policy.actor_hidden_dims`; `policy.critic_hidden_dims` sizes the critic only where the task
+      has a "critic" group (rl_games' central value network, an MLP of its own).
+    - Its value loss is weighted 0.5 * critic_coef, so critic_coef = 2 * `algo.value_loss_coef`.
+      The central value network has an optimizer of its own, at `algo.learning_rate` throughout
+      (rl_games adapts only the actor's learning rate to the KL), and no weight on its loss (with
+      Adam the loss scale hardly matters).
+    - Advantages are normalized over the whole rollout, not per minibatch.
+    - The adaptive schedule is rsl_rl's (lr / 1.5 above 2 * desired_kl, * 1.5 below half of it,
+      every minibatch: `schedule_type` "legacy") within [1e-6, 1e-2].
+    - Settings phalanx has no counterpart for keep phalanx's behaviour: no value normalization,
+      no bounds loss (bounds_loss_coef 0), no reward shaping, actions passed on unclipped (the env
+      clips them to `actions.clip`), weights initialized as PyTorch does (rl_games' "default"),
+      torch.compile off (rl_games compiles its model by default: seconds of start-up that cartpole
+      sized networks do not win back) and the torch thread count left alone (torch_threads 0).
+    """
+    policy, algo = train.policy, train.algo
+    if policy.image_group is not None:
+        raise ConfigError(f"rl_games takes vector observations only, got policy.image_group={policy.image_group!r}", "trainer")
+    if policy.activation not in ACTIVATIONS:
+        raise ConfigError(f"got {policy.activation!r}; rl_games takes {', '.join(ACTIVATIONS)}", "policy.activation")
+    activation = ACTIVATIONS[policy.activation]
+    minibatch_size = env.num_envs * train.num_steps_per_env // algo.num_mini_batches
+    sigma = {"name": "const_initializer", "val": math.log(policy.init_noise_std)}  # the log std
+    gaussian = {"mu_activation": "None", "sigma_activation": "None", "fixed_sigma": True}
+    network = {
+        "name": "actor_critic",
+        "separate": not env.has_states,  # with states the central value network is the critic
+        "space": {"continuous": gaussian | {"mu_init": {"name": "default"}, "sigma_init": sigma}},
+        "mlp": {"units": list(policy.actor_hidden_dims), "activation": activation, "initializer": {"name": "default"}},
+    }
+    config = {
+        "name": train.task or ENV_NAME,
+        "env_name": ENV_NAME,
+        "device": str(env.device),
+        "device_name": str(env.device),
+        "train_dir": str(experiment_dir.parent),
+        "full_experiment_name": experiment_dir.name,
+        "num_actors": env.num_envs,
+        "horizon_length": train.num_steps_per_env,
+        "minibatch_size": minibatch_size,
+        "mini_epochs": algo.num_learning_epochs,
+        "max_epochs": train.max_iterations,
+        "save_frequency": train.save_interval,
+        "learning_rate": algo.learning_rate,
+        "lr_schedule": "adaptive" if algo.schedule == "adaptive" else None,  # None: constant
+        "kl_threshold": algo.desired_kl,
+        "schedule_type": "legacy",
+        "e_clip": algo.clip_param,
+        "clip_value": algo.use_clipped_value_loss,
+        "gamma": algo.gamma,
+        "tau": algo.lam,
+        "critic_coef": 2.0 * algo.value_loss_coef,
+        "entropy_coef": algo.entropy_coef,
+        "grad_norm": algo.max_grad_norm,
+        "truncate_grads": True,
+        "normalize_advantage": algo.normalize_advantages,
+        "normalize_input": train.empirical_normalization,
+        "normalize_value": False,
+        "value_bootstrap": True,
+        "bounds_loss_coef": 0.0,
+        "clip_actions": False,
+        "reward_shaper": {},
+        "ppo": True,
+        "print_stats": False,  # phalanx prints one line per iteration
+        "torch_compile": False,
+    }
+    if env.has_states:
+        critic_mlp = network["mlp"] | {"units": list(policy.critic_hidden_dims)}
+        critic = {"name": "actor_critic", "central_value": True, "mlp": critic_mlp}
+        config["use_experimental_cv"] = False  # no value loss on the actor's unused value head
+        config["central_value_config"] = {
+            "network": critic,
+            "learning_rate": algo.learning_rate,
+            "minibatch_size": minibatch_size,
+            "mini_epochs": algo.num_learning_epochs,
+            "e_clip": algo.clip_param,
+            "clip_value": algo.use_clipped_value_loss,
+            "grad_norm": algo.max_grad_norm,
+            "truncate_grads": True,
+            "normalize_input": train.empirical_normalization,
+        }
+    params = {
+        "seed": train.seed,
+        "torch_threads": 0,
+        "algo": {"name": "a2c_continuous"},
+        "model": {"name": "continuous_a2c_logstd"},
+        "network": network,
+        "config": config,
+    }
+    return {"params": params}
+
+
+def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+    """`phalanx train --trainer rl_games`: rl_games' Runner, configured by `runner_config`, for
+    `train.max_iterations` epochs (each one rollout, then the update; rl_games steps the env
+    nowhere else); its checkpoints (.pth, every `train.save_interval` epochs and at the end) go
+    to `checkpoints`/nn, its own TensorBoard events to `checkpoints`/summaries."""
+    vec_env = RlGamesVecEnv(env)
+    register(vec_env)
+    runner = Runner()
+    runner.load(runner_config(train, vec_env, checkpoints))
+    runner.run({"train": True})

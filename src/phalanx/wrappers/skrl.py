@@ -1,0 +1,226 @@
+"""skrl (2.x, PyTorch): a phalanx env as an `skrl.envs.wrappers.torch.Wrapper`, and skrl's PPO
+agent with a phalanx task's training defaults.
+
+    import phalanx
+    from phalanx.wrappers.skrl import SkrlEnv, ppo_agent
+    from skrl.trainers.torch import SequentialTrainer
+
+    train = phalanx.train_cfg("ant")
+    env = SkrlEnv(phalanx.make("ant", num_envs=4096, device="cuda"))
+    agent = ppo_agent(train, env)
+    cfg = {"timesteps": 300 * train.num_steps_per_env, "headless": True}
+    SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
+
+skrl's observations are the task's "policy" group; its states, which the critic reads, are the
+"critic" group where the task has a privileged one. Rewards and flags are (num_envs, 1), as skrl
+wants them. Time-outs come as `truncated`, which skrl's PPO bootstraps (`time_limit_bootstrap`)
+from the value of the next observation: after phalanx's auto-reset, the next episode's first one,
+as with Isaac Lab's envs. The infos are the step's extras; `environment_info="log"` in the
+trainer's config has skrl log the env's scalars (one host read each per step)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+try:
+    from gymnasium import spaces
+    from skrl.agents.torch import ExperimentCfg
+    from skrl.agents.torch.ppo import PPO, PPO_CFG
+    from skrl.envs.wrappers.torch import Wrapper
+    from skrl.memories.torch import RandomMemory
+    from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
+    from skrl.resources.preprocessors.torch import RunningStandardScaler
+    from skrl.resources.schedulers.torch import KLAdaptiveLR
+    from skrl.trainers.torch import SequentialTrainer, SequentialTrainerCfg
+except ImportError:
+    raise ImportError("phalanx.wrappers.skrl needs skrl: pip install -e '.[skrl]'") from None
+import numpy as np
+import torch
+from torch import nn
+
+from phalanx.envs.task_env import TaskEnv
+from phalanx.errors import ConfigError
+from phalanx.rl.config import TrainCfg
+from phalanx.rl.models import mlp
+
+
+class SkrlEnv(Wrapper):
+    """`env` (a phalanx `TaskEnv`) behind skrl's single-agent env contract; see the module's
+    description. Observations and states are copies the next step leaves alone: skrl's trainer
+    stores the observations it acted on after the step that follows."""
+
+    def __init__(self, env: TaskEnv):
+        super().__init__(env)
+        self._observation_space = _box(env.obs["policy"])
+        self._state_space = _box(env.obs["critic"]) if "critic" in env.obs else None
+        bound = np.inf if env.cfg.actions.clip is None else env.cfg.actions.clip
+        self._action_space = spaces.Box(-bound, bound, (env.action_dim,), np.float32)
+        self._observations, self._states = self._split(env.obs)
+
+    @property
+    def observation_space(self) -> spaces.Box:
+        """One env's "policy" observation."""
+        return self._observation_space
+
+    @property
+    def state_space(self) -> spaces.Box | None:
+        """One env's "critic" observation; None where the task has no such group."""
+        return self._state_space
+
+    @property
+    def action_space(self) -> spaces.Box:
+        """One env's action, bounded by the env's action clip (it clamps actions itself)."""
+        return self._action_space
+
+    def reset(self) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Resets every env; returns the observations (num_envs, obs_dim) and no infos."""
+        self._observations, self._states = self._split(self._env.reset())
+        return self._observations, {}
+
+    def step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, Any]:
+        """Returns observations (num_envs, obs_dim), reward (num_envs, 1) float, terminated and
+        truncated (num_envs, 1) bool, and the env's extras as infos (read them within the step)."""
+        obs, reward, terminated, truncated, extras = self._env.step(actions)
+        self._observations, self._states = self._split(obs)
+        # Copies: skrl's PPO adds the time-out bootstrap to the reward in place.
+        flags = (reward, terminated, truncated)
+        return self._observations, *(value.clone().view(-1, 1) for value in flags), extras
+
+    def state(self) -> torch.Tensor | None:
+        """(num_envs, state_dim) the "critic" group after the last reset or step; None without one."""
+        return self._states
+
+    def render(self, *args, **kwargs) -> None:
+        return None
+
+    def close(self) -> None:
+        """Nothing to release: the env's buffers go with it."""
+
+    def _split(self, obs: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        states = obs["critic"].clone() if self._state_space is not None else None
+        return obs["policy"].clone(), states
+
+
+class GaussianPolicy(GaussianMixin, Model):
+    """The actor: an MLP from the observations to the action mean, and one learned log-std per
+    action (log(init_noise_std) at first). Actions are not clipped: the env clamps them."""
+
+    def __init__(self, env: SkrlEnv, hidden: tuple[int, ...], activation: str, init_noise_std: float):
+        Model.__init__(self, observation_space=env.observation_space, action_space=env.action_space, device=env.device)
+        GaussianMixin.__init__(self)
+        self.net = mlp(self.num_observations, hidden, self.num_actions, activation)
+        self.log_std = nn.Parameter(torch.full((self.num_actions,), math.log(init_noise_std)))
+
+    def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+
+class Value(DeterministicMixin, Model):
+    """The critic: an MLP from the states (the "critic" group) to the value; from the
+    observations where the task has no states."""
+
+    def __init__(self, env: SkrlEnv, hidden: tuple[int, ...], activation: str):
+        Model.__init__(
+            self,
+            observation_space=env.observation_space,
+            state_space=env.state_space,
+            action_space=env.action_space,
+            device=env.device,
+        )
+        DeterministicMixin.__init__(self)
+        self.source = "observations" if env.state_space is None else "states"
+        size = self.num_observations if env.state_space is None else self.num_states
+        self.net = mlp(size, hidden, 1, activation)
+
+    def compute(self, inputs: dict[str, Any], role: str = "") -> tuple[torch.Tensor, dict[str, Any]]:
+        return self.net(inputs[self.source]), {}
+
+
+def ppo_cfg(train: TrainCfg, env: SkrlEnv) -> PPO_CFG:
+    """skrl's PPO config with a phalanx task's PPO settings. Where skrl differs:
+    - the adaptive learning rate (`KLAdaptiveLR`: / 1.5 above 2 * desired_kl, * 1.5 below half,
+      within [1e-5, 1e-2] as phalanx) adapts once per epoch from its mean KL, not per minibatch;
+    - the clipped value loss is the squared error of the clipped prediction (rsl_rl and phalanx
+      take the larger of the clipped and unclipped errors);
+    - advantages are normalized over the whole rollout, always (`algo.normalize_advantages` has
+      no switch), not per minibatch;
+    - empirical normalization (`RunningStandardScaler`) clips the normalized values to +-5;
+    - checkpoints come every `save_interval * num_steps_per_env` timesteps (skrl counts env steps).
+    `train.seed` has no field here: `phalanx train` seeds torch before building the networks, and
+    skrl samples minibatches from torch's generator."""
+    if train.policy.image_group is not None:
+        raise ConfigError(f"skrl trains on vector observations only, got policy.image_group={train.policy.image_group!r}", "trainer")
+    algo, steps = train.algo, train.num_steps_per_env
+    adaptive = algo.schedule == "adaptive"
+    cfg = PPO_CFG(
+        rollouts=steps,
+        learning_epochs=algo.num_learning_epochs,
+        mini_batches=algo.num_mini_batches,
+        discount_factor=algo.gamma,
+        gae_lambda=algo.lam,
+        learning_rate=algo.learning_rate,
+        learning_rate_scheduler=KLAdaptiveLR if adaptive else None,
+        learning_rate_scheduler_kwargs={"kl_threshold": algo.desired_kl, "min_lr": 1e-5, "max_lr": 1e-2} if adaptive else {},
+        grad_norm_clip=algo.max_grad_norm,
+        ratio_clip=algo.clip_param,
+        value_clip=algo.clip_param if algo.use_clipped_value_loss else 0.0,  # 0: no value clipping
+        entropy_loss_scale=algo.entropy_coef,
+        value_loss_scale=algo.value_loss_coef,
+        time_limit_bootstrap=True,
+        experiment=ExperimentCfg(checkpoint_interval=train.save_interval * steps),
+    )
+    if train.empirical_normalization:
+        cfg.observation_preprocessor = RunningStandardScaler
+        cfg.observation_preprocessor_kwargs = {"size": env.observation_space, "device": env.device}
+        if env.state_space is not None:
+            cfg.state_preprocessor = RunningStandardScaler
+            cfg.state_preprocessor_kwargs = {"size": env.state_space, "device": env.device}
+    return cfg
+
+
+def ppo_agent(train: TrainCfg, env: SkrlEnv, cfg: PPO_CFG | None = None) -> PPO:
+    """skrl's PPO agent on `env` with `cfg` (default `ppo_cfg(train, env)`), the task's network
+    sizes (`train.policy`) and a rollout memory of `num_steps_per_env` steps of every env."""
+    policy = train.policy
+    models = {
+        "policy": GaussianPolicy(env, policy.actor_hidden_dims, policy.activation, policy.init_noise_std),
+        "value": Value(env, policy.critic_hidden_dims, policy.activation),
+    }
+    memory = RandomMemory(memory_size=train.num_steps_per_env, num_envs=env.num_envs, device=env.device)
+    return PPO(
+        models=models,
+        memory=memory,
+        observation_space=env.observation_space,
+        state_space=env.state_space,
+        action_space=env.action_space,
+        device=env.device,
+        cfg=cfg if cfg is not None else ppo_cfg(train, env),
+    )
+
+
+def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+    """`phalanx train --trainer skrl`: skrl's PPO agent, configured by `ppo_cfg`, under skrl's
+    SequentialTrainer for `train.max_iterations` rollouts and updates. `checkpoints` is skrl's
+    experiment directory: its checkpoints (checkpoints/agent_TIMESTEP.pt, which `PPO.load`
+    reads) go there; skrl's TensorBoard writer and progress bar are off (phalanx logs)."""
+    skrl_env = SkrlEnv(env)
+    cfg = ppo_cfg(train, skrl_env)
+    cfg.experiment.directory, cfg.experiment.experiment_name = str(checkpoints.parent), checkpoints.name
+    cfg.experiment.write_interval = 0
+    agent = ppo_agent(train, skrl_env, cfg)
+    timesteps = train.max_iterations * train.num_steps_per_env
+    # headless: no render calls; the default environment_info ("episode") holds per-env tensors,
+    # which skrl's trainer leaves alone (it reads only scalars, each at every step).
+    trainer_cfg = SequentialTrainerCfg(
+        timesteps=timesteps, headless=True, disable_progressbar=True, close_environment_at_exit=False
+    )
+    SequentialTrainer(env=skrl_env, agents=agent, cfg=trainer_cfg).train()
+    if train.max_iterations % train.save_interval:  # skrl wrote the last one if it fell on the interval
+        agent.write_checkpoint(timestep=timesteps, timesteps=timesteps)
+
+
+def _box(value: torch.Tensor) -> spaces.Box:
+    """The space of one env's rows of a (num_envs, dim) float observation group."""
+    return spaces.Box(-np.inf, np.inf, tuple(value.shape[1:]), np.float32)
