@@ -103,7 +103,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
       Adam the loss scale hardly matters).
     - Advantages are normalized over the whole rollout, not per minibatch.
     - The adaptive schedule is rsl_rl's (lr / 1.5 above 2 * desired_kl, * 1.5 below half of it,
-      every minibatch: `schedule_type` "legacy") within [1e-6, 1e-2].
+      every minibatch: `schedule_type` "legacy"), within [1e-6, 1e-2] (phalanx: [1e-5, 1e-2]).
     - Settings phalanx has no counterpart for keep phalanx's behaviour: no value normalization,
       no bounds loss (bounds_loss_coef 0), no reward shaping, actions passed on unclipped (the env
       clips them to `actions.clip`), weights initialized as PyTorch does (rl_games' "default"),
@@ -112,7 +112,9 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
     """
     policy, algo = train.policy, train.algo
     if policy.image_group is not None:
-        raise ConfigError(f"rl_games takes vector observations only, got policy.image_group={policy.image_group!r}", "trainer")
+        raise ConfigError(
+            f"rl_games takes vector observations only, got policy.image_group={policy.image_group!r}", "trainer"
+        )
     if policy.activation not in ACTIVATIONS:
         raise ConfigError(f"got {policy.activation!r}; rl_games takes {', '.join(ACTIVATIONS)}", "policy.activation")
     activation = ACTIVATIONS[policy.activation]
@@ -191,7 +193,8 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer rl_games`: rl_games' Runner, configured by `runner_config`, for
     `train.max_iterations` epochs (each one rollout, then the update; rl_games steps the env
     nowhere else); its checkpoints (.pth, every `train.save_interval` epochs and at the end) go
-    to `checkpoints`/nn, its own TensorBoard events to `checkpoints`/summaries."""
+    to `checkpoints`/nn, its own TensorBoard events to `checkpoints`/summaries. rl_games' Runner
+    turns TF32 matrix products on for the whole process (as phalanx's `--tf32` default does)."""
     vec_env = RlGamesVecEnv(env)
     register(vec_env)
     runner = Runner()

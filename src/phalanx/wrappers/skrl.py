@@ -141,7 +141,8 @@ class Value(DeterministicMixin, Model):
 def ppo_cfg(train: TrainCfg, env: SkrlEnv) -> PPO_CFG:
     """skrl's PPO config with a phalanx task's PPO settings. Where skrl differs:
     - the adaptive learning rate (`KLAdaptiveLR`: / 1.5 above 2 * desired_kl, * 1.5 below half,
-      within [1e-5, 1e-2] as phalanx) adapts once per epoch from its mean KL, not per minibatch;
+      within [1e-5, 1e-2] as phalanx) adapts once per epoch, from the epoch's mean KL estimated
+      from log-probabilities, not per minibatch from the Gaussians' exact KL;
     - the clipped value loss is the squared error of the clipped prediction (rsl_rl and phalanx
       take the larger of the clipped and unclipped errors);
     - advantages are normalized over the whole rollout, always (`algo.normalize_advantages` has
@@ -151,9 +152,11 @@ def ppo_cfg(train: TrainCfg, env: SkrlEnv) -> PPO_CFG:
     `train.seed` has no field here: `phalanx train` seeds torch before building the networks, and
     skrl samples minibatches from torch's generator."""
     if train.policy.image_group is not None:
-        raise ConfigError(f"skrl trains on vector observations only, got policy.image_group={train.policy.image_group!r}", "trainer")
+        image = train.policy.image_group
+        raise ConfigError(f"skrl: vector observations only, got policy.image_group={image!r}", "trainer")
     algo, steps = train.algo, train.num_steps_per_env
     adaptive = algo.schedule == "adaptive"
+    kl_schedule = {"kl_threshold": algo.desired_kl, "min_lr": 1e-5, "max_lr": 1e-2}
     cfg = PPO_CFG(
         rollouts=steps,
         learning_epochs=algo.num_learning_epochs,
@@ -162,7 +165,7 @@ def ppo_cfg(train: TrainCfg, env: SkrlEnv) -> PPO_CFG:
         gae_lambda=algo.lam,
         learning_rate=algo.learning_rate,
         learning_rate_scheduler=KLAdaptiveLR if adaptive else None,
-        learning_rate_scheduler_kwargs={"kl_threshold": algo.desired_kl, "min_lr": 1e-5, "max_lr": 1e-2} if adaptive else {},
+        learning_rate_scheduler_kwargs=kl_schedule if adaptive else {},
         grad_norm_clip=algo.max_grad_norm,
         ratio_clip=algo.clip_param,
         value_clip=algo.clip_param if algo.use_clipped_value_loss else 0.0,  # 0: no value clipping
@@ -203,16 +206,17 @@ def ppo_agent(train: TrainCfg, env: SkrlEnv, cfg: PPO_CFG | None = None) -> PPO:
 def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer skrl`: skrl's PPO agent, configured by `ppo_cfg`, under skrl's
     SequentialTrainer for `train.max_iterations` rollouts and updates. `checkpoints` is skrl's
-    experiment directory: its checkpoints (checkpoints/agent_TIMESTEP.pt, which `PPO.load`
-    reads) go there; skrl's TensorBoard writer and progress bar are off (phalanx logs)."""
+    experiment directory: its checkpoints, which `PPO.load` reads, go to its own subdirectory,
+    `checkpoints`/checkpoints/agent_TIMESTEP.pt (TIMESTEP: env steps per env). skrl's
+    TensorBoard writer and progress bar are off: phalanx logs each iteration."""
     skrl_env = SkrlEnv(env)
     cfg = ppo_cfg(train, skrl_env)
     cfg.experiment.directory, cfg.experiment.experiment_name = str(checkpoints.parent), checkpoints.name
     cfg.experiment.write_interval = 0
     agent = ppo_agent(train, skrl_env, cfg)
     timesteps = train.max_iterations * train.num_steps_per_env
-    # headless: no render calls; the default environment_info ("episode") holds per-env tensors,
-    # which skrl's trainer leaves alone (it reads only scalars, each at every step).
+    # headless: no render calls. The default environment_info, "episode", holds per-env tensors,
+    # which skrl's trainer leaves alone: it would read scalars on the host at every step.
     trainer_cfg = SequentialTrainerCfg(
         timesteps=timesteps, headless=True, disable_progressbar=True, close_environment_at_exit=False
     )
