@@ -121,6 +121,9 @@ class CompareCfg:
     """Reached when the metric is >= this; default: the task's (cartpole 285 of 300 steps, ant 100, humanoid 50)."""
     train_args: str = ""
     """More `phalanx train` flags for every trainer, as one string after `=`."""
+    warm_caches: bool = True
+    """First run one iteration of `phalanx train` (not timed), so that Warp's kernel cache and
+    torch's compile caches are warm for every trainer alike; off: the first trainer pays them."""
     job_timeout_s: float = 1800.0
     """Stop a trainer's process that runs longer than this and report it."""
     run_dir: str | None = None
@@ -292,6 +295,9 @@ def run_compare(args: list[str], console: Console) -> None:
     device = resolve_device(cfg.device)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"compare-{task}-{stamp}")
+    if cfg.warm_caches:
+        console.print(f"{task}: one iteration of phalanx train to warm the compile caches")
+        trainers.warm_caches(cfg, str(device), run_dir)
     results = []
     for name in names:
         r = trainers.run_trainer(cfg, name, cfg.num_envs, str(device), run_dir)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -54,12 +55,23 @@ class GpuMemory:
         return pynvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
 
 
+def warm_caches(cfg: CompareCfg, device: str, run_dir: Path) -> None:
+    """One iteration of `phalanx train` on the same task and envs, its output in warm-up.log."""
+    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args), "--device", device]
+    command += ["--num-envs", str(cfg.num_envs), "--max-iterations", "1", "--logger", "none"]
+    command += ["--run-dir", str(run_dir / "warm-up")]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(run_dir / "warm-up", ignore_errors=True)
+    with (run_dir / "warm-up.log").open("w") as stream:
+        subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT, check=False, timeout=cfg.job_timeout_s)
+
+
 def run_trainer(cfg: CompareCfg, trainer: str, num_envs: int, device: str, run_dir: Path) -> dict[str, Any]:
     """Trains `cfg.task` with `trainer` for `cfg.iterations` iterations in a new process, watching
     its metrics.jsonl to time each row from launch and sampling GPU memory; returns the figures."""
     out = run_dir / trainer
     out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(out / "run", ignore_errors=True)  # a re-run starts clean
     command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args)]
     command += ["--trainer", trainer, "--device", device, "--num-envs", str(num_envs)]
     command += ["--max-iterations", str(cfg.iterations), "--save-interval", "1000000", "--logger", "none"]
