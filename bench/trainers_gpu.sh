@@ -9,6 +9,8 @@ out=${OUT:-bench-out}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/libs/*.whl 2>&1 | tail -2
+source bench/bytecode.sh  # start-up as after a pip install
+python3 -m compileall -q -j 0 /tmp/site > /dev/null 2>&1  # the RL libraries' bytecode too
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 git rev-parse HEAD 2>/dev/null | tee "$out/commit.txt"
 for pair in ${TASKS:-cartpole:150}; do
