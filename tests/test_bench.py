@@ -98,14 +98,30 @@ def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["bench"], "bench: expected one of throughput, envs, scaling, startup, report, got nothing"),
+        (["bench"], "bench: expected one of throughput, envs, scaling, startup, compare, report, got nothing"),
         (["bench", "throughput", "cartpole", "--num-envs", "4096,x"], "--num-envs: expected comma-separated"),
         (["bench", "report", "/nonexistent"], "no bench.json in /nonexistent"),
+        (["bench", "compare", "cartpole", "--trainers", "phalanx,sb4"], "--trainers: got 'phalanx,sb4'; allowed"),
+        (["bench", "compare", "anymal-nav"], "anymal-nav has no default learning threshold: give --metric"),
     ],
 )
 def test_bench_bad_input(args: list[str], message: str, capsys) -> None:
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_bench_compare_trains_each_trainer_in_its_own_process(tmp_path: Path) -> None:
+    args = ["bench", "compare", "cartpole", "--trainers", "phalanx,rsl_rl", "--num-envs", "16", "--device", "cpu"]
+    args += ["--iterations", "3", "--warmup", "1", "--no-warm-caches", "--threshold", "1", "--run-dir", str(tmp_path)]
+    assert main(args) == 0
+    bench = json.loads((tmp_path / "bench.json").read_text())
+    assert [r["trainer"] for r in bench["results"]] == ["phalanx", "rsl_rl"]
+    for r in bench["results"]:
+        assert r["valid"] and 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"]
+        assert 0 < r["startup_s"] <= r["to_threshold_from_launch_s"]  # every episode is longer than 1 step
+        assert r["to_threshold_iteration"] == 0 and len(r["curve"]) == 3
+    assert json.loads((tmp_path / "rsl_rl" / "run" / "config.json").read_text())["trainer"] == "rsl_rl"
+    assert "| rsl_rl |" in (tmp_path / "report.md").read_text() and (tmp_path / "compare.png").is_file()
 
 
 def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:
