@@ -34,6 +34,7 @@ from gymnasium.vector.utils import batch_space
 import phalanx
 from phalanx.envs.cfg import TaskCfg
 from phalanx.envs.task_env import TaskEnv
+from phalanx.wrappers.spaces import action_box, observation_box
 
 ID_WORDS = {"rgb": "RGB"}
 """Words of task names spelled otherwise than capitalized in Gymnasium ids."""
@@ -59,12 +60,8 @@ class PhalanxVectorEnv(VectorEnv):
     ):
         env = task if isinstance(task, TaskEnv) else phalanx.make(task, num_envs=num_envs, device=device, seed=seed)
         self.env, self.num_envs, self.device = env, env.num_envs, env.device
-        self.single_observation_space = spaces.Dict(
-            {group: _box(value.shape[1:], value.dtype) for group, value in env.obs.items()}
-        )
-        clip = env.cfg.actions.clip
-        bound = np.inf if clip is None else clip
-        self.single_action_space = spaces.Box(-bound, bound, (env.action_dim,), np.float32)
+        self.single_observation_space = spaces.Dict({group: observation_box(value) for group, value in env.obs.items()})
+        self.single_action_space = action_box(env)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
 
@@ -93,12 +90,6 @@ class PhalanxVectorEnv(VectorEnv):
             "log": _copied(extras["log"]),
         }
         return _copied(obs), reward.clone(), terminated.clone(), truncated.clone(), infos
-
-
-def _box(shape: tuple[int, ...], dtype: torch.dtype) -> spaces.Box:
-    if dtype == torch.uint8:
-        return spaces.Box(0, 255, shape, np.uint8)
-    return spaces.Box(-np.inf, np.inf, shape, np.float32)
 
 
 def _copied(value: Any) -> Any:

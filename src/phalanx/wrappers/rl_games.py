@@ -25,18 +25,17 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from gymnasium import spaces
     from rl_games.common import env_configurations, vecenv
     from rl_games.common.ivecenv import IVecEnv
     from rl_games.torch_runner import Runner
 except ImportError:
     raise ImportError("phalanx.wrappers.rl_games needs rl-games: pip install -e '.[rl_games]'") from None
-import numpy as np
 import torch
 
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
+from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 ENV_NAME = "phalanx"
 """The name under which `register` makes the env known to rl_games (`config.env_name`)."""
@@ -53,10 +52,9 @@ class RlGamesVecEnv(IVecEnv):
     def __init__(self, env: TaskEnv):
         self.env, self.num_envs, self.device = env, env.num_envs, env.device
         self.has_states = "critic" in env.obs
-        self.observation_space = _box(env.obs["policy"])
-        self.state_space = _box(env.obs["critic"]) if self.has_states else None
-        bound = np.inf if env.cfg.actions.clip is None else env.cfg.actions.clip
-        self.action_space = spaces.Box(-bound, bound, (env.action_dim,), np.float32)
+        self.observation_space = observation_box(env.obs["policy"])
+        self.state_space = observation_box(env.obs["critic"]) if self.has_states else None
+        self.action_space = action_box(env)
 
     def get_env_info(self) -> dict[str, Any]:
         info = {"observation_space": self.observation_space, "action_space": self.action_space}
@@ -75,10 +73,6 @@ class RlGamesVecEnv(IVecEnv):
     def _observations(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         groups = {"obs": obs["policy"].clone()}
         return groups | ({"states": obs["critic"].clone()} if self.has_states else {})
-
-
-def _box(value: torch.Tensor) -> spaces.Box:
-    return spaces.Box(-np.inf, np.inf, tuple(value.shape[1:]), np.float32)
 
 
 def register(env: RlGamesVecEnv) -> None:
@@ -111,10 +105,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
       sized networks do not win back) and the torch thread count left alone (torch_threads 0).
     """
     policy, algo = train.policy, train.algo
-    if policy.image_group is not None:
-        raise ConfigError(
-            f"rl_games takes vector observations only, got policy.image_group={policy.image_group!r}", "trainer"
-        )
+    check_vector_observations(train, "rl_games")
     if policy.activation not in ACTIVATIONS:
         raise ConfigError(f"got {policy.activation!r}; rl_games takes {', '.join(ACTIVATIONS)}", "policy.activation")
     activation = ACTIVATIONS[policy.activation]

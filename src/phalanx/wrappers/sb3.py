@@ -34,13 +34,12 @@ except ImportError:
     raise ImportError("phalanx.wrappers.sb3 needs stable-baselines3: pip install -e '.[sb3]'") from None
 import numpy as np
 import torch
-from gymnasium import spaces
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.losses import gaussian_kl
 from phalanx.rl.models import ACTIVATIONS
+from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 
 class Sb3VecEnv(VecEnv):
@@ -54,10 +53,8 @@ class Sb3VecEnv(VecEnv):
     def __init__(self, env: TaskEnv):
         self.env = env
         # SB3 requires a finite action Box; an env without an action clip gets the widest float32 one.
-        clip = env.cfg.actions.clip
-        bound = np.finfo(np.float32).max if clip is None else clip
-        observation_space = spaces.Box(-np.inf, np.inf, tuple(env.obs["policy"].shape[1:]), np.float32)
-        action_space = spaces.Box(-bound, bound, (env.action_dim,), np.float32)
+        observation_space = observation_box(env.obs["policy"])
+        action_space = action_box(env, unbounded=float(np.finfo(np.float32).max))
         super().__init__(env.num_envs, observation_space, action_space)
         self._actions: torch.Tensor | None = None
 
@@ -144,10 +141,7 @@ def ppo_kwargs(train: TrainCfg, num_envs: int) -> dict[str, Any]:
     - Network weights start with SB3's orthogonal initialization, not PyTorch's default.
     - The actor and the critic both see the "policy" group (see the module's description)."""
     algo, policy = train.algo, train.policy
-    if policy.image_group is not None:
-        raise ConfigError(
-            f"sb3 takes vector observations only; got policy.image_group={policy.image_group!r}", "trainer"
-        )
+    check_vector_observations(train, "sb3")
     return {
         "policy": "MlpPolicy",
         "learning_rate": algo.learning_rate,

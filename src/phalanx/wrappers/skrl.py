@@ -36,14 +36,13 @@ try:
     from skrl.trainers.torch import SequentialTrainer, SequentialTrainerCfg
 except ImportError:
     raise ImportError("phalanx.wrappers.skrl needs skrl: pip install -e '.[skrl]'") from None
-import numpy as np
 import torch
 from torch import nn
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.models import mlp
+from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 
 class SkrlEnv(Wrapper):
@@ -53,10 +52,9 @@ class SkrlEnv(Wrapper):
 
     def __init__(self, env: TaskEnv):
         super().__init__(env)
-        self._observation_space = _box(env.obs["policy"])
-        self._state_space = _box(env.obs["critic"]) if "critic" in env.obs else None
-        bound = np.inf if env.cfg.actions.clip is None else env.cfg.actions.clip
-        self._action_space = spaces.Box(-bound, bound, (env.action_dim,), np.float32)
+        self._observation_space = observation_box(env.obs["policy"])
+        self._state_space = observation_box(env.obs["critic"]) if "critic" in env.obs else None
+        self._action_space = action_box(env)
         self._observations, self._states = self._split(env.obs)
 
     @property
@@ -151,9 +149,7 @@ def ppo_cfg(train: TrainCfg, env: SkrlEnv) -> PPO_CFG:
     - checkpoints come every `save_interval * num_steps_per_env` timesteps (skrl counts env steps).
     `train.seed` has no field here: `phalanx train` seeds torch before building the networks, and
     skrl samples minibatches from torch's generator."""
-    if train.policy.image_group is not None:
-        image = train.policy.image_group
-        raise ConfigError(f"skrl: vector observations only, got policy.image_group={image!r}", "trainer")
+    check_vector_observations(train, "skrl")
     algo, steps = train.algo, train.num_steps_per_env
     adaptive = algo.schedule == "adaptive"
     kl_schedule = {"kl_threshold": algo.desired_kl, "min_lr": 1e-5, "max_lr": 1e-2}
@@ -223,8 +219,3 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     SequentialTrainer(env=skrl_env, agents=agent, cfg=trainer_cfg).train()
     if train.max_iterations % train.save_interval:  # skrl wrote the last one if it fell on the interval
         agent.write_checkpoint(timestep=timesteps, timesteps=timesteps)
-
-
-def _box(value: torch.Tensor) -> spaces.Box:
-    """The space of one env's rows of a (num_envs, dim) float observation group."""
-    return spaces.Box(-np.inf, np.inf, tuple(value.shape[1:]), np.float32)
