@@ -300,7 +300,7 @@ def run_compare(args: list[str], console: Console) -> None:
         trainers.warm_caches(cfg, str(device), run_dir)
     results = []
     for name in names:
-        r = trainers.run_trainer(cfg, name, cfg.num_envs, str(device), run_dir)
+        r = trainers.run_trainer(cfg, name, str(device), run_dir)
         results.append(r)
         status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
         console.print(f"{task} --trainer {name}: {status}")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from phalanx.bench.scaling import stop_job
+from phalanx.bench.telemetry import _nvml_handles
 
 if TYPE_CHECKING:
     from phalanx.bench.command import CompareCfg
@@ -36,16 +37,9 @@ class GpuMemory:
     """NVML's used memory of one GPU (every process's), in MiB; None without NVML or on the CPU."""
 
     def __init__(self, device: str):
-        self._handle = None
-        if not device.startswith("cuda"):
-            return
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(int(device.partition(":")[2] or 0))
-        except Exception:  # noqa: BLE001 (no NVML: no memory figure)
-            self._handle = None
+        handles = _nvml_handles() if device.startswith("cuda") else []
+        index = int(device.partition(":")[2] or 0)
+        self._handle = handles[index] if index < len(handles) else None
 
     def used_mib(self) -> float | None:
         if self._handle is None:
@@ -55,27 +49,31 @@ class GpuMemory:
         return pynvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
 
 
+def _train_command(cfg: CompareCfg, trainer: str, device: str, iterations: int, run_dir: Path) -> list[str]:
+    """`phalanx train` of the task with `trainer`, the user's train flags first (the bench's own,
+    later, win), no checkpoints but the last and no dashboard."""
+    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args)]
+    command += ["--trainer", trainer, "--device", device, "--num-envs", str(cfg.num_envs)]
+    command += ["--max-iterations", str(iterations), "--save-interval", "1000000", "--logger", "none"]
+    return [*command, "--run-dir", str(run_dir)]
+
+
 def warm_caches(cfg: CompareCfg, device: str, run_dir: Path) -> None:
     """One iteration of `phalanx train` on the same task and envs, its output in warm-up.log."""
-    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args), "--device", device]
-    command += ["--num-envs", str(cfg.num_envs), "--max-iterations", "1", "--logger", "none"]
-    command += ["--run-dir", str(run_dir / "warm-up")]
+    command = _train_command(cfg, "phalanx", device, 1, run_dir / "warm-up")
     run_dir.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(run_dir / "warm-up", ignore_errors=True)
     with (run_dir / "warm-up.log").open("w") as stream:
         subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT, check=False, timeout=cfg.job_timeout_s)
 
 
-def run_trainer(cfg: CompareCfg, trainer: str, num_envs: int, device: str, run_dir: Path) -> dict[str, Any]:
+def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path) -> dict[str, Any]:
     """Trains `cfg.task` with `trainer` for `cfg.iterations` iterations in a new process, watching
     its metrics.jsonl to time each row from launch and sampling GPU memory; returns the figures."""
     out = run_dir / trainer
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out / "run", ignore_errors=True)  # a re-run starts clean
-    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args)]
-    command += ["--trainer", trainer, "--device", device, "--num-envs", str(num_envs)]
-    command += ["--max-iterations", str(cfg.iterations), "--save-interval", "1000000", "--logger", "none"]
-    command += ["--run-dir", str(out / "run")]
+    command = _train_command(cfg, trainer, device, cfg.iterations, out / "run")
     memory = GpuMemory(device)
     before = memory.used_mib()
     peak = before
