@@ -273,9 +273,8 @@ class TaskEnv(VecEnv):
         reward = self.rewards.weigh(values, broken)
         self.metrics.accumulate(self, broken)
         done = self.terminated | truncated
-        final_obs = {
-            group: torch.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0) for group, value in final_obs.items()
-        }
+        for group, value in final_obs.items():  # a loop: a comprehension is a graph break on Python 3.11
+            final_obs[group] = torch.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0)
         episode = {
             "done": done,
             "return": self.rewards.episode_return.clone(),
