@@ -103,6 +103,7 @@ def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> N
         (["bench", "report", "/nonexistent"], "no bench.json in /nonexistent"),
         (["bench", "compare", "cartpole", "--trainers", "phalanx,sb4"], "--trainers: got 'phalanx,sb4'; allowed"),
         (["bench", "compare", "anymal-nav"], "anymal-nav has no default learning threshold: give --metric"),
+        (["bench", "compare", "cartpole", "--gpus", "1,0"], "--gpus: got '1,0'; allowed: comma-separated positive"),
     ],
 )
 def test_bench_bad_input(args: list[str], message: str, capsys) -> None:
@@ -111,17 +112,25 @@ def test_bench_bad_input(args: list[str], message: str, capsys) -> None:
 
 
 def test_bench_compare_trains_each_trainer_in_its_own_process(tmp_path: Path) -> None:
-    args = ["bench", "compare", "cartpole", "--trainers", "phalanx,rsl_rl", "--num-envs", "16", "--device", "cpu"]
+    args = ["bench", "compare", "cartpole", "--trainers", "phalanx,rsl_rl,sb3", "--num-envs", "16", "--device", "cpu"]
     args += ["--iterations", "3", "--warmup", "1", "--no-warm-caches", "--threshold", "1", "--run-dir", str(tmp_path)]
-    assert main(args) == 0
+    assert main([*args, "--gpus", "1,2"]) == 0
     bench = json.loads((tmp_path / "bench.json").read_text())
-    assert [r["trainer"] for r in bench["results"]] == ["phalanx", "rsl_rl"]
-    for r in bench["results"]:
+    runs = [(r["trainer"], r["gpus"]) for r in bench["results"]]
+    assert runs == [("phalanx", 1), ("rsl_rl", 1), ("sb3", 1), ("phalanx", 2), ("rsl_rl", 2)]  # sb3: one device
+    *valid, refused = bench["results"]
+    for r in valid:  # phalanx on 2 ranks: two gloo processes
         assert r["valid"] and 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"]
         assert 0 < r["startup_s"] <= r["to_threshold_from_launch_s"]  # every episode is longer than 1 step
         assert r["to_threshold_iteration"] == 0 and len(r["curve"]) == 3
+    assert not refused["valid"] and "runs one process per CUDA GPU" in refused["reason"]
     assert json.loads((tmp_path / "rsl_rl" / "run" / "config.json").read_text())["trainer"] == "rsl_rl"
-    assert "| rsl_rl |" in (tmp_path / "report.md").read_text() and (tmp_path / "compare.png").is_file()
+    assert json.loads((tmp_path / "phalanx-2gpus" / "run" / "metrics.jsonl").read_text().splitlines()[-1])[
+        "frames"
+    ] == (2 * 3 * 16 * 16)
+    report = (tmp_path / "report.md").read_text()
+    assert "| rsl_rl | 1 |" in report and "| phalanx | 2 |" in report and "speed-up" in report
+    assert (tmp_path / "compare.png").is_file()
 
 
 def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:

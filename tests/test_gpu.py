@@ -140,3 +140,23 @@ def test_fast_precision_learns_like_float32(task: str, iterations: int, tmp_path
     mean_fp32, mean_fast = sum(fp32) / 2, sum(fast) / 2
     allowed = max(2 * abs(fp32[0] - fp32[1]), 0.1 * abs(mean_fp32))
     assert abs(mean_fast - mean_fp32) <= allowed, f"{task}: float32 returns {fp32}, fast returns {fast}"
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+@pytest.mark.parametrize("trainer", ["rsl_rl", "rl_games", "skrl"])
+def test_a_library_trains_on_two_gpus(trainer: str, tmp_path) -> None:
+    """`--trainer X --gpus 2`: a torchrun job of two ranks, one per GPU, whose run directory holds
+    every rank's frames and one row per iteration."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip(trainer)
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--trainer", trainer, "--gpus", "2"]
+    command += ["--num-envs", "256", "--max-iterations", "3", "--logger", "none", "--run-dir", str(run_dir)]
+    subprocess.run(command, check=True, timeout=600)
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    steps = phalanx.train_cfg("cartpole").num_steps_per_env
+    assert [row["frames"] for row in rows] == [2 * 256 * steps * i for i in (1, 2, 3)]
+    assert all(row["fps_total"] > 0 for row in rows)

@@ -4,13 +4,19 @@ that only phalanx's trainer supports are refused, and Weights & Biases logs offl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 
 import pytest
+import torch
+from rich.console import Console
 
 import phalanx
 from phalanx.cli import main
+from phalanx.dist import DistContext
+from phalanx.rl.logger import RunLogger
+from phalanx.wrappers.metered import MeteredEnv
 from phalanx.wrappers.trainers import ADAPTERS
 
 FPS = ("fps_step", "fps_step_inference", "fps_total")
@@ -68,6 +74,54 @@ def test_a_missing_library_names_its_pip_install(monkeypatch, capsys, tmp_path) 
 def test_bad_trainer_flags_are_refused_before_anything_is_built(flags, named, capsys) -> None:
     assert main(["train", "cartpole", *flags]) == 2
     assert named in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="on 2 GPUs this would start the job")
+def test_a_library_refuses_more_ranks_than_gpus(capsys) -> None:
+    assert main(["train", "cartpole", "--trainer", "rsl_rl", "--gpus", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert err.startswith("phalanx train: error: --gpus: got '2', but --trainer rsl_rl runs one process per CUDA GPU")
+
+
+@dataclasses.dataclass(frozen=True)
+class _TwoRanks(DistContext):
+    """Rank 0 of two ranks whose figures are alike: a sum over ranks doubles them."""
+
+    sent: list[torch.Tensor] = dataclasses.field(default_factory=list)  # what was summed
+
+    def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
+        self.sent.append(tensor.clone())
+        return tensor.mul_(2)
+
+
+def _metered_rows(run_dir, dist: DistContext | None) -> list[dict]:
+    env = phalanx.make("cartpole", num_envs=16, device="cpu", seed=3)
+    logger = RunLogger(run_dir, Console(quiet=True), logger="none")
+    metered = MeteredEnv(env, steps_per_iteration=40, logger=logger, max_iterations=3, dist=dist)
+    actions = torch.zeros(16, env.action_dim)
+    for _ in range(3 * 40):
+        metered.step(actions)
+    metered.finish()
+    logger.close()
+    return _rows(run_dir)
+
+
+def test_metered_rows_hold_every_ranks_figures(tmp_path) -> None:
+    """Under torchrun a library's run reports fps, frames and episode counts summed over ranks and
+    episode means and env logs as the ranks' means, as phalanx's trainer does."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    alone = _metered_rows(tmp_path / "one", None)
+    two = _TwoRanks(rank=0, world_size=2)
+    both = _metered_rows(tmp_path / "two", two)
+    assert len(two.sent) == 3  # one sum per iteration
+    for one, row, sent in zip(alone, both, two.sent, strict=True):
+        assert row["frames"] == 2 * one["frames"]
+        assert row["episodes"] == 2 * one["episodes"] > 0
+        for key in ("mean_reward", "mean_episode_length", *(k for k in one if k.startswith(("env/", "reward_terms/")))):
+            assert row[key] == pytest.approx(one[key]), key
+        assert [row[key] for key in FPS] == pytest.approx((2 * sent[-3:]).tolist())
 
 
 def test_wandb_logs_offline_without_a_login(monkeypatch, tmp_path) -> None:

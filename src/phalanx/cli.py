@@ -108,7 +108,7 @@ def list_tasks(console: Console) -> None:
     console.print(table)
 
 
-def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None) -> NoReturn:
+def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None, trainer: str) -> NoReturn:
     """Becomes (exec) a torchrun job of N local processes running this same command with
     --distributed: signals then reach torchrun's agent as if the user had started it, and it
     forwards them to every rank. The run directory is chosen here, once, for all ranks."""
@@ -121,6 +121,12 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None
         raise ConfigError(
             f"--gpus: got {gpus!r}; allowed: a positive integer or 'all' (this machine has "
             f"{torch.cuda.device_count()} GPUs)"
+        )
+    if trainer != "phalanx" and count > torch.cuda.device_count():
+        raise ConfigError(
+            f"got {gpus!r}, but --trainer {trainer} runs one process per CUDA GPU (its process group is "
+            f"NCCL) and this machine has {torch.cuda.device_count()}",
+            "gpus",
         )
     rest, skip = [], False
     for flag in flags:
@@ -172,7 +178,7 @@ def train(args: list[str], console: Console) -> int:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
     if cfg.gpus is not None:
-        _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir)
+        _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir, cfg.trainer)
     status = run_training(cfg, console, registered_env)[0]
     if cfg.distributed:
         from phalanx.dist import end_rank

@@ -63,14 +63,16 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
     to tell a resumed run whether flags changed the env. Returns the exit status (0, 128 + the
     stop signal after its checkpoint, 1 on lost ranks) and the trainer."""
     from phalanx.devices import resolve_device
-    from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed
+    from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed, library_rank
     from phalanx.rl.run_dir import RunDir
 
     check_low_level(cfg.env)
     dist = DistContext()
     if cfg.distributed:
-        # Collectives time out only behind the stall watchdog, which names the stuck rank.
-        dist, cfg.device = init_distributed(cfg.device, timeout_s=cfg.startup_timeout_s + 2 * cfg.stall_timeout_s)
+        if cfg.trainer != "phalanx":
+            dist, cfg.device = library_rank(cfg.trainer)
+        else:  # collectives time out only behind the stall watchdog, which names the stuck rank
+            dist, cfg.device = init_distributed(cfg.device, timeout_s=cfg.startup_timeout_s + 2 * cfg.stall_timeout_s)
         if not dist.is_main:
             console = Console(quiet=True)
     device = resolve_device(cfg.device)
@@ -91,7 +93,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
     if cfg.trainer != "phalanx":
         from phalanx.wrappers.trainers import train_with_library
 
-        return train_with_library(cfg, console), None
+        return train_with_library(cfg, console, dist), None
     progress = Progress()
     watchdog = StallWatchdog(dist, progress, cfg.stall_timeout_s, cfg.startup_timeout_s)
     trainer = None

@@ -112,6 +112,9 @@ class CompareCfg:
     """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
     iterations: int = 100
     """Training iterations per trainer."""
+    gpus: str = "1"
+    """Comma-separated GPU counts: each trainer runs on each, N > 1 as `phalanx train --gpus N`
+    (N processes of `num_envs` envs each, cuda:0 to cuda:N-1); Stable-Baselines3 on one only."""
     warmup: int = 3
     """Iterations after the first that the fps medians leave out."""
     metric: str | None = None
@@ -275,7 +278,7 @@ def run_startup(args: list[str], console: Console) -> None:
 def run_compare(args: list[str], console: Console) -> None:
     from phalanx.bench import trainers
     from phalanx.devices import resolve_device
-    from phalanx.rl.config import TRAINERS
+    from phalanx.rl.config import MULTI_GPU_TRAINERS, TRAINERS
 
     task, flags = task_and_flags("bench compare", args)
     cfg = parse_flags(CompareCfg, CompareCfg(task=task), flags, f"phalanx bench compare {task}")
@@ -291,6 +294,9 @@ def run_compare(args: list[str], console: Console) -> None:
         cfg.threshold = threshold if cfg.threshold is None else cfg.threshold
     for name in ("num_envs", "iterations"):
         check_int(name, getattr(cfg, name))
+    counts = [part.strip() for part in cfg.gpus.split(",")]
+    if not all(part.isdigit() and int(part) > 0 for part in counts):
+        raise ConfigError(f"got {cfg.gpus!r}; allowed: comma-separated positive integers, e.g. 1,2", "gpus")
     check_int("warmup", cfg.warmup, minimum=0)
     device = resolve_device(cfg.device)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
@@ -299,11 +305,15 @@ def run_compare(args: list[str], console: Console) -> None:
         console.print(f"{task}: one iteration of phalanx train to warm the compile caches")
         trainers.warm_caches(cfg, str(device), run_dir)
     results = []
-    for name in names:
-        r = trainers.run_trainer(cfg, name, str(device), run_dir)
-        results.append(r)
-        status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
-        console.print(f"{task} --trainer {name}: {status}")
+    for gpus in map(int, counts):
+        for name in names:
+            if gpus > 1 and name not in MULTI_GPU_TRAINERS:
+                console.print(f"{task} --trainer {name}: trains on one device, left out on {gpus} GPUs")
+                continue
+            r = trainers.run_trainer(cfg, name, str(device), run_dir, gpus)
+            results.append(r)
+            status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
+            console.print(f"{task} --trainer {name} on {gpus} GPU(s): {status}")
     _save("compare", task, args, str(device), cfg, results, None, run_dir)
     console.print(trainers.table(results))
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
@@ -332,7 +342,8 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
   startup TASK      launch -> end of the first iteration by phase (import, model build, Warp modules
                     compiled or cached, torch.compile and graph captures), cold caches and warm
   compare TASK      the task trained by each RL library (--trainers phalanx,rsl_rl,rl_games,skrl,sb3):
-                    fps, start-up, time from launch to the learning threshold, GPU memory
+                    fps, start-up, time from launch to the learning threshold, GPU memory;
+                    --gpus 1,2: each also on 2 GPUs, with the speed-up
   report DIR ...    rebuild a run's report, or compare several runs
 
 `phalanx bench KIND TASK --help` lists the flags of each."""

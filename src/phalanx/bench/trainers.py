@@ -34,27 +34,33 @@ the metric is >= it)."""
 
 
 class GpuMemory:
-    """NVML's used memory of one GPU (every process's), in MiB; None without NVML or on the CPU."""
+    """NVML's used memory (every process's), in MiB, summed over the GPUs a run uses: `device`, or
+    with `gpus` > 1 the first `gpus` (torchrun's ranks take cuda:LOCAL_RANK); None without NVML
+    or on the CPU."""
 
-    def __init__(self, device: str):
+    def __init__(self, device: str, gpus: int = 1):
         handles = _nvml_handles() if device.startswith("cuda") else []
-        index = int(device.partition(":")[2] or 0)
-        self._handle = handles[index] if index < len(handles) else None
+        indices = range(gpus) if gpus > 1 else [int(device.partition(":")[2] or 0)]
+        self._handles = [handles[i] for i in indices] if max(indices) < len(handles) else []
 
     def used_mib(self) -> float | None:
-        if self._handle is None:
+        if not self._handles:
             return None
         import pynvml
 
-        return pynvml.nvmlDeviceGetMemoryInfo(self._handle).used / 2**20
+        return sum(pynvml.nvmlDeviceGetMemoryInfo(handle).used for handle in self._handles) / 2**20
 
 
-def _train_command(cfg: CompareCfg, trainer: str, device: str, iterations: int, run_dir: Path) -> list[str]:
-    """`phalanx train` of the task with `trainer`, the user's train flags first (the bench's own,
-    later, win), no checkpoints but the last and no dashboard."""
+def _train_command(
+    cfg: CompareCfg, trainer: str, device: str, iterations: int, run_dir: Path, gpus: int = 1
+) -> list[str]:
+    """`phalanx train` of the task with `trainer` (on `gpus` GPUs, through torchrun, if > 1), the
+    user's train flags first (the bench's own, later, win), no checkpoints but the last and no
+    dashboard."""
     command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args)]
     command += ["--trainer", trainer, "--device", device, "--num-envs", str(cfg.num_envs)]
     command += ["--max-iterations", str(iterations), "--save-interval", "1000000", "--logger", "none"]
+    command += ["--gpus", str(gpus)] if gpus > 1 else []
     return [*command, "--run-dir", str(run_dir)]
 
 
@@ -67,14 +73,15 @@ def warm_caches(cfg: CompareCfg, device: str, run_dir: Path) -> None:
         subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT, check=False, timeout=cfg.job_timeout_s)
 
 
-def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path) -> dict[str, Any]:
-    """Trains `cfg.task` with `trainer` for `cfg.iterations` iterations in a new process, watching
-    its metrics.jsonl to time each row from launch and sampling GPU memory; returns the figures."""
-    out = run_dir / trainer
+def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus: int = 1) -> dict[str, Any]:
+    """Trains `cfg.task` with `trainer` on `gpus` GPUs for `cfg.iterations` iterations in a new
+    process (a torchrun job if `gpus` > 1), watching its metrics.jsonl to time each row from
+    launch and sampling GPU memory; returns the figures."""
+    out = run_dir / (trainer if gpus == 1 else f"{trainer}-{gpus}gpus")
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out / "run", ignore_errors=True)  # a re-run starts clean
-    command = _train_command(cfg, trainer, device, cfg.iterations, out / "run")
-    memory = GpuMemory(device)
+    command = _train_command(cfg, trainer, device, cfg.iterations, out / "run", gpus)
+    memory = GpuMemory(device, gpus)
     before = memory.used_mib()
     peak = before
     rows: list[dict[str, Any]] = []
@@ -93,15 +100,16 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path) -> di
                     break
                 if time.time() - launch > cfg.job_timeout_s:
                     stop_job(job)
-                    return {"trainer": trainer, "valid": False, "reason": f"timed out after {cfg.job_timeout_s:.0f} s"}
+                    reason = f"timed out after {cfg.job_timeout_s:.0f} s"
+                    return {"trainer": trainer, "gpus": gpus, "valid": False, "reason": reason}
                 time.sleep(0.1)
         except BaseException:
             stop_job(job)
             raise
     if job.returncode != 0 or len(rows) < cfg.iterations:
         tail = " / ".join(log.read_text().strip().splitlines()[-3:])
-        return {"trainer": trainer, "valid": False, "reason": f"exited {job.returncode}: {tail}"}
-    return summarize(cfg, trainer, rows, None if before is None else peak - before)
+        return {"trainer": trainer, "gpus": gpus, "valid": False, "reason": f"exited {job.returncode}: {tail}"}
+    return summarize(cfg, trainer, rows, None if before is None else peak - before) | {"gpus": gpus}
 
 
 def _read_new_rows(metrics: Path, rows: list[dict[str, Any]], now: float) -> None:
@@ -134,28 +142,42 @@ def summarize(cfg: CompareCfg, trainer: str, rows: list[dict[str, Any]], memory_
     }
 
 
+def _label(r: dict[str, Any]) -> str:
+    gpus = r.get("gpus", 1)
+    return r["trainer"] if gpus == 1 else f"{r['trainer']} x{gpus}"
+
+
 def table(results: list[dict[str, Any]]) -> str:
+    """One row per trainer and GPU count; with several counts, each run's fps_total over the same
+    trainer's on one GPU (the speed-up)."""
     from phalanx.bench.report import markdown_table
 
     metric = next((r["metric"] for r in results if r["valid"]), "metric")
-    columns = ["trainer", "fps step", "fps step+inference", "fps total", "start-up", f"{metric} reached"]
-    columns += ["final " + metric, "GPU memory"]
+    multi = any(r.get("gpus", 1) > 1 for r in results)
+    one_gpu = {r["trainer"]: r["fps_total"] for r in results if r["valid"] and r.get("gpus", 1) == 1}
+    columns = ["trainer", *(["GPUs"] if multi else []), "fps step", "fps step+inference", "fps total"]
+    columns += [*(["speed-up"] if multi else []), "start-up", f"{metric} reached", "final " + metric, "GPU memory"]
     rows = []
     for r in results:
+        first = [r["trainer"], *([str(r.get("gpus", 1))] if multi else [])]
         if not r["valid"]:
-            rows.append([r["trainer"], f"invalid: {r['reason']}"])
+            rows.append([*first, f"invalid: {r['reason']}"])
             continue
+        fps = [f"{r[key]:,.0f}" for key in ("fps_step", "fps_step_inference", "fps_total")]
+        if multi:
+            base = one_gpu.get(r["trainer"])
+            fps.append("" if base is None else f"{r['fps_total'] / base:.2f}x")
         reached = r["to_threshold_from_launch_s"]
         when = "not reached" if reached is None else f"{reached:.1f} s (iteration {r['to_threshold_iteration']})"
         mib = r["gpu_memory_mib"]
-        rows.append(
-            [r["trainer"], f"{r['fps_step']:,.0f}", f"{r['fps_step_inference']:,.0f}", f"{r['fps_total']:,.0f}"]
-            + [f"{r['startup_s']:.1f} s", when, f"{r['final_metric']:.1f}", "" if mib is None else f"{mib:,.0f} MiB"]
-        )
+        rest = [f"{r['startup_s']:.1f} s", when, f"{r['final_metric']:.1f}", "" if mib is None else f"{mib:,.0f} MiB"]
+        rows.append([*first, *fps, *rest])
     note = (
         f"Medians over the iterations after the warm-up; times from launch; {metric} is reached at "
         f">= {results[0].get('threshold', '')} (or never, within the run)."
     )
+    if multi:
+        note += " With N GPUs: N processes of the same env count each, fps summed over them, GPU memory over all N."
     return markdown_table(columns, rows) + "\n\n" + note
 
 
@@ -170,12 +192,13 @@ def plot(run_dir: Path, results: list[dict[str, Any]]) -> Path | None:
     import matplotlib.pyplot as plt
 
     fig, (bars, curves) = plt.subplots(1, 2, figsize=(11, 4))
-    bars.bar([r["trainer"] for r in valid], [r["fps_total"] for r in valid], color="tab:blue")
+    bars.bar([_label(r) for r in valid], [r["fps_total"] for r in valid], color="tab:blue")
+    bars.tick_params(axis="x", labelrotation=30)
     bars.set_ylabel("fps_total (env steps/s)")
     bars.set_title("training throughput")
     for r in valid:
         points = [(t, v) for t, v in r["curve"] if v is not None]
-        curves.plot([t for t, _ in points], [v for _, v in points], label=r["trainer"])
+        curves.plot([t for t, _ in points], [v for _, v in points], label=_label(r))
     curves.axhline(valid[0]["threshold"], color="grey", linestyle=":")
     curves.set_xlabel("seconds from launch")
     curves.set_ylabel(valid[0]["metric"])

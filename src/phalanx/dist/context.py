@@ -130,10 +130,7 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
     """Joins the torchrun job (NCCL on CUDA, gloo on CPU) and returns the context and the device
     this rank uses (cuda:LOCAL_RANK on GPUs). A collective that waits longer than `timeout_s`
     fails instead of hanging (the stall watchdog usually stops a stuck job sooner)."""
-    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        raise ConfigError("--distributed: run under torchrun (python -m torch.distributed.run ...), or use --gpus N")
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    rank, local_rank, world = _torchrun_ranks()
     use_cuda = device != "cpu" and torch.cuda.is_available()
     if use_cuda:
         device = f"cuda:{local_rank}"
@@ -149,6 +146,28 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
     # The watchdog gets a connection of its own: a blocking get on the group's would delay it.
     monitor = dist.PrefixStore(prefix, dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
     return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor), device
+
+
+def library_rank(trainer: str) -> tuple[DistContext, str]:
+    """This process's place in a torchrun job whose process group the RL library `trainer` starts
+    itself (rsl_rl, rl_games and skrl each join it over NCCL from torchrun's environment), and
+    its device, cuda:LOCAL_RANK. The context's collectives work once the library has joined."""
+    rank, local_rank, world = _torchrun_ranks()
+    if torch.cuda.device_count() <= local_rank:
+        raise ConfigError(
+            f"--trainer {trainer} runs one process per CUDA GPU (its process group is NCCL); "
+            f"local rank {local_rank} has no GPU (this machine has {torch.cuda.device_count()})",
+            "gpus",
+        )
+    torch.cuda.set_device(local_rank)
+    return DistContext(rank=rank, local_rank=local_rank, world_size=world), f"cuda:{local_rank}"
+
+
+def _torchrun_ranks() -> tuple[int, int, int]:
+    """RANK, LOCAL_RANK and WORLD_SIZE, as torchrun sets them."""
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        raise ConfigError("--distributed: run under torchrun (python -m torch.distributed.run ...), or use --gpus N")
+    return int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", 0)), int(os.environ["WORLD_SIZE"])
 
 
 def _job_store(host: str, port: int, rank: int, world: int, timeout: timedelta) -> dist.Store:

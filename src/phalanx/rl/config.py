@@ -14,6 +14,8 @@ from phalanx.rl.ppo import PPOCfg
 TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
 """The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in
 `phalanx.wrappers` (each an extra: `pip install -e '.[rsl_rl]'`, ...)."""
+MULTI_GPU_TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl")
+"""Those that train on several devices through torchrun (`--gpus N`): the libraries on CUDA GPUs only."""
 
 
 @dataclass
@@ -114,7 +116,8 @@ class TrainCfg:
     after this plus twice `stall_timeout_s`."""
     gpus: str | None = None
     """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
-    --distributed; on a machine without GPUs the processes train on the CPU."""
+    --distributed; on a machine without GPUs the processes train on the CPU (phalanx's trainer:
+    the other libraries need a CUDA GPU per process)."""
     trainer: str = "phalanx"
     """The RL library that learns: phalanx (its own PPO), rsl_rl, rl_games, skrl or sb3
     (Stable-Baselines3), each with the task's PPO settings and network sizes, and the same run
@@ -144,8 +147,9 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     if cfg.trainer not in TRAINERS:
         raise ConfigError(f"got {cfg.trainer!r}; allowed: {', '.join(TRAINERS)}", "trainer")
     if cfg.trainer != "phalanx":
-        if cfg.gpus is not None or cfg.distributed:
-            raise ConfigError(f"--trainer {cfg.trainer} trains on one device (several: --trainer phalanx)", "gpus")
+        if (cfg.gpus is not None or cfg.distributed) and cfg.trainer not in MULTI_GPU_TRAINERS:
+            several = ", ".join(MULTI_GPU_TRAINERS)
+            raise ConfigError(f"--trainer {cfg.trainer} trains on one device (on several: {several})", "gpus")
         if cfg.resume is not None:
             raise ConfigError(f"continues --trainer phalanx runs only, not --trainer {cfg.trainer}", "resume")
     check_logger(cfg.logger)

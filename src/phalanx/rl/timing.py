@@ -8,6 +8,10 @@ from collections.abc import Iterator
 
 import torch
 
+FPS_NAMES = ("fps_step", "fps_step_inference", "fps_total")
+"""Env steps per second of an iteration: inside the env step; the rollout (steps and inference);
+the whole iteration (rollout and update)."""
+
 
 @contextlib.contextmanager
 def phase_range(name: str, torch_profiler: bool = False) -> Iterator[None]:

@@ -26,9 +26,8 @@ from phalanx.rl.logger import RunLogger
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO
 from phalanx.rl.staged_graphs import StagedGraphs
-from phalanx.rl.timing import IntervalTimer, phase_range
+from phalanx.rl.timing import FPS_NAMES, IntervalTimer, phase_range
 
-FPS_NAMES = ("fps_step", "fps_step_inference", "fps_total")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 

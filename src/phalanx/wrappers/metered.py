@@ -10,7 +10,9 @@ rollout, then its update). The meter times, with CUDA events and no host sync in
 - fps_total: env steps / the time from one rollout's first step to the next one's (the update
   included).
 An iteration's row is written when the next one starts (one host sync per iteration), the last
-one when training ends (`finish`)."""
+one when training ends (`finish`). Under torchrun each rank meters its own envs and the row holds
+the figures of all ranks (fps and episode counts summed, as phalanx's trainer reports them; env
+logs averaged): one all-reduce per iteration on the process group the library joined."""
 
 from __future__ import annotations
 
@@ -19,17 +21,26 @@ from typing import Any
 
 import torch
 
+from phalanx.dist import DistContext
 from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.episode_stats import EpisodeStats
 from phalanx.rl.logger import RunLogger
-from phalanx.rl.timing import IntervalTimer
+from phalanx.rl.timing import FPS_NAMES, IntervalTimer
 
 
 class MeteredEnv:
     """`env` with a metered `step`; every other attribute is the env's own."""
 
-    def __init__(self, env: TaskEnv, steps_per_iteration: int, logger: RunLogger, max_iterations: int):
+    def __init__(
+        self,
+        env: TaskEnv,
+        steps_per_iteration: int,
+        logger: RunLogger,
+        max_iterations: int,
+        dist: DistContext | None = None,
+    ):
         self.env, self.steps_per_iteration = env, steps_per_iteration
+        self.dist = dist or DistContext()
         self.logger, self.max_iterations = logger, max_iterations
         self.stats = EpisodeStats(env.reward_names, env.metric_names, env.device)
         self.iteration = 0
@@ -77,19 +88,22 @@ class MeteredEnv:
         step_s, collect_s = (timer.seconds() for timer in self._timers)  # syncs once
         total_s = time.perf_counter() - self._start
         frames = self.steps_per_iteration * self.env.num_envs
-        self.frames += frames
+        self.frames += frames * self.dist.world_size
         self.elapsed_s += total_s
-        names = [*self.stats.names, *(f"env/{name}" for name in self.stats.log_names), "invalid_env_resets"]
-        values = torch.cat([self.stats.sums, self.stats.log, self.env.invalid_resets.float()[None]]).tolist()
-        summed = dict(zip(names, values, strict=True))
+        env_log = [f"env/{name}" for name in self.stats.log_names]
+        names = [*self.stats.names, *env_log, "invalid_env_resets", *FPS_NAMES]
+        rates = torch.tensor([frames / step_s, frames / collect_s, frames / total_s], device=self.env.device)
+        values = torch.cat([self.stats.sums, self.stats.log, self.env.invalid_resets.float()[None], rates])
+        # Over ranks: sums (fps included, as phalanx's trainer reports them), env logs averaged.
+        summed = dict(zip(names, self.dist.sum_(values).tolist(), strict=True))
+        for name in env_log:
+            summed[name] /= self.dist.world_size
         self.last_episode = self.stats.episode_means(summed, self.last_episode)
         metrics = {
             "iteration": self.iteration,
             "frames": self.frames,
             "time_s": self.elapsed_s,
-            "fps_step": frames / step_s,
-            "fps_step_inference": frames / collect_s,
-            "fps_total": frames / total_s,
+            **{name: summed[name] for name in FPS_NAMES},
             **self.last_episode,
             "episodes": int(summed["episodes"]),
             "invalid_env_resets": int(summed["invalid_env_resets"]),

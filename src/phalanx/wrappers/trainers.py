@@ -10,13 +10,16 @@ Each adapter module has `learn(train_cfg, env, checkpoints_dir)`, which runs the
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import tempfile
 from pathlib import Path
 
 import torch
 from rich.console import Console
 
 from phalanx.config_data import to_data
+from phalanx.dist import DistContext
 from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
@@ -40,30 +43,45 @@ def adapter(trainer: str):
         raise ConfigError(str(error), "trainer") from None
 
 
-def train_with_library(cfg: TrainCfg, console: Console) -> int:
+def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None = None) -> int:
     """Trains with `cfg.trainer` as `cfg` says (checked by `check_train_cfg`; device, num_envs and
-    run_dir resolved); returns the exit status."""
+    run_dir resolved); returns the exit status. Under torchrun (`dist`, from `library_rank`) every
+    rank trains its own envs (seed + rank) and the library averages the gradients; rank 0 writes
+    the run directory, with fps and episode figures over all ranks, the others write nothing
+    (whatever the library writes on them goes to a temporary directory)."""
     from phalanx.envs.tables import print_term_tables, sim_summary
     from phalanx.registry import make
     from phalanx.wrappers.metered import MeteredEnv
 
+    dist = dist or DistContext()
     learn = adapter(cfg.trainer).learn
     run_dir = Path(cfg.run_dir)
-    with RunDir(run_dir, console) as run:
-        run.check_owner(None, False)
-        run.checkpoints.mkdir(exist_ok=True)
-        env = make(cfg.env, num_envs=cfg.num_envs, device=torch.device(cfg.device), seed=cfg.seed)
+    with contextlib.ExitStack() as stack:
+        if dist.is_main:
+            run = stack.enter_context(RunDir(run_dir, console))
+            run.check_owner(None, False)
+            run.checkpoints.mkdir(exist_ok=True)
+            checkpoints = run.checkpoints
+        else:
+            checkpoints = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="phalanx-rank-"))) / "checkpoints"
+            checkpoints.mkdir()
+        env = make(cfg.env, num_envs=cfg.num_envs, device=torch.device(cfg.device), seed=cfg.seed + dist.rank)
         print_term_tables(env)
-        console.print(f"[bold]phalanx train[/bold] --trainer {cfg.trainer} {sim_summary(env)} | run dir {run_dir}")
+        ranks = f" x {dist.world_size} ranks" if dist.active else ""
+        summary = f"--trainer {cfg.trainer} {sim_summary(env)}{ranks} | run dir {run_dir}"
+        console.print(f"[bold]phalanx train[/bold] {summary}")
         config = to_data(cfg)
-        run.begin(0, config)
+        if dist.is_main:
+            run.begin(0, config)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
-        logger = RunLogger(run_dir, console, logger=cfg.logger, config=config)
-        metered = MeteredEnv(env, cfg.num_steps_per_env, logger, cfg.max_iterations)
+        logger = RunLogger(run_dir if dist.is_main else None, console, logger=cfg.logger, config=config)
+        metered = MeteredEnv(env, cfg.num_steps_per_env, logger, cfg.max_iterations, dist)
         try:
-            learn(cfg, metered, run.checkpoints)
+            learn(cfg, metered, checkpoints)
             metered.finish()
         finally:
             logger.close()
-    console.print(f"done: {metered.iteration} iterations, {cfg.trainer} checkpoints in {run.checkpoints}")
+            if torch.distributed.is_initialized():  # joined by the library
+                torch.distributed.destroy_process_group()
+    console.print(f"done: {metered.iteration} iterations, {cfg.trainer} checkpoints in {checkpoints}")
     return 0
