@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import subprocess
@@ -72,6 +73,15 @@ def test_play_writes_a_video(tmp_path: Path, capsys) -> None:
 
     frames = iio.imread(video)
     assert frames.shape[0] == 30 and frames.shape[-1] == 3 and frames.std() > 1.0
+    # ... and logs it to the run's TensorBoard (its logger), an animated GIF at half resolution
+    from PIL import Image
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    events.Reload()
+    (logged,) = events.Images("play/video")
+    gif = Image.open(io.BytesIO(logged.encoded_image_string))
+    assert (gif.n_frames, gif.size, logged.step) == (30, (240, 180), 16 * 8)  # at the frames trained
 
 
 def test_play_shows_what_an_image_policy_sees_beside_the_scene(tmp_path: Path, capsys) -> None:

@@ -124,12 +124,17 @@ def test_metered_rows_hold_every_ranks_figures(tmp_path) -> None:
         assert [row[key] for key in FPS] == pytest.approx((2 * sent[-3:]).tolist())
 
 
-def test_wandb_logs_offline_without_a_login(monkeypatch, tmp_path) -> None:
+@pytest.fixture
+def offline_wandb(monkeypatch, tmp_path) -> None:
+    """wandb installed, and no login: no API key, no ~/.netrc entry."""
     pytest.importorskip("wandb")
-    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc login
+    monkeypatch.setenv("HOME", str(tmp_path))
     for name in ("WANDB_API_KEY", "WANDB_MODE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("WANDB_SILENT", "true")
+
+
+def test_wandb_logs_offline_without_a_login(offline_wandb, tmp_path) -> None:
     run_dir = tmp_path / "run"
     phalanx.train("cartpole", device="cpu", num_envs=32, max_iterations=2, run_dir=str(run_dir), logger="wandb")
     (offline,) = (run_dir / "wandb").glob("offline-run-*")
@@ -137,3 +142,15 @@ def test_wandb_logs_offline_without_a_login(monkeypatch, tmp_path) -> None:
     data = record.read_bytes()
     assert b"fps_total" in data and b"action_std" in data  # the metrics
     assert b"num_steps_per_env" in data  # the hyperparameters
+
+
+def test_play_logs_its_video_to_the_runs_wandb(offline_wandb, tmp_path) -> None:
+    """A run trained with --logger wandb gets its play video in a wandb run beside it (RUN-play)."""
+    run_dir = tmp_path / "run"
+    phalanx.train("cartpole", device="cpu", num_envs=16, max_iterations=1, run_dir=str(run_dir), logger="wandb")
+    checkpoint = run_dir / "checkpoints" / "model_last.pt"
+    video = tmp_path / "play.mp4"
+    assert main(["play", "cartpole", "--checkpoint", str(checkpoint), "--steps", "10", "--video", str(video)]) == 0
+    assert len(list((run_dir / "wandb").glob("offline-run-*"))) == 2  # the training's and the play's
+    (logged,) = (run_dir / "wandb").glob("offline-run-*/files/media/videos/play/video_*.mp4")
+    assert logged.read_bytes() == video.read_bytes()

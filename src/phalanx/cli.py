@@ -5,11 +5,13 @@
                        [--resume CKPT|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
     phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
+                      [--logger tensorboard|wandb|none]
     phalanx export TASK --checkpoint P [--format onnx|torchscript] [--out DIR]
     phalanx bench throughput|envs TASK [--num-envs 4096,16384] [--device D] [--iterations K]
                                        [--run-dir DIR] [--telemetry]
     phalanx bench scaling TASK [--mode weak|strong] [--gpus 1,2,4] ...
     phalanx bench compare TASK [--trainers phalanx,rsl_rl,rl_games,skrl,sb3] [--num-envs N] [--iterations K]
+                               [--gpus 1,2]
     phalanx bench report DIR [DIR ...] [--out DIR]
 
 `phalanx train TASK --help` lists every flag; `--env.*` sets any field of the task's config,
@@ -62,6 +64,9 @@ class PlayCfg:
     low_level_checkpoint: str | None = None
     """Hierarchical tasks (anymal-nav): the low-level policy's checkpoint; default: the one the
     run was trained with."""
+    logger: str | None = None
+    """Where the video also goes: the dashboard of the checkpoint's run directory (tensorboard,
+    wandb) or none; default: the one the run trained with."""
 
 
 @dataclass
@@ -207,6 +212,10 @@ def play(args: list[str], console: Console) -> None:
         raise ConfigError(f"--video-env: must be an env index in [0, {cfg.num_envs - 1}], got {cfg.video_env}")
     if cfg.video is not None:
         _check_video_path(Path(cfg.video))
+    if cfg.logger is not None:
+        from phalanx.rl.logger import check_logger
+
+        check_logger(cfg.logger)
     state = load_checkpoint(cfg.checkpoint, task)
     env_cfg = play_env_cfg(task, env_cfg_from_data(state["config"]["env"], f"--checkpoint {cfg.checkpoint}"))
     _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
@@ -222,6 +231,24 @@ def play(args: list[str], console: Console) -> None:
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env {cfg.video_env}: {path} ({len(recorder.frames)} frames)")
+        _log_play_video(cfg, state, recorder.frames, path, 1.0 / env.step_dt, console)
+
+
+def _log_play_video(cfg: PlayCfg, state: dict, frames: list, video: Path, fps: float, console: Console) -> None:
+    """The play video, also in the dashboard of the run that wrote the checkpoint (its run
+    directory: RUN/checkpoints/model_*.pt beside RUN/config.json), at the frames it trained."""
+    from phalanx.rl.logger import log_video
+
+    logger = cfg.logger or state["config"].get("logger", "tensorboard")
+    run_dir = Path(cfg.checkpoint).resolve().parent.parent
+    if logger == "none":
+        return
+    if not (run_dir / "config.json").is_file():
+        console.print(f"the checkpoint is not in a run directory ({run_dir} has no config.json): video not logged")
+        return
+    config = {"task": cfg.task, "checkpoint": cfg.checkpoint, "video_env": cfg.video_env}
+    where = log_video(run_dir, logger, video, frames, fps, int(state.get("frames", 0)), config)
+    console.print(f"video logged as play/video: {where}")
 
 
 def _set_low_level_checkpoint(env_cfg, task: str, checkpoint: str | None) -> None:

@@ -1,13 +1,15 @@
 """Per-iteration metrics: metrics.jsonl, a dashboard (TensorBoard events or a Weights & Biases
-run) and an RL-Games style console line."""
+run) and an RL-Games style console line; play videos to the same dashboard."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 
 from phalanx.errors import ConfigError
@@ -81,9 +83,54 @@ class RunLogger:
             self._wandb.finish()
 
 
-def _wandb_run(run_dir: Path, config: dict[str, Any] | None) -> Any:
-    """A wandb run in `run_dir`, named after it; offline unless WANDB_MODE or an API key (the
-    WANDB_API_KEY variable, or `wandb login`'s entry in ~/.netrc) says otherwise."""
+def log_video(
+    run_dir: Path,
+    logger: str,
+    video: Path,
+    frames: list[np.ndarray],
+    fps: float,
+    step: int,
+    config: dict[str, Any] | None = None,
+) -> str | None:
+    """Logs a video of `frames` (RGB uint8, (H, W, 3) each), already written as the mp4 `video`,
+    to the `logger` dashboard of `run_dir` as "play/video" at `step` (frames trained): TensorBoard
+    shows it as an animated GIF at half the resolution (its images tab; TensorBoard's own
+    `add_video` needs moviepy), Weights & Biases gets the mp4 in a run of its own beside the
+    training's, named RUN-play, with `config`. Returns where it went, or None for `logger` none."""
+    check_logger(logger)
+    if logger == "tensorboard":
+        from tensorboard.compat.proto.summary_pb2 import Summary
+        from torch.utils.tensorboard import SummaryWriter
+
+        height, width = frames[0][::2, ::2].shape[:2]
+        image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=_gif(frames, fps))
+        with SummaryWriter(log_dir=str(run_dir)) as writer:
+            writer.file_writer.add_summary(Summary(value=[Summary.Value(tag="play/video", image=image)]), step)
+        return f"TensorBoard events in {run_dir}"
+    if logger == "wandb":
+        import wandb
+
+        run = _wandb_run(run_dir, config, name=f"{run_dir.name}-play")
+        run.log({"play/video": wandb.Video(str(video), format="mp4"), "frames": step})
+        run.finish()
+        return f"Weights & Biases run {run_dir.name}-play (files in {run_dir / 'wandb'})"
+    return None
+
+
+def _gif(frames: list[np.ndarray], fps: float) -> bytes:
+    """An animated GIF of `frames` at half their resolution, looping."""
+    from PIL import Image
+
+    images = [Image.fromarray(np.ascontiguousarray(frame[::2, ::2])) for frame in frames]
+    buffer = io.BytesIO()
+    images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:], duration=1000 / fps, loop=0)
+    return buffer.getvalue()
+
+
+def _wandb_run(run_dir: Path, config: dict[str, Any] | None, name: str | None = None) -> Any:
+    """A wandb run in `run_dir`, named `name` (default: after the directory); offline unless
+    WANDB_MODE or an API key (the WANDB_API_KEY variable, or `wandb login`'s entry in ~/.netrc)
+    says otherwise."""
     try:
         import wandb
     except ImportError:
@@ -91,7 +138,7 @@ def _wandb_run(run_dir: Path, config: dict[str, Any] | None) -> Any:
     logged_in = bool(os.environ.get("WANDB_API_KEY")) or "api.wandb.ai" in _read(Path.home() / ".netrc")
     mode = os.environ.get("WANDB_MODE") or ("online" if logged_in else "offline")
     project = os.environ.get("WANDB_PROJECT") or f"phalanx-{(config or {}).get('task', 'run')}"
-    return wandb.init(project=project, name=run_dir.name, dir=str(run_dir), config=config, mode=mode)
+    return wandb.init(project=project, name=name or run_dir.name, dir=str(run_dir), config=config, mode=mode)
 
 
 def _read(path: Path) -> str:
