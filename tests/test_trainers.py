@@ -41,8 +41,18 @@ def test_a_library_trains_into_phalanxs_run_directory(tmp_path) -> None:
         assert row["fps_step"] >= row["fps_step_inference"] >= row["fps_total"]
     assert rows[-1]["episodes"] > 0 and "reward_terms/alive" in rows[-1]
     assert json.loads((run_dir / "config.json").read_text())["trainer"] == "rsl_rl"
+    std = phalanx.train_cfg("cartpole").policy.init_noise_std
+    assert all(row["action_std"] == pytest.approx(std, rel=0.2) for row in rows), "the library policy's std"
     assert sorted(p.name for p in (run_dir / "checkpoints").glob("model_*.pt")) == ["model_0.pt", "model_2.pt"]
     assert not list(run_dir.glob("events.out.tfevents*")), "--logger none writes no TensorBoard events"
+
+
+@pytest.mark.parametrize("trainer", ["rl_games", "skrl", "sb3"])
+def test_every_library_logs_its_action_std(trainer: str, tmp_path) -> None:
+    pytest.importorskip(trainer if trainer != "sb3" else "stable_baselines3")
+    phalanx.train("cartpole", trainer=trainer, device="cpu", num_envs=32, max_iterations=2, run_dir=str(tmp_path))
+    std = phalanx.train_cfg("cartpole").policy.init_noise_std
+    assert [row["action_std"] == pytest.approx(std, rel=0.2) for row in _rows(tmp_path)] == [True, True]
 
 
 def test_phalanxs_trainer_logs_the_action_std(tmp_path) -> None:

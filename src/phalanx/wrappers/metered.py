@@ -17,6 +17,7 @@ logs averaged): one all-reduce per iteration on the process group the library jo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -50,6 +51,9 @@ class MeteredEnv:
         self._steps = 0  # steps of the current iteration
         self._start = 0.0
         self._timers: tuple[IntervalTimer, IntervalTimer] | None = None
+        self.action_std: Callable[[], torch.Tensor] | None = None
+        """The library's policy std (a device tensor of its action dimensions); the adapters set it
+        (`watch_action_std`) once the policy exists, and each row then holds its mean."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
@@ -91,12 +95,14 @@ class MeteredEnv:
         self.frames += frames * self.dist.world_size
         self.elapsed_s += total_s
         env_log = [f"env/{name}" for name in self.stats.log_names]
-        names = [*self.stats.names, *env_log, "invalid_env_resets", *FPS_NAMES]
+        means = [*env_log, *(["action_std"] if self.action_std is not None else [])]
+        names = [*self.stats.names, *means, "invalid_env_resets", *FPS_NAMES]
         rates = torch.tensor([frames / step_s, frames / collect_s, frames / total_s], device=self.env.device)
-        values = torch.cat([self.stats.sums, self.stats.log, self.env.invalid_resets.float()[None], rates])
-        # Over ranks: sums (fps included, as phalanx's trainer reports them), env logs averaged.
+        std = [] if self.action_std is None else [self.action_std().detach().float().mean()[None]]
+        values = torch.cat([self.stats.sums, self.stats.log, *std, self.env.invalid_resets.float()[None], rates])
+        # Over ranks: sums (fps included, as phalanx's trainer reports them), env logs and the std averaged.
         summed = dict(zip(names, self.dist.sum_(values).tolist(), strict=True))
-        for name in env_log:
+        for name in means:
             summed[name] /= self.dist.world_size
         self.last_episode = self.stats.episode_means(summed, self.last_episode)
         metrics = {
@@ -107,6 +113,7 @@ class MeteredEnv:
             **self.last_episode,
             "episodes": int(summed["episodes"]),
             "invalid_env_resets": int(summed["invalid_env_resets"]),
+            **({"action_std": summed["action_std"]} if self.action_std is not None else {}),
             **{k: v for k, v in summed.items() if k.startswith("env/")},
             **self.stats.per_episode(summed),
         }
@@ -114,3 +121,10 @@ class MeteredEnv:
         self.logger.console.print(self.logger.line(metrics, self.max_iterations))
         self.iteration += 1
         self._steps = 0
+
+
+def watch_action_std(env: Any, std: Callable[[], torch.Tensor]) -> None:
+    """Has a `MeteredEnv` log the mean of `std()` (the library policy's action std) with each row;
+    an adapter calls it on the env it was given, which may also be a plain env (nothing to do)."""
+    if isinstance(env, MeteredEnv):
+        env.action_std = std

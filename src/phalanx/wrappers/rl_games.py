@@ -27,6 +27,7 @@ from typing import Any
 
 try:
     from rl_games.common import env_configurations, vecenv
+    from rl_games.common.algo_observer import DefaultAlgoObserver
     from rl_games.common.ivecenv import IVecEnv
     from rl_games.torch_runner import Runner
 except ImportError:
@@ -36,6 +37,7 @@ import torch
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
+from phalanx.wrappers.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 ENV_NAME = "phalanx"
@@ -182,6 +184,19 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
     return {"params": params}
 
 
+class _ActionStd(DefaultAlgoObserver):
+    """rl_games' default observer that also hands the agent's action std to `env`'s meter."""
+
+    def __init__(self, env: TaskEnv):
+        super().__init__()
+        self.env = env
+
+    def after_init(self, algo: Any) -> None:
+        super().after_init(algo)
+        network = algo.model.a2c_network  # its sigma is the log std ("continuous_a2c_logstd")
+        watch_action_std(self.env, lambda: network.sigma.exp())
+
+
 def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer rl_games`: rl_games' Runner, configured by `runner_config`, for
     `train.max_iterations` epochs (each one rollout, then the update; rl_games steps the env
@@ -190,6 +205,6 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     turns TF32 matrix products on for the whole process (as phalanx's `--tf32` default does)."""
     vec_env = RlGamesVecEnv(env)
     register(vec_env)
-    runner = Runner()
+    runner = Runner(algo_observer=_ActionStd(env))
     runner.load(runner_config(train, vec_env, checkpoints))
     runner.run({"train": True})

@@ -29,6 +29,7 @@ import torch
 
 from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.config import TrainCfg
+from phalanx.wrappers.metered import watch_action_std
 
 
 class RslRlVecEnv(VecEnv):
@@ -113,4 +114,5 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     `train.max_iterations` iterations; its checkpoints (model_N.pt) and its own TensorBoard
     events go to `checkpoints`."""
     runner = OnPolicyRunner(RslRlVecEnv(env), runner_cfg(train), log_dir=str(checkpoints), device=str(env.device))
+    watch_action_std(env, lambda: runner.alg.actor.output_std)  # of the last batch the actor saw
     runner.learn(num_learning_iterations=train.max_iterations)

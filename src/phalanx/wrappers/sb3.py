@@ -39,6 +39,7 @@ from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.losses import gaussian_kl
 from phalanx.rl.models import ACTIVATIONS
+from phalanx.wrappers.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 
@@ -251,6 +252,7 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
         # SB3 advises the CPU for MLP policies; the policy sits with the env, which runs on env.device.
         warnings.filterwarnings("ignore", message="You are trying to run PPO on the GPU")
         model = PPO(env=venv, device=env.device, **ppo_kwargs(train, env.num_envs))
+    watch_action_std(env, lambda: model.policy.log_std.exp())
     callbacks: list[BaseCallback] = [SaveEvery(checkpoints, train.save_interval)]
     if train.algo.schedule == "adaptive":
         callbacks.append(AdaptiveLearningRate(train.algo.desired_kl))

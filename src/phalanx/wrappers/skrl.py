@@ -42,6 +42,7 @@ from torch import nn
 from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.models import mlp
+from phalanx.wrappers.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 
@@ -210,6 +211,7 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     cfg.experiment.directory, cfg.experiment.experiment_name = str(checkpoints.parent), checkpoints.name
     cfg.experiment.write_interval = 0
     agent = ppo_agent(train, skrl_env, cfg)
+    watch_action_std(env, lambda: agent.policy.log_std.exp())
     timesteps = train.max_iterations * train.num_steps_per_env
     # headless: no render calls. The default environment_info, "episode", holds per-env tensors,
     # which skrl's trainer leaves alone: it would read scalars on the host at every step.
