@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 
 
 class JointTargets:
-    """The actuators an `ActionCfg` selects, driven as ctrl = offset + scaled action; each
-    `drive` steps the physics once (`sim.decimation` substeps)."""
+    """The actuators an `ActionCfg` selects, driven as ctrl = offset + span x scaled action (span
+    1, or with `ctrl_range` each actuator's half-width); each `drive` steps the physics once
+    (`sim.decimation` substeps)."""
 
     def __init__(self, sim: Simulator, cfg: ActionCfg, device: torch.device):
         self.actuator_ids = matching_ids(cfg.actuators, sim.actuator_names, "actions.actuators:", "actuator", device)
@@ -28,13 +29,26 @@ class JointTargets:
         self.joint_ids = sim.actuator_joint_ids[self.actuator_ids]  # (dim,) into sim joints; -1: not a 1-dof joint
         self.gear = sim.actuator_gear[self.actuator_ids]  # (dim,)
         self.offset = torch.full((self.dim,), cfg.offset, device=device)
-        if cfg.use_default_offset:
+        self.span = torch.ones(self.dim, device=device)  # ctrl per unit of scaled action
+        if cfg.ctrl_range:
+            self._span_ctrl_ranges(sim, cfg)
+        elif cfg.use_default_offset:
             if (self.joint_ids < 0).any():
                 raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
             self.offset += sim.default_qpos[sim.joint_qposadr[self.joint_ids]]
 
+    def _span_ctrl_ranges(self, sim: Simulator, cfg: ActionCfg) -> None:
+        if cfg.offset or cfg.use_default_offset:
+            raise ConfigError("actions.ctrl_range: the ctrl ranges set the offsets; drop offset, use_default_offset")
+        ids = self.actuator_ids.cpu().numpy()
+        unlimited = [sim.actuator_names[i] for i in ids if not sim.mjm.actuator_ctrllimited[i]]
+        if unlimited:
+            raise ConfigError(f"actions.ctrl_range: actuators without a ctrlrange: {', '.join(unlimited)}")
+        low, high = torch.as_tensor(sim.mjm.actuator_ctrlrange[ids], dtype=torch.float32, device=self.offset.device).T
+        self.offset, self.span = (low + high) / 2, (high - low) / 2
+
     def drive(self, sim: Simulator, scaled_action: torch.Tensor) -> None:
-        sim.ctrl[:, self.actuator_ids] = self.offset + scaled_action
+        sim.ctrl[:, self.actuator_ids] = self.offset + self.span * scaled_action
         sim.step()
 
 

@@ -181,6 +181,10 @@ class ActionCfg:
     """Add each driven joint's default position (the "home" keyframe, else qpos0) to its ctrl."""
     clip: float | None = 1.0
     """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
+    ctrl_range: bool = False
+    """Actions span each driven actuator's ctrlrange instead: ctrl = its middle + its half-width x
+    scale x clip(action), so -1 and 1 reach its ends (Isaac Lab's in-hand tasks); `offset` and
+    `use_default_offset` then do not apply."""
     low_level: LowLevelPolicyCfg | None = None
     """Actions command a frozen low-level policy instead of driving actuators (see
     `LowLevelPolicyCfg`); then `actuators`, `offset` and `use_default_offset` come from its task,

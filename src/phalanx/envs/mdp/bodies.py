@@ -112,3 +112,16 @@ class sensor(Term):  # noqa: N801 (terms are named like functions)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
         return env.sim.sensordata[:, self.columns]
+
+
+class body_contact_force_w(Term):  # noqa: N801 (terms are named like functions)
+    """(num_envs, 3 * len(bodies)) the contact force on each named body (MuJoCo's cfrc_ext: the
+    sum of its contacts' forces), world frame (N): fingertip forces. Needs `sim.body_forces = True`."""
+
+    def __init__(self, env: TaskEnv, bodies: list[str]):
+        if not env.sim.cfg.body_forces:
+            raise ValueError(f"task {env.cfg.name!r}: body_contact_force_w needs sim.body_forces = True")
+        self.ids = env.sim.body_ids(bodies)
+
+    def __call__(self, env: TaskEnv) -> torch.Tensor:
+        return env.sim.cfrc_ext[:, self.ids, 3:].flatten(1)

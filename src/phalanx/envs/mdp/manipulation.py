@@ -1,0 +1,131 @@
+"""Terms for an object turned in a fixed hand (in-hand reorientation, Isaac Lab's
+InHandManipulationEnv in spirit): the object is the model's free body, read through `state`'s root
+accessors; it should stay at a fixed `target` position (where it rests at the start) and reach
+the orientation the `goal_orientation` command holds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from phalanx.envs.cfg import CommandTerm
+from phalanx.envs.mdp import state
+from phalanx.envs.mdp.math import quat_mul
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
+    """(..., 4) the inverse rotation of unit quaternions (w, x, y, z)."""
+    return torch.cat((q[..., :1], -q[..., 1:]), dim=-1)
+
+
+def rotation_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(...) the angle (rad, in [0, pi]) of the rotation from unit quaternions `b` to `a`."""
+    vector = quat_mul(a, quat_conjugate(b))[..., 1:]
+    return 2.0 * torch.asin(vector.norm(dim=-1).clamp(max=1.0))
+
+
+def random_quat(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 4) rotations uniform over SO(3) (Shoemake's method), from the env's generator."""
+    u = env.uniform((env.num_envs, 3), 0.0, 1.0)
+    a, b = torch.sqrt(1.0 - u[:, 0]), torch.sqrt(u[:, 0])
+    t1, t2 = 2.0 * torch.pi * u[:, 1], 2.0 * torch.pi * u[:, 2]
+    q = torch.stack((b * torch.cos(t2), a * torch.sin(t1), a * torch.cos(t1), b * torch.sin(t2)), dim=1)
+    return q * torch.where(q[:, :1] < 0, -1.0, 1.0)  # w >= 0: one of the two quaternions of a rotation
+
+
+class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functions)
+    """(num_envs, 4) the orientation the object should reach (w, x, y, z), uniform over all
+    rotations. A new goal is drawn at every reset (and on the resampling timer, which in-hand
+    tasks set beyond the episode), and each time the object comes within `success_tolerance`
+    (rad) of the goal: a success. `successes` counts an episode's successes so far."""
+
+    def __init__(self, env: TaskEnv, success_tolerance: float = 0.1):
+        if not success_tolerance > 0:
+            raise ValueError(f"goal_orientation: success_tolerance must be positive, got {success_tolerance}")
+        self.success_tolerance = success_tolerance
+        self.command = torch.zeros(env.num_envs, 4, device=env.device)
+        self.command[:, 0] = 1.0
+        self.successes = torch.zeros(env.num_envs, device=env.device)
+
+    def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        self._draw(env, mask)
+        self.successes.masked_fill_(mask, 0.0)
+
+    def update(self, env: TaskEnv) -> None:
+        reached = self.reached(env)
+        self.successes += reached.float()
+        self._draw(env, reached)
+
+    def reached(self, env: TaskEnv) -> torch.Tensor:
+        """(num_envs,) bool: the object is within the tolerance of the goal."""
+        return rotation_distance(state.root_quat_w(env), self.command) < self.success_tolerance
+
+    def _draw(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        self.command.copy_(torch.where(mask[:, None], random_quat(env), self.command))
+
+
+def _goal(env: TaskEnv, command: str) -> goal_orientation:
+    term = env.command_term(command)
+    if not isinstance(term, goal_orientation):
+        raise ValueError(f"task {env.cfg.name!r}: command {command!r} is not a goal_orientation")
+    return term
+
+
+def _offset(env: TaskEnv, target: tuple[float, float, float]) -> torch.Tensor:
+    return state.root_pos_w(env) - env.constant(target)
+
+
+# ----------------------------------------------------------------------------- observations
+
+
+def object_pos_rel(env: TaskEnv, target: tuple[float, float, float]) -> torch.Tensor:
+    """(num_envs, 3) the object's position relative to `target` (world axes, m)."""
+    return _offset(env, target)
+
+
+def object_quat(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 4) the object's orientation (w, x, y, z), world frame."""
+    return state.root_quat_w(env)
+
+
+def object_goal_quat_diff(env: TaskEnv, command: str = "goal") -> torch.Tensor:
+    """(num_envs, 4) the rotation from the goal to the object: object x goal^-1 (identity at the goal)."""
+    return quat_mul(state.root_quat_w(env), quat_conjugate(_goal(env, command).command))
+
+
+# ----------------------------------------------------------------------------- rewards, terminations, metrics
+
+
+def object_distance(env: TaskEnv, target: tuple[float, float, float]) -> torch.Tensor:
+    """(num_envs,) distance of the object from `target` (m)."""
+    return _offset(env, target).norm(dim=1)
+
+
+def object_rotation_error(env: TaskEnv, command: str = "goal") -> torch.Tensor:
+    """(num_envs,) the angle between the object's orientation and the goal (rad)."""
+    return rotation_distance(state.root_quat_w(env), _goal(env, command).command)
+
+
+def object_rotation_alignment(env: TaskEnv, command: str = "goal", eps: float = 0.1) -> torch.Tensor:
+    """(num_envs,) 1 / (rotation error + eps): grows steeply near the goal (Isaac Lab's rot_rew)."""
+    return 1.0 / (object_rotation_error(env, command) + eps)
+
+
+def object_goal_reached(env: TaskEnv, command: str = "goal") -> torch.Tensor:
+    """(num_envs,) 1.0 where the object is within the goal's success tolerance (Isaac Lab's
+    reach-goal bonus); the goal moves on at the end of this step."""
+    return _goal(env, command).reached(env).float()
+
+
+def object_dropped(env: TaskEnv, target: tuple[float, float, float], distance: float) -> torch.Tensor:
+    """(num_envs,) bool: the object is farther than `distance` (m) from `target` (it fell)."""
+    return object_distance(env, target) > distance
+
+
+def consecutive_successes(env: TaskEnv, command: str = "goal") -> torch.Tensor:
+    """(num_envs,) goals reached so far in the episode (log it with `final`: the episode's count)."""
+    return _goal(env, command).successes

@@ -1,0 +1,110 @@
+"""In-hand cube reorientation with a 24-DoF Shadow-like hand (Isaac-Repose-Cube-Shadow-Direct-v0 in
+spirit): turn the cube on the palm to a goal orientation, a new goal each time it gets there."""
+
+from __future__ import annotations
+
+from phalanx.assets import asset_path
+from phalanx.envs.cfg import (
+    ActionCfg,
+    CommandTermCfg,
+    EventTermCfg,
+    MetricTermCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TaskCfg,
+    TerminationTermCfg,
+)
+from phalanx.envs.mdp import bodies, events, manipulation, observations, rewards, terminations
+from phalanx.registry import register
+from phalanx.rl.config import PolicyCfg, TrainCfg
+from phalanx.rl.ppo import PPOCfg
+from phalanx.sim.cfg import SimCfg
+
+CUBE_HOME = (0.0077, 0.0005, 0.3396)
+"""Where the cube rests on the palm in the hand's default pose (the model's "home" keyframe): the
+position it should keep while it turns."""
+FINGERTIPS = ["fftip", "mftip", "rftip", "lftip", "thtip"]
+DISTAL = ["ffdistal", "mfdistal", "rfdistal", "lfdistal", "thdistal"]
+
+
+def shadow_cube_cfg() -> TaskCfg:
+    """20 actions spanning the actuators' ranges (60 Hz), 10 s episodes. The policy sees the hand's
+    joints, the cube's pose, the goal, the fingertips and its last action; the critic also sees the
+    velocities and the fingertips' contact forces. Rewards (Isaac Lab's weights): -10 x the cube's
+    distance from its place, 1 / (rotation error + 0.1), 250 per goal reached (within 0.1 rad),
+    -0.0002 x |action|^2. The episode ends when the cube falls (24 cm from its place)."""
+    target = {"target": CUBE_HOME}
+    goal = {"command": "goal"}
+    critic_extra = {
+        "joint_vel": ObsTermCfg(func=observations.joint_vel, scale=0.2),
+        "cube_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
+        "cube_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b, scale=0.2),
+        "fingertip_forces": ObsTermCfg(func=bodies.body_contact_force_w, params={"bodies": DISTAL}, scale=0.1),
+    }
+    policy = {
+        "joint_pos": ObsTermCfg(func=observations.joint_pos_limit_normalized),
+        "cube_pos": ObsTermCfg(func=manipulation.object_pos_rel, params=target),
+        "cube_quat": ObsTermCfg(func=manipulation.object_quat),
+        "goal_quat": ObsTermCfg(func=observations.generated_commands, params=goal),
+        "cube_to_goal": ObsTermCfg(func=manipulation.object_goal_quat_diff, params=goal),
+        "fingertip_pos": ObsTermCfg(func=bodies.site_pos_w, params={"sites": FINGERTIPS}),
+        "actions": ObsTermCfg(func=observations.last_action),
+    }
+    return TaskCfg(
+        description="turn a cube in a 24-DoF hand to goal orientations (Isaac-Repose-Cube-Shadow-Direct-v0)",
+        model=asset_path("shadow_hand.xml"),
+        episode_length_s=10.0,
+        sim=SimCfg(decimation=2, body_forces=True),
+        actions=ActionCfg(actuators=".*", ctrl_range=True),
+        observations={"policy": policy, "critic": policy | critic_extra},
+        commands={
+            # New goals come on success and at reset only: the timer lies beyond any episode.
+            "goal": CommandTermCfg(
+                func=manipulation.goal_orientation,
+                resampling_time_range_s=(1e9, 1e9),
+                params={"success_tolerance": 0.1},
+            ),
+        },
+        rewards={
+            "cube_distance": RewardTermCfg(func=manipulation.object_distance, weight=-10.0, params=target),
+            "rotation": RewardTermCfg(func=manipulation.object_rotation_alignment, weight=1.0, params=goal),
+            "goal_reached": RewardTermCfg(func=manipulation.object_goal_reached, weight=250.0, params=goal),
+            "action_l2": RewardTermCfg(func=rewards.action_l2, weight=-0.0002),
+        },
+        terminations={
+            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "cube_fell": TerminationTermCfg(func=manipulation.object_dropped, params=target | {"distance": 0.24}),
+        },
+        metrics={
+            "consecutive_successes": MetricTermCfg(func=manipulation.consecutive_successes, params=goal, final=True),
+            "rotation_error": MetricTermCfg(func=manipulation.object_rotation_error, params=goal),
+        },
+        events={
+            "reset_hand": EventTermCfg(
+                func=events.reset_joints_by_offset, mode="reset", params={"position_range": (-0.2, 0.2)}
+            ),
+            "reset_cube": EventTermCfg(
+                func=events.reset_root_state_uniform,
+                mode="reset",
+                params={"xy_range": (-0.01, 0.01), "yaw_range": (-3.1416, 3.1416)},
+            ),
+        },
+        reward_scale_by_dt=False,
+        num_envs=8192,
+    )
+
+
+def shadow_cube_train_cfg() -> TrainCfg:
+    """Isaac Lab's rl_games settings for the Shadow hand in spirit: 512-512-256-128 ELU networks,
+    16-step rollouts, observation normalization, an adaptive learning rate."""
+    return TrainCfg(
+        max_iterations=5000,
+        num_steps_per_env=16,
+        cpu_num_envs=64,
+        empirical_normalization=True,
+        policy=PolicyCfg(actor_hidden_dims=(512, 512, 256, 128), critic_hidden_dims=(512, 512, 256, 128)),
+        algo=PPOCfg(learning_rate=5e-4, entropy_coef=0.0, num_mini_batches=4, gamma=0.99, lam=0.95),
+    )
+
+
+register("shadow-cube", env_cfg=shadow_cube_cfg, train_cfg=shadow_cube_train_cfg)
