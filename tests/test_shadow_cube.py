@@ -1,0 +1,86 @@
+"""shadow-cube on the CPU: actions span the actuators' ranges, a goal reached pays its bonus, is
+counted and replaced, a fallen cube ends the episode, and the rotation helpers are right."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from helpers import make_cpu
+from phalanx.envs.mdp.manipulation import random_quat, rotation_distance
+from phalanx.envs.mdp.math import quat_mul
+from phalanx.errors import ConfigError
+from phalanx.registry import env_cfg
+from phalanx.tasks.shadow_hand import CUBE_HOME
+
+
+@pytest.fixture(scope="module")
+def env():
+    return make_cpu("shadow-cube", num_envs=4)
+
+
+def test_actions_span_each_actuators_ctrl_range(env) -> None:
+    low, high = torch.as_tensor(env.sim.mjm.actuator_ctrlrange, dtype=torch.float32).T
+    actions = torch.stack((-torch.ones(env.action_dim), torch.ones(env.action_dim), torch.zeros(env.action_dim)))
+    env.step(torch.cat((actions, torch.zeros(1, env.action_dim))))
+    torch.testing.assert_close(env.sim.ctrl[0], low)
+    torch.testing.assert_close(env.sim.ctrl[1], high)
+    torch.testing.assert_close(env.sim.ctrl[2], (low + high) / 2)
+
+
+def test_ctrl_range_refuses_an_offset() -> None:
+    cfg = env_cfg("shadow-cube")
+    cfg.actions = dataclasses.replace(cfg.actions, offset=0.1)
+    with pytest.raises(ConfigError, match="actions.ctrl_range: the ctrl ranges set the offsets"):
+        make_cpu(cfg, num_envs=2)
+
+
+def test_a_reached_goal_pays_is_counted_and_moves_on(env) -> None:
+    env.reset()
+    goal = env.command_term("goal")
+    cube_quat = env.sim.qpos[:, 3 + 24 : 7 + 24]  # the cube's free joint comes after the hand's 24 hinges
+    goal.command[:2] = cube_quat[:2]  # envs 0 and 1: the cube already sits at its goal
+    old = goal.command.clone()
+    _, reward, *_, extras = env.step(torch.zeros(env.num_envs, env.action_dim))
+    bonus = env.cfg.rewards["goal_reached"].weight
+    assert (reward[:2] > 0.8 * bonus).all() and (reward[2:] < 0.2 * bonus).all()
+    assert goal.successes.tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert not torch.equal(goal.command[:2], old[:2]), "new goals for the envs that reached theirs"
+    assert torch.equal(goal.command[2:], old[2:])
+    assert torch.equal(extras["episode"]["terms"]["goal_reached"][:2], torch.full((2,), bonus))
+
+
+def test_a_fallen_cube_ends_the_episode_and_reports_its_successes(env) -> None:
+    env.reset()
+    goal = env.command_term("goal")
+    goal.successes[:] = torch.tensor([3.0, 0.0, 0.0, 0.0])
+    env.sim.qpos[0, 24:27] = torch.tensor(CUBE_HOME) - torch.tensor([0.0, 0.0, 0.3])  # 30 cm below its place
+    _, _, terminated, truncated, extras = env.step(torch.zeros(env.num_envs, env.action_dim))
+    assert terminated.tolist() == [True, False, False, False] and not truncated.any()
+    assert extras["episode"]["metrics"]["consecutive_successes"][0] == 3.0
+    assert goal.successes[0] == 0.0, "the new episode counts from zero"
+
+
+def test_rotation_distance_and_random_quaternions() -> None:
+    half = math.pi / 8  # a rotation of pi / 4 about z
+    about_z = torch.tensor([math.cos(half), 0.0, 0.0, math.sin(half)])
+    identity = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    assert rotation_distance(about_z, identity).item() == pytest.approx(math.pi / 4, abs=1e-5)
+    assert rotation_distance(-about_z, identity).item() == pytest.approx(math.pi / 4, abs=1e-5)  # q and -q
+    assert rotation_distance(quat_mul(about_z, about_z), about_z).item() == pytest.approx(math.pi / 4, abs=1e-5)
+
+    class Draws:  # what random_quat needs of an env
+        num_envs = 20000
+        generator = torch.Generator().manual_seed(0)
+
+        def uniform(self, shape, low, high):
+            return low + (high - low) * torch.rand(shape, generator=self.generator)
+
+    q = random_quat(Draws())
+    torch.testing.assert_close(q.norm(dim=1), torch.ones(len(q)))
+    # Uniform over SO(3): the angle to any fixed rotation has density (1 - cos t) / pi, mean pi/2 + 2/pi.
+    angles = rotation_distance(q, identity)
+    assert angles.mean().item() == pytest.approx(math.pi / 2 + 2 / math.pi, abs=0.02)
