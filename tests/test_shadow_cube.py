@@ -84,3 +84,21 @@ def test_rotation_distance_and_random_quaternions() -> None:
     # Uniform over SO(3): the angle to any fixed rotation has density (1 - cos t) / pi, mean pi/2 + 2/pi.
     angles = rotation_distance(q, identity)
     assert angles.mean().item() == pytest.approx(math.pi / 2 + 2 / math.pi, abs=0.02)
+
+
+def test_the_vision_variant_sees_the_cube_in_rgb_depth_and_segmentation() -> None:
+    env = make_cpu("shadow-cube-vision", num_envs=2)
+    assert env.observation_spec["image"] == (64, 64, 5) and "cube_quat" not in env.obs_term_shapes["policy"]
+    image = env.obs["image"]
+    rgb, depth, segmentation = image[..., :3], image[..., 3], image[..., 4]
+    assert 0.0 <= rgb.min() and rgb.max() <= 1.0
+    assert 0.2 < depth.min() and depth.max() <= 0.63  # the palm and cube below the camera, the floor at 0.62 m
+    cube = segmentation == 1
+    assert set(segmentation.unique().tolist()) == {0.0, 1.0} and (cube.sum((1, 2)) > 300).all()
+    assert depth[cube].max() < depth[~cube].max(), "the cube is nearer than the floor"
+    # A quarter turn about x shows another face: the colours change, the cube stays where it was.
+    quarter = torch.tensor([math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0])
+    env.sim.qpos[0, 27:31] = quat_mul(quarter, env.sim.qpos[0, 27:31])
+    turned = env.step(torch.zeros(env.num_envs, env.action_dim))[0]["image"]  # one step: 17 ms
+    assert (turned[0, ..., :3] - rgb[0]).abs().sum(-1)[cube[0]].mean() > 0.1
+    assert ((turned[0, ..., 4] == 1) & cube[0]).sum() > 0.8 * cube[0].sum()

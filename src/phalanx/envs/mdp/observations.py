@@ -129,26 +129,32 @@ class height_scan(Term):  # noqa: N801 (terms are named like functions)
 
 class camera_image(Term):  # noqa: N801 (terms are named like functions)
     """(num_envs, H, W, C) what one of the model's cameras sees in every env (`TiledCamera`):
-    `data_type` "rgb" (uint8), "depth" (float, m) or "segmentation" (geom ids); the other params
-    are the camera's (`camera`, `width`, `height`, `groups`, ...). Image terms go in their own
-    group, concatenated along the channels.
+    `data_type` "rgb" (uint8), "depth" (float, m) or "segmentation" (geom ids, or classes with
+    `classes`), or a list of them, rendered at once and stacked along the channels as float32
+    (RGB in [0, 1], depth in m, segmentation ids); the other params are the camera's (`camera`,
+    `width`, `height`, `groups`, `classes`, `far`). Image terms go in their own group,
+    concatenated along the channels.
 
     `every`: render at the env steps whose count since the env was made is a multiple of it (the
     first observations included), in all envs at once; in between, every env sees the last render,
     also an env reset since (up to `every - 1` steps stale, the first frame of its new episode
     included). Each render costs the same, so the camera's share of the step falls `every` times."""
 
-    def __init__(self, env: TaskEnv, data_type: str = "rgb", every: int = 1, **params):
+    def __init__(self, env: TaskEnv, data_type: str | list[str] = "rgb", every: int = 1, **params):
         from phalanx.sensors.tiled_camera import TiledCamera  # Warp and MuJoCo Warp: only when a task sees
 
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"camera every must be a positive number of env steps, got {every!r}")
-        self.data_type, self.every = data_type, every
-        self.camera = TiledCamera(env.sim, data_types=(data_type,), **params)
+        self.data_types = (data_type,) if isinstance(data_type, str) else tuple(data_type)
+        self.every = every
+        self.camera = TiledCamera(env.sim, data_types=self.data_types, **params)
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
         due = None if self.every == 1 else env.step_count % self.every == 0
-        return self.camera(due)[self.data_type]
+        images = self.camera(due)
+        if len(self.data_types) == 1:
+            return images[self.data_types[0]]
+        return torch.cat([_as_float(images[t], t) for t in self.data_types], dim=-1)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {} if self.every == 1 else self.camera.state_dict()  # the render shown until the next
@@ -156,3 +162,8 @@ class camera_image(Term):  # noqa: N801 (terms are named like functions)
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         if self.every > 1:
             self.camera.load_state_dict(state)
+
+
+def _as_float(image: torch.Tensor, data_type: str) -> torch.Tensor:
+    """One data type's channels as float32 for a stack of several: RGB in [0, 1], the rest as they are."""
+    return image.float() / 255.0 if data_type == "rgb" else image.float()
