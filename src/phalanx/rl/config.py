@@ -46,6 +46,12 @@ class PolicyCfg:
     critic_image: bool = True
     """The critic sees the image group too; off: only its vector group (with a privileged "critic"
     group that holds the state, enough to judge it, and the update trains one encoder less)."""
+    image_targets: str | None = None
+    """A vector observation group the actor's image encoder learns to predict from the images (a
+    supervised loss beside PPO's, e.g. an object's keypoints): the actor then reads the prediction
+    instead of the image features, detached, so the encoder learns from that loss alone."""
+    image_target_coef: float = 1.0
+    """Weight of the image-target loss (mean squared error) in the update's loss."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`policy.FIELD`), its value and what is allowed."""
@@ -56,6 +62,11 @@ class PolicyCfg:
         if self.activation not in ACTIVATIONS:
             raise ConfigError(f"got {self.activation!r}; allowed: {', '.join(ACTIVATIONS)}", "policy.activation")
         check_positive("policy.init_noise_std", self.init_noise_std)
+        check_positive("policy.image_target_coef", self.image_target_coef)
+        if self.image_targets is not None and self.image_group is None:
+            raise ConfigError(
+                f"{self.image_targets!r} are predicted from images: set policy.image_group too", "policy.image_targets"
+            )
 
 
 @dataclass

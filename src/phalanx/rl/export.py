@@ -22,7 +22,6 @@ from phalanx.errors import ConfigError
 from phalanx.files import atomic_path, write_text_atomic
 from phalanx.rl.checkpoint import load_weights
 from phalanx.rl.config import PolicyCfg
-from phalanx.rl.image_encoder import ImageEncoder
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
 
@@ -52,9 +51,10 @@ class DeployedPolicy(nn.Module):
 
 class DeployedImagePolicy(DeployedPolicy):
     """obs (N, obs_dim) float32 and image (N, H, W, C) as the camera gives it (uint8 RGB, float
-    depth) -> (N, action_dim) mean actions."""
+    depth) -> (N, action_dim) mean actions; `encoder` maps the image to what the actor reads (the
+    features, or the predicted image targets: `ActorCritic.image_input`)."""
 
-    def __init__(self, actor: nn.Sequential, normalizer: EmpiricalNormalizer | None, encoder: ImageEncoder):
+    def __init__(self, actor: nn.Sequential, normalizer: EmpiricalNormalizer | None, encoder: nn.Module):
         super().__init__(actor, normalizer)
         self.encoder = encoder
 
@@ -75,7 +75,7 @@ def deployed_policy(state: dict[str, Any], observation_spec: dict[str, tuple[int
     if policy.actor_encoder is None:
         module = DeployedPolicy(policy.actor, normalizer)
     else:
-        module = DeployedImagePolicy(policy.actor, normalizer, policy.actor_encoder)
+        module = DeployedImagePolicy(policy.actor, normalizer, policy.image_input())
     return module.eval().requires_grad_(False)
 
 

@@ -38,7 +38,10 @@ def critic_group(observation_spec: dict[str, tuple[int, ...]]) -> str:
 class ActorCritic(nn.Module):
     """actor(obs[, image]) -> action mean; critic(critic_obs[, image]) -> value; one learned
     log-std per action. With encoders, the image's features join the vector observations: the
-    actor's and the critic's own, or one encoder both train (the same module passed twice)."""
+    actor's and the critic's own, or one encoder both train (the same module passed twice). With
+    `image_targets` (a width), a linear head predicts that many values from the actor's image
+    features (trained by a supervised loss on an observation group, `PolicyCfg.image_targets`) and
+    the actor reads the prediction, detached, instead of the features."""
 
     def __init__(
         self,
@@ -51,10 +54,16 @@ class ActorCritic(nn.Module):
         init_noise_std: float,
         actor_encoder: ImageEncoder | None = None,
         critic_encoder: ImageEncoder | None = None,
+        image_targets: int = 0,
     ):
         super().__init__()
         self.actor_encoder, self.critic_encoder = actor_encoder, critic_encoder
-        actor_features = 0 if actor_encoder is None else actor_encoder.features
+        self.target_head = None
+        if image_targets:
+            if actor_encoder is None:
+                raise ConfigError("image targets are predicted by the actor's image encoder: it has none", "policy")
+            self.target_head = nn.Linear(actor_encoder.features, image_targets)
+        actor_features = 0 if actor_encoder is None else image_targets or actor_encoder.features
         critic_features = 0 if critic_encoder is None else critic_encoder.features
         self.actor = mlp(obs_dim + actor_features, actor_hidden, action_dim, activation)
         self.critic = mlp(critic_obs_dim + critic_features, critic_hidden, 1, activation)
@@ -71,7 +80,17 @@ class ActorCritic(nn.Module):
                     "(put images in a group of their own and name it with --policy.image-group)",
                     f"env.observations.{group}",
                 )
-        encoders = (None, None)
+        encoders, image_targets = (None, None), 0
+        if cfg.image_targets is not None:
+            shape = observation_spec.get(cfg.image_targets)
+            if shape is None or len(shape) != 1:
+                got = "no such group" if shape is None else f"shape {shape}"
+                raise ConfigError(
+                    f"{cfg.image_targets!r}: expected a vector observation group, got {got}; "
+                    f"the env's groups: {observation_spec}",
+                    "policy.image_targets",
+                )
+            image_targets = shape[0]
         if cfg.image_group is not None:
             shape = observation_spec.get(cfg.image_group)
             if shape is None or len(shape) != 3:
@@ -108,6 +127,7 @@ class ActorCritic(nn.Module):
             cfg.activation,
             cfg.init_noise_std,
             *encoders,
+            image_targets,
         )
 
     @staticmethod
@@ -115,21 +135,32 @@ class ActorCritic(nn.Module):
         return obs if features is None else torch.cat([obs, features], dim=-1)
 
     @staticmethod
-    def _encoded(encoder: ImageEncoder | None, image: torch.Tensor | None) -> torch.Tensor | None:
+    def _encoded(encoder: nn.Module | None, image: torch.Tensor | None) -> torch.Tensor | None:
         return None if encoder is None else encoder(image)
 
+    def image_input(self) -> nn.Module | None:
+        """The module from the image to what the actor reads of it: the encoder, and the target
+        head after it when there is one (for export)."""
+        if self.actor_encoder is None or self.target_head is None:
+            return self.actor_encoder
+        return nn.Sequential(self.actor_encoder, self.target_head)
+
     def distribution_and_value(
-        self, obs: torch.Tensor, critic_obs: torch.Tensor, image: torch.Tensor | None = None
-    ) -> tuple[Normal, torch.Tensor]:
+        self, obs: torch.Tensor, critic_obs: torch.Tensor, image: torch.Tensor | None = None, predict: bool = False
+    ) -> tuple[Normal, torch.Tensor] | tuple[Normal, torch.Tensor, torch.Tensor | None]:
         """The policy for obs (N, obs_dim), independent Gaussians per action dimension in float32
         (the mean too, when the actor ran under autocast), and the (N,) values of critic_obs; with
-        encoders both also see image (N, H, W, C), which a shared encoder encodes once."""
+        encoders both also see image (N, H, W, C), which a shared encoder encodes once. With
+        `predict`, also the target head's prediction (None without one), for its loss."""
         features = self._encoded(self.actor_encoder, image)
         shared = self.critic_encoder is self.actor_encoder
         critic_features = features if shared else self._encoded(self.critic_encoder, image)
-        mean = self.actor(self._joined(obs, features)).float()
+        predicted = None if self.target_head is None or features is None else self.target_head(features)
+        actor_input = features if predicted is None else predicted.detach()
+        mean = self.actor(self._joined(obs, actor_input)).float()
         value = self.critic(self._joined(critic_obs, critic_features)).squeeze(-1)
-        return Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False), value  # validation syncs
+        dist = Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)  # validation syncs
+        return (dist, value, predicted) if predict else (dist, value)
 
     def value(self, critic_obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:
         """(N,) state values."""
@@ -137,4 +168,4 @@ class ActorCritic(nn.Module):
 
     def act_deterministic(self, obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:
         """(N, action_dim) the mean action, for evaluation and play."""
-        return self.actor(self._joined(obs, self._encoded(self.actor_encoder, image)))
+        return self.actor(self._joined(obs, self._encoded(self.image_input(), image)))

@@ -108,7 +108,8 @@ class PPO:
     """
 
     TERMS = ("surrogate", "value", "entropy", "kl")
-    """The loss terms `update` reports, in the order `_minibatch_losses` stacks them."""
+    """The loss terms `update` reports, in the order `_minibatch_losses` stacks them (`terms`:
+    these, then "image_targets" with image targets)."""
 
     def __init__(
         self,
@@ -126,6 +127,8 @@ class PPO:
         compile_update: bool = False,
         image_group: str | None = None,
         image_dtype: torch.dtype = torch.uint8,
+        image_targets: str | None = None,
+        image_target_coef: float = 1.0,
     ):
         cfg.check()
         device = next(policy.parameters()).device
@@ -141,9 +144,14 @@ class PPO:
         action_dim = policy.log_std.shape[0]
         self.image_group = image_group  # the policy's encoders read it, stored as it comes
         image_shape = None if image_group is None else observation_spec[image_group]
+        # What the actor's image encoder learns to predict (`PolicyCfg.image_targets`), and how much it weighs.
+        self.image_targets, self.image_target_coef = image_targets, image_target_coef
+        target_dim = None if image_targets is None else observation_spec[image_targets][0]
+        self.terms = self.TERMS + (("image_targets",) if image_targets is not None else ())
         self.storage = RolloutStorage(
-            num_steps, num_envs, obs_dim, critic_dim if separate else None, action_dim, device, image_shape, image_dtype
-        )
+            num_steps, num_envs, obs_dim, critic_dim if separate else None, action_dim, device, image_shape,
+            image_dtype, target_dim,
+        )  # fmt: skip
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
         self.optimizer = torch.optim.Adam(
             policy.parameters(), lr=self.learning_rate, fused=True, capturable=device.type == "cuda"
@@ -197,6 +205,8 @@ class PPO:
             storage.critic_obs[t] = critic_obs
         if image is not None:
             storage.images[t] = image
+        if self.image_targets is not None:
+            storage.image_targets[t] = obs[self.image_targets]
         storage.actions[t] = actions
         storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
         storage.values[t] = values
@@ -287,7 +297,7 @@ class PPO:
         cfg, storage = self.cfg, self.storage
         total = storage.steps * storage.num_envs
         batch = total // cfg.num_mini_batches
-        sums = torch.zeros(len(self.TERMS), device=self.device)
+        sums = torch.zeros(len(self.terms), device=self.device)
         for _ in range(cfg.num_learning_epochs):
             order = torch.randperm(total, device=self.device, generator=self.generator)
             shuffled = storage.shuffled(order)
@@ -299,17 +309,19 @@ class PPO:
                 terms = self._minibatch(mb)
                 sums += torch.nan_to_num(terms)  # a skipped minibatch adds 0
         means = sums / (cfg.num_learning_epochs * cfg.num_mini_batches)
-        out = {f"loss/{name}": mean for name, mean in zip(self.TERMS, means, strict=True)}
+        out = {f"loss/{name}": mean for name, mean in zip(self.terms, means, strict=True)}
         out["learning_rate"] = self.learning_rate.clone()
         out["skipped_updates"] = self.skipped_updates.clone()
         return out
 
     def _minibatch_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """The minibatch's PPO loss, and its terms (`TERMS`, then 0 * loss: NaN if the loss is
-        not finite) stacked and detached."""
+        """The minibatch's PPO loss (plus the image-target loss), and its terms (`terms`, then
+        0 * loss: NaN if the loss is not finite) stacked and detached."""
         cfg = self.cfg
         with torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16_update):
-            dist, values = self.policy.distribution_and_value(mb["obs"], mb["critic_obs"], mb.get("image"))
+            dist, values, predicted = self.policy.distribution_and_value(
+                mb["obs"], mb["critic_obs"], mb.get("image"), predict=True
+            )
         values = values.float()
         log_prob = dist.log_prob(mb["actions"]).sum(dim=-1)
         entropy = dist.entropy().sum(dim=-1).mean()
@@ -319,9 +331,14 @@ class PPO:
         surrogate = surrogate_loss(log_prob, mb["log_probs"], advantages, cfg.clip_param)
         v_loss = value_loss(values, mb["values"], mb["returns"], cfg.clip_param, cfg.use_clipped_value_loss)
         loss = surrogate + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy
+        extra = []
+        if self.image_targets is not None:
+            target_loss = (predicted.float() - mb["image_targets"]).square().mean()
+            loss = loss + self.image_target_coef * target_loss
+            extra.append(target_loss)
         with torch.no_grad():
             kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
-            return loss, torch.stack([surrogate, v_loss, entropy, kl, 0.0 * loss]).detach()
+            return loss, torch.stack([surrogate, v_loss, entropy, kl, *extra, 0.0 * loss]).detach()
 
     def _minibatch(self, mb: dict[str, torch.Tensor]) -> torch.Tensor:
         """One optimizer step on the minibatch; returns its `TERMS` (averaged over ranks)."""
@@ -334,7 +351,7 @@ class PPO:
             # the learning rate from the mean KL, sees NaN in 0 * loss if any rank's loss is not
             # finite, and so decides the same skip.
             terms = self.dist.average_gradients(list(self.policy.parameters()), terms)
-        kl, loss_check = terms[3], terms[4]
+        kl, loss_check = terms[3], terms[-1]
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
         bad = ~(torch.isfinite(loss_check) & torch.isfinite(grad_norm))
         if cfg.schedule == "adaptive":
@@ -348,4 +365,4 @@ class PPO:
         self.optimizer.found_inf.copy_(bad.float())
         self.skipped_updates += bad.long()
         self.optimizer.step()
-        return terms[:4]
+        return terms[:-1]

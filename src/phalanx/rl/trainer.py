@@ -62,13 +62,16 @@ class Trainer:
             cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist, tf32=cfg.tf32,
             bf16_update=cfg.bf16_update, compile_update=cfg.compile_update, image_group=images,
             image_dtype=torch.uint8 if images is None else env.obs[images].dtype,
+            image_targets=cfg.policy.image_targets, image_target_coef=cfg.policy.image_target_coef,
         )  # fmt: skip
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if capture_rollout and not env.capture:
             raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
         self.graphs = StagedGraphs(capture_rollout, self.generator)
-        # The policy's static input: the groups the actor and critic read (not an image group they do not).
+        # The policy's static input: the groups the actor and critic read (not an image group they do
+        # not) and the image targets the update learns.
         read = {"policy", self.ppo.critic_group} | ({images} if images else set())
+        read |= {cfg.policy.image_targets} if cfg.policy.image_targets else set()
         self._obs_in = {group: env.obs[group].clone() for group in read}
         self.stats = EpisodeStats(env.reward_names, env.metric_names, self.device)
         self.iteration = 0

@@ -26,6 +26,7 @@ from phalanx.sim.cfg import SimCfg
 CUBE_HOME = (0.0077, 0.0005, 0.3396)
 """Where the cube rests on the palm in the hand's default pose (the model's "home" keyframe): the
 position it should keep while it turns."""
+CUBE_HALF_SIZE = 0.0325
 FINGERTIPS = ["fftip", "mftip", "rftip", "lftip", "thtip"]
 DISTAL = ["ffdistal", "mfdistal", "rfdistal", "lfdistal", "thdistal"]
 
@@ -114,10 +115,12 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     """shadow-cube seen by a camera 28 cm above the palm: the policy sees the hand's own state
     (joints, fingertips, last action), the goal and 64x64 images of RGB, depth and the cube's
     segmentation (rendered at once, 5 channels), not the cube's pose; the critic sees the whole
-    state. 64x64: the cube spans about 20 pixels, enough to tell its faces and their dots apart,
-    and 2048 envs' 16-step rollout of images takes 2.7 GB."""
+    state; "keypoints" holds the cube's corners, which the policy's encoder learns to predict.
+    64x64: the cube spans about 20 pixels, enough to tell its faces and their dots apart, and
+    2048 envs' 16-step rollout of images takes 2.7 GB."""
     cfg = shadow_cube_cfg()
     own = ("joint_pos", "goal_quat", "fingertip_pos", "actions")
+    keypoints = {"target": CUBE_HOME, "half_size": CUBE_HALF_SIZE}
     camera = {"camera": "eye", "width": 64, "height": 64, "far": 1.0}
     image = ObsTermCfg(
         func=observations.camera_image,
@@ -131,16 +134,24 @@ def shadow_cube_vision_cfg() -> TaskCfg:
             "policy": {name: term for name, term in cfg.observations["policy"].items() if name in own},
             "image": {"eye": image},
             "critic": cfg.observations["critic"],
+            "keypoints": {"cube": ObsTermCfg(func=manipulation.object_keypoints, params=keypoints, scale=10.0)},
         },
         num_envs=2048,
     )
 
 
 def shadow_cube_vision_train_cfg() -> TrainCfg:
-    """shadow-cube's settings with a convolutional encoder for the actor; the critic reads the state."""
+    """shadow-cube's settings with a convolutional encoder for the actor that learns to predict the
+    cube's keypoints from the images (Isaac Lab's vision variant): the actor reads the prediction,
+    the critic the state."""
     cfg = shadow_cube_train_cfg()
     cfg.policy = dataclasses.replace(
-        cfg.policy, image_group="image", cnn_channels=(16, 32, 32), cnn_features=128, critic_image=False
+        cfg.policy,
+        image_group="image",
+        image_targets="keypoints",
+        cnn_channels=(16, 32, 32),
+        cnn_features=128,
+        critic_image=False,
     )
     return cfg
 

@@ -11,10 +11,14 @@ import torch
 
 from phalanx.envs.cfg import CommandTerm
 from phalanx.envs.mdp import state
-from phalanx.envs.mdp.math import quat_mul
+from phalanx.envs.mdp.math import quat_apply, quat_mul
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
+
+
+CORNERS = tuple(float(s) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1) for s in (x, y, z))
+"""The corners of the cube [-1, 1]^3, flattened."""
 
 
 def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
@@ -85,6 +89,16 @@ def _offset(env: TaskEnv, target: tuple[float, float, float]) -> torch.Tensor:
 def object_pos_rel(env: TaskEnv, target: tuple[float, float, float]) -> torch.Tensor:
     """(num_envs, 3) the object's position relative to `target` (world axes, m)."""
     return _offset(env, target)
+
+
+def object_keypoints(env: TaskEnv, target: tuple[float, float, float], half_size: float) -> torch.Tensor:
+    """(num_envs, 24) the 8 corners of a cube of `half_size` (m) posed as the object, relative to
+    `target` (world axes, m): its pose as points, which images show (the keypoints Isaac Lab's
+    vision variant predicts)."""
+    corners = half_size * env.constant(CORNERS).view(8, 3)  # in the object's frame
+    q = state.root_quat_w(env)[:, None].expand(-1, 8, 4)
+    points = quat_apply(q.reshape(-1, 4), corners.repeat(env.num_envs, 1)).view(env.num_envs, 8, 3)
+    return (points + _offset(env, target)[:, None]).flatten(1)
 
 
 def object_quat(env: TaskEnv) -> torch.Tensor:
