@@ -35,6 +35,18 @@ def critic_group(observation_spec: dict[str, tuple[int, ...]]) -> str:
     return "critic" if "critic" in observation_spec else "policy"
 
 
+def _group_shape(
+    observation_spec: dict[str, tuple[int, ...]], group: str, dims: int, what: str, field: str
+) -> tuple[int, ...]:
+    """The shape of observation `group`, which must have `dims` dimensions (`what` says so in the
+    ConfigError on `field`, the flag that named the group)."""
+    shape = observation_spec.get(group)
+    if shape is None or len(shape) != dims:
+        got = "no such group" if shape is None else f"shape {shape}"
+        raise ConfigError(f"{group!r}: expected {what}, got {got}; the env's groups: {observation_spec}", field)
+    return shape
+
+
 class ActorCritic(nn.Module):
     """actor(obs[, image]) -> action mean; critic(critic_obs[, image]) -> value; one learned
     log-std per action. With encoders, the image's features join the vector observations: the
@@ -82,24 +94,13 @@ class ActorCritic(nn.Module):
                 )
         encoders, image_targets = (None, None), 0
         if cfg.image_targets is not None:
-            shape = observation_spec.get(cfg.image_targets)
-            if shape is None or len(shape) != 1:
-                got = "no such group" if shape is None else f"shape {shape}"
-                raise ConfigError(
-                    f"{cfg.image_targets!r}: expected a vector observation group, got {got}; "
-                    f"the env's groups: {observation_spec}",
-                    "policy.image_targets",
-                )
-            image_targets = shape[0]
+            image_targets = _group_shape(
+                observation_spec, cfg.image_targets, 1, "a vector observation group", "policy.image_targets"
+            )[0]
         if cfg.image_group is not None:
-            shape = observation_spec.get(cfg.image_group)
-            if shape is None or len(shape) != 3:
-                got = "no such group" if shape is None else f"shape {shape}"
-                raise ConfigError(
-                    f"{cfg.image_group!r}: expected an observation group of (H, W, C) images, got {got}; "
-                    f"the env's groups: {observation_spec}",
-                    "policy.image_group",
-                )
+            shape = _group_shape(
+                observation_spec, cfg.image_group, 3, "an observation group of (H, W, C) images", "policy.image_group"
+            )
 
             def encoder() -> ImageEncoder:
                 return ImageEncoder(
