@@ -114,6 +114,11 @@ def test_a_video_that_could_not_be_written(checkpoint: Path, tmp_path: Path, no_
     assert message in _run(["play", "cartpole", "--checkpoint", str(checkpoint), "--video", str(video)], capsys)
 
 
+def test_a_play_logger_without_a_video(checkpoint: Path, no_env, capsys) -> None:
+    err = _run(["play", "cartpole", "--checkpoint", str(checkpoint), "--logger", "wandb"], capsys)
+    assert "--logger: it says where the video goes; give --video FILE.mp4 too" in err
+
+
 def test_num_envs_far_beyond_memory_is_refused_before_allocating(capsys, tmp_path: Path) -> None:
     err = _run(["train", "cartpole", "--device", "cpu", "--num-envs", str(10**10), "--run-dir", str(tmp_path)], capsys)
     assert "--num-envs: 10000000000 envs need at least" in err and "GiB for the physics state alone" in err

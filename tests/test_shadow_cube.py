@@ -14,6 +14,7 @@ from phalanx.envs.mdp.manipulation import random_quat, rotation_distance
 from phalanx.envs.mdp.math import quat_mul
 from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
+from phalanx.rl.export import drive
 from phalanx.tasks.shadow_hand import CUBE_HOME
 
 
@@ -29,6 +30,14 @@ def test_actions_span_each_actuators_ctrl_range(env) -> None:
     torch.testing.assert_close(env.sim.ctrl[0], low)
     torch.testing.assert_close(env.sim.ctrl[1], high)
     torch.testing.assert_close(env.sim.ctrl[2], (low + high) / 2)
+
+
+def test_the_export_sidecar_states_the_span(env) -> None:
+    low, high = env.sim.mjm.actuator_ctrlrange.T
+    sidecar = drive(env, 1.0, 1.0)
+    assert sidecar["formula"] == "ctrl[i] = offset[i] + span[i] * scale * clamp(action[i], -clip, clip)"
+    assert sidecar["span"] == pytest.approx(((high - low) / 2).tolist())
+    assert sidecar["offset"] == pytest.approx(((high + low) / 2).tolist())
 
 
 def test_ctrl_range_refuses_an_offset() -> None:

@@ -216,6 +216,8 @@ def play(args: list[str], console: Console) -> None:
         from phalanx.rl.logger import check_logger
 
         check_logger(cfg.logger)
+        if cfg.video is None:
+            raise ConfigError("--logger: it says where the video goes; give --video FILE.mp4 too")
     state = load_checkpoint(cfg.checkpoint, task)
     env_cfg = play_env_cfg(task, env_cfg_from_data(state["config"]["env"], f"--checkpoint {cfg.checkpoint}"))
     _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)

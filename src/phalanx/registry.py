@@ -95,9 +95,11 @@ def _factory(value: Any) -> Callable[[], Any]:
 
 
 def registered_tasks() -> dict[str, TaskSpec]:
-    """Every registered task by name: phalanx's own, then those of installed packages."""
+    """Every registered task by name: phalanx's own (in `BUILTIN` order, whichever of their
+    modules was imported first), then those of installed packages."""
     _load()
-    return dict(_TASKS)
+    order = {f"phalanx.tasks.{module}": i for i, module in enumerate(BUILTIN)}
+    return dict(sorted(_TASKS.items(), key=lambda item: order.get(item[1].module, len(order))))
 
 
 def _load() -> None:

@@ -125,9 +125,10 @@ class CurriculumTermCfg:
 
 class CommandTerm(Term):
     """A per-env command the policy must follow (e.g. a base velocity). `command` holds it,
-    (num_envs, d); the env calls `resample(env, mask)` at reset and when an env's resampling
-    timer runs out, then `update(env)` every step. Calling the term returns the command: the
-    one the policy observes (terms that need the state after the physics read the state)."""
+    (num_envs, d); the env calls `reset(env, mask)` and `resample(env, mask)` at reset,
+    `resample` when an env's resampling timer runs out, then `update(env)` every step. Calling
+    the term returns the command: the one the policy observes (terms that need the state after the
+    physics read the state)."""
 
     command: torch.Tensor
 
@@ -171,7 +172,7 @@ class LowLevelPolicyCfg:
 class ActionCfg:
     """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip), plus the driven
     joints' default positions with `use_default_offset` (position actuators: actions are offsets
-    from the default pose)."""
+    from the default pose); with `ctrl_range`, ctrl = middle + half-width x scale x clip(action)."""
 
     actuators: str = ".*"
     """Regular expression selecting the driven actuators by name, in model order."""

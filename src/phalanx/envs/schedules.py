@@ -61,8 +61,8 @@ class Events:
 
 
 class Commands(TermGroup):
-    """Command terms, each resampled at reset and when its per-env timer runs out, then updated
-    every step."""
+    """Command terms, each reset (`Term.reset`) and resampled at reset, resampled when its per-env
+    timer runs out, and updated every step."""
 
     cfgs: list[CommandTermCfg]
     terms: list[CommandTerm]
@@ -78,6 +78,7 @@ class Commands(TermGroup):
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         for term, cfg, timer in zip(self.terms, self.cfgs, self.timers, strict=True):
+            term.reset(env, mask)
             term.resample(env, mask)
             term.update(env)
             timer.copy_(torch.where(mask, draw_interval(env, cfg.resampling_time_range_s), timer))

@@ -147,14 +147,16 @@ def term_layout(terms: dict[str, ObsTermCfg], widths: list[int], axis: str) -> l
 
 
 def drive(env: TaskEnv, scale: float, clip: float | None) -> dict[str, Any]:
-    """What an action drives: ctrl = offset + scale * clip(action) for the env's driven actuators."""
+    """What an action drives: ctrl = offset + span * scale * clip(action) for the env's driven
+    actuators (span 1, or each actuator's half-range with `ActionCfg.ctrl_range`)."""
     joints, sim = env.joints, env.sim
     ids = joints.joint_ids.tolist()
     return {
-        "formula": "ctrl[i] = offset[i] + scale * clamp(action[i], -clip, clip)",
+        "formula": "ctrl[i] = offset[i] + span[i] * scale * clamp(action[i], -clip, clip)",
         "scale": scale,
         "clip": clip,
         "offset": joints.offset.tolist(),
+        "span": joints.span.tolist(),
         "actuators": [sim.actuator_names[i] for i in joints.actuator_ids.tolist()],
         "joints": [sim.joint_names[j] if j >= 0 else None for j in ids],
         "default_joint_pos": [float(sim.default_qpos[sim.joint_qposadr[j]]) if j >= 0 else None for j in ids],

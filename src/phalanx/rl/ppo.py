@@ -341,7 +341,7 @@ class PPO:
             return loss, torch.stack([surrogate, v_loss, entropy, kl, *extra, 0.0 * loss]).detach()
 
     def _minibatch(self, mb: dict[str, torch.Tensor]) -> torch.Tensor:
-        """One optimizer step on the minibatch; returns its `TERMS` (averaged over ranks)."""
+        """One optimizer step on the minibatch; returns its `terms` (averaged over ranks)."""
         cfg = self.cfg
         loss, terms = self._losses(mb)
         self.optimizer.zero_grad(set_to_none=False)

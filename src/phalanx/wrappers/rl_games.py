@@ -21,7 +21,6 @@ as rsl_rl does. rl_games' spaces are gymnasium's in this version (it checks them
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +155,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
         "ppo": True,
         "print_stats": False,  # phalanx prints one line per iteration
         "torch_compile": False,
-        "multi_gpu": int(os.environ.get("WORLD_SIZE", "1")) > 1,  # under torchrun: one rank per GPU
+        "multi_gpu": train.distributed,  # under torchrun (--gpus): one rank per GPU
     }
     if env.has_states:
         critic_mlp = network["mlp"] | {"units": list(policy.critic_hidden_dims)}

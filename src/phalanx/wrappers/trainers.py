@@ -73,7 +73,9 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
         config = to_data(cfg)
         if dist.is_main:
             run.begin(0, config)
-        torch.manual_seed(cfg.seed)  # the networks' initial weights
+        # The networks' initial weights (the libraries broadcast rank 0's) and each rank's own
+        # action noise, which rsl_rl and skrl draw from torch's global generators.
+        torch.manual_seed(cfg.seed + dist.rank)
         logger = RunLogger(run_dir if dist.is_main else None, console, logger=cfg.logger, config=config)
         metered = MeteredEnv(env, cfg.num_steps_per_env, logger, cfg.max_iterations, dist)
         try:

@@ -45,7 +45,8 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
     """(num_envs, 4) the orientation the object should reach (w, x, y, z), uniform over all
     rotations. A new goal is drawn at every reset (and on the resampling timer, which in-hand
     tasks set beyond the episode), and each time the object comes within `success_tolerance`
-    (rad) of the goal: a success. `successes` counts an episode's successes so far."""
+    (rad) of the goal: a success, rewarded in that step (`object_goal_reached`), the goal moving on
+    at its end. `successes` counts an episode's successes of the steps before; a reset zeroes it."""
 
     def __init__(self, env: TaskEnv, success_tolerance: float = 0.1):
         if not success_tolerance > 0:
@@ -57,6 +58,8 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self._draw(env, mask)
+
+    def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.successes.masked_fill_(mask, 0.0)
 
     def update(self, env: TaskEnv) -> None:
@@ -141,5 +144,7 @@ def object_dropped(env: TaskEnv, target: tuple[float, float, float], distance: f
 
 
 def consecutive_successes(env: TaskEnv, command: str = "goal") -> torch.Tensor:
-    """(num_envs,) goals reached so far in the episode (log it with `final`: the episode's count)."""
-    return _goal(env, command).successes
+    """(num_envs,) goals reached so far in the episode, this step's included (log it with `final`:
+    the episode's count)."""
+    goal = _goal(env, command)
+    return goal.successes + goal.reached(env).float()
