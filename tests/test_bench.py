@@ -103,7 +103,14 @@ def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> N
         (["bench", "report", "/nonexistent"], "no bench.json in /nonexistent"),
         (["bench", "compare", "cartpole", "--trainers", "phalanx,sb4"], "--trainers: got 'phalanx,sb4'; allowed"),
         (["bench", "compare", "anymal-nav"], "anymal-nav has no default learning threshold: give --metric"),
-        (["bench", "compare", "cartpole", "--gpus", "1,0"], "--gpus: got '1,0'; allowed: comma-separated positive"),
+        (
+            ["bench", "compare", "cartpole", "--gpus", "1,0"],
+            "--gpus: expected comma-separated positive integers, got '1,0'",
+        ),
+        (
+            ["bench", "scaling", "cartpole", "--gpus", "1,x"],
+            "--gpus: expected comma-separated positive integers, got '1,x'",
+        ),
     ],
 )
 def test_bench_bad_input(args: list[str], message: str, capsys) -> None:

@@ -143,13 +143,14 @@ class ReportCfg:
     """Where the comparison of several runs goes."""
 
 
-def _env_counts(text: str) -> list[int]:
+def _counts(text: str, flag: str) -> list[int]:
+    """The comma-separated positive integers of `--FLAG` (env or GPU counts)."""
     try:
         counts = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         counts = []
     if not counts or min(counts) <= 0:
-        raise ConfigError(f"--num-envs: expected comma-separated positive integers, got {text!r}")
+        raise ConfigError(f"--{flag}: expected comma-separated positive integers, got {text!r}")
     return counts
 
 
@@ -184,7 +185,7 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     cfg = parse_flags(BenchCfg, default, flags, f"phalanx bench {kind} {task}")
     training = parse_flags(TrainCfg, train_cfg(task), shlex.split(cfg.train_args), f"--train-args of {task}")
     check_train_cfg(training)
-    counts = _env_counts(cfg.num_envs)
+    counts = _counts(cfg.num_envs, "num-envs")
     check_int("iterations", cfg.iterations)
     if cfg.num_steps_per_env is not None:
         check_int("num_steps_per_env", cfg.num_steps_per_env)
@@ -221,7 +222,7 @@ def run_scaling(args: list[str], console: Console) -> None:
     cfg = parse_flags(ScalingCfg, ScalingCfg(task=task), flags, f"phalanx bench scaling {task}")
     if cfg.mode not in ("strong", "weak"):
         raise ConfigError(f"--mode: got {cfg.mode!r}; allowed: 'strong', 'weak'")
-    counts = _env_counts(cfg.gpus).copy()
+    counts = _counts(cfg.gpus, "gpus")
     check_int("num_envs", cfg.num_envs)
     check_int("iterations", cfg.iterations)
     device = resolve_device(cfg.device)
@@ -294,9 +295,7 @@ def run_compare(args: list[str], console: Console) -> None:
         cfg.threshold = threshold if cfg.threshold is None else cfg.threshold
     for name in ("num_envs", "iterations"):
         check_int(name, getattr(cfg, name))
-    counts = [part.strip() for part in cfg.gpus.split(",")]
-    if not all(part.isdigit() and int(part) > 0 for part in counts):
-        raise ConfigError(f"got {cfg.gpus!r}; allowed: comma-separated positive integers, e.g. 1,2", "gpus")
+    counts = _counts(cfg.gpus, "gpus")
     check_int("warmup", cfg.warmup, minimum=0)
     device = resolve_device(cfg.device)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
@@ -305,7 +304,7 @@ def run_compare(args: list[str], console: Console) -> None:
         console.print(f"{task}: one iteration of phalanx train to warm the compile caches")
         trainers.warm_caches(cfg, str(device), run_dir)
     results = []
-    for gpus in map(int, counts):
+    for gpus in counts:
         for name in names:
             if gpus > 1 and name not in MULTI_GPU_TRAINERS:
                 console.print(f"{task} --trainer {name}: trains on one device, left out on {gpus} GPUs")
