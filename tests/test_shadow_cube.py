@@ -1,5 +1,6 @@
 """shadow-cube on the CPU: actions span the actuators' ranges, a goal reached pays its bonus, is
-counted and replaced, a fallen cube ends the episode, and the rotation helpers are right."""
+counted, replaced and restarts the goal's clock, a goal not reached in time or the 50th success
+ends the episode as a time-out, a fallen cube ends it, and the rotation helpers are right."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from phalanx.envs.mdp.math import quat_mul
 from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
 from phalanx.rl.export import drive
-from phalanx.tasks.shadow_hand import CUBE_HOME
+from phalanx.tasks.shadow_hand import CUBE_HOME, GOAL_TIME_S, MAX_SUCCESSES
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +48,16 @@ def test_ctrl_range_refuses_an_offset() -> None:
         make_cpu(cfg, num_envs=2)
 
 
+def test_a_reset_keeps_the_distal_joints_coupled(env) -> None:
+    """The reset draws each joint's offset, then J1 follows J2 as the model's joint equality says."""
+    env.reset()
+    q = env.sim.qpos[:, env.sim.joint_qposadr]
+    follower = env.joint_ids("(FF|MF|RF|LF)J1")
+    leader = env.joint_ids("(FF|MF|RF|LF)J2")
+    assert len(follower) == 4 and (q[:, leader] - env.sim.default_qpos[env.sim.joint_qposadr[leader]]).abs().max() > 0
+    torch.testing.assert_close(q[:, follower], q[:, leader])
+
+
 def test_a_reached_goal_pays_is_counted_and_moves_on(env) -> None:
     env.reset()
     goal = env.command_term("goal")
@@ -60,6 +71,44 @@ def test_a_reached_goal_pays_is_counted_and_moves_on(env) -> None:
     assert not torch.equal(goal.command[:2], old[:2]), "new goals for the envs that reached theirs"
     assert torch.equal(goal.command[2:], old[2:])
     assert torch.equal(extras["episode"]["terms"]["goal_reached"][:2], torch.full((2,), bonus))
+
+
+def _set_goals(env, monkeypatch, reach: list[bool]) -> None:
+    """Goals the next step surely reaches (where `reach`) or not: the cube's orientation or half a
+    turn from it, with a tolerance of 1 rad (a reset's first step turns the cube by up to 0.4)."""
+    goal = env.command_term("goal")
+    monkeypatch.setattr(goal, "success_tolerance", 1.0)
+    cube = env.sim.qpos[:, 3 + 24 : 7 + 24]
+    half_turn = quat_mul(cube, torch.tensor([0.0, 1.0, 0.0, 0.0]).expand_as(cube))
+    goal.command.copy_(torch.where(torch.tensor(reach)[:, None], cube, half_turn))
+
+
+def test_each_goal_has_its_own_clock(env, monkeypatch) -> None:
+    env.reset()
+    goal = env.command_term("goal")
+    limit = round(GOAL_TIME_S / env.step_dt)
+    env.episode_length[:] += limit - 2  # every env has held its goal for all but two steps
+    _set_goals(env, monkeypatch, [True, False, False, False])
+    _, _, terminated, truncated, _ = env.step(torch.zeros(env.num_envs, env.action_dim))
+    assert not (terminated | truncated).any()
+    assert (env.episode_length - goal.goal_start).tolist() == [0, limit - 1, limit - 1, limit - 1], "a new clock"
+    monkeypatch.undo()  # env 0's new goal is not reached in the next step
+    _, _, terminated, truncated, extras = env.step(torch.zeros(env.num_envs, env.action_dim))
+    assert truncated.tolist() == [False, True, True, True] and not terminated.any(), "time is up, not a failure"
+    assert extras["episode"]["length"].tolist()[1:] == [limit] * 3
+    assert goal.goal_start.tolist() == [limit - 1, 0, 0, 0]
+    assert goal.successes[0] == 1.0
+
+
+def test_the_last_success_ends_the_episode_as_won(env, monkeypatch) -> None:
+    env.reset()
+    goal = env.command_term("goal")
+    goal.successes[:] = torch.tensor([MAX_SUCCESSES - 1, MAX_SUCCESSES - 2, 0.0, 0.0])
+    _set_goals(env, monkeypatch, [True, True, False, False])
+    _, _, terminated, truncated, extras = env.step(torch.zeros(env.num_envs, env.action_dim))
+    assert truncated.tolist() == [True, False, False, False] and not terminated.any()
+    assert extras["episode"]["metrics"]["consecutive_successes"][0] == MAX_SUCCESSES
+    assert goal.successes.tolist() == [0.0, MAX_SUCCESSES - 1, 0.0, 0.0]
 
 
 def test_a_fallen_cube_ends_the_episode_and_reports_its_successes(env) -> None:

@@ -184,6 +184,20 @@ class Simulator:
         self.actuator_joint_ids = torch.tensor(
             [joints.index(j) if j in joints else -1 for j in joint_of_actuator], dtype=torch.long, device=dev
         )  # (nu,)
+        # Joint equalities (q1 - q1_0 = poly(q2 - q2_0), a joint following another: coupled fingers).
+        coupled = [
+            e for e in range(mjm.neq)
+            if int(mjm.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and mjm.eq_active0[e] and mjm.eq_obj2id[e] >= 0
+        ]  # fmt: skip
+        follower, leader = mjm.jnt_qposadr[mjm.eq_obj1id[coupled]], mjm.jnt_qposadr[mjm.eq_obj2id[coupled]]
+        self._coupled_qposadr = torch.tensor(np.stack((follower, leader)), dtype=torch.long, device=dev)  # (2, E)
+        self._coupled_dofadr = torch.tensor(
+            np.stack((mjm.jnt_dofadr[mjm.eq_obj1id[coupled]], mjm.jnt_dofadr[mjm.eq_obj2id[coupled]])),
+            dtype=torch.long,
+            device=dev,
+        )  # (2, E)
+        self._coupled_qpos0 = torch.tensor(mjm.qpos0[np.stack((follower, leader))], dtype=torch.float32, device=dev)
+        self._coupled_poly = torch.tensor(mjm.eq_data[coupled, :5], dtype=torch.float32, device=dev)  # (E, 5)
         free = [j for j in range(mjm.njnt) if int(mjm.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
         self.root_qposadr = int(mjm.jnt_qposadr[free[0]]) if free else None
         self.root_dofadr = int(mjm.jnt_dofadr[free[0]]) if free else None
@@ -405,6 +419,22 @@ class Simulator:
             field.masked_fill_(m[:, :, None], 0.0)
         self.time.masked_fill_(mask, 0.0)
         self.overflow.masked_fill_(mask, 0)
+
+    def follow_joint_equalities_(self, mask: torch.Tensor) -> None:
+        """Where `mask` (num_envs,) is True, puts each joint that a joint equality couples to
+        another where the equality wants it, position and velocity (after a reset drew the joints
+        independently: otherwise the solver yanks them together in the first steps). Graph-safe."""
+        if self._coupled_poly.shape[0] == 0:
+            return
+        follower, leader = self._coupled_qposadr
+        x = self.qpos[:, leader] - self._coupled_qpos0[1]  # (num_envs, E)
+        powers = torch.stack([x**k for k in range(5)], dim=-1)  # (num_envs, E, 5)
+        slope = torch.stack([k * x ** (k - 1) if k else torch.zeros_like(x) for k in range(5)], dim=-1)
+        pos = self._coupled_qpos0[0] + (powers * self._coupled_poly).sum(-1)
+        vel = (slope * self._coupled_poly).sum(-1) * self.qvel[:, self._coupled_dofadr[1]]
+        m = mask[:, None]
+        self.qpos[:, follower] = torch.where(m, pos, self.qpos[:, follower])
+        self.qvel[:, self._coupled_dofadr[0]] = torch.where(m, vel, self.qvel[:, self._coupled_dofadr[0]])
 
     # The views that carry state from one step to the next, plus derived ones the observations read.
     STATE_FIELDS = (

@@ -31,12 +31,20 @@ FINGERTIPS = ["fftip", "mftip", "rftip", "lftip", "thtip"]
 DISTAL = ["ffdistal", "mfdistal", "rfdistal", "lfdistal", "thdistal"]
 
 
+GOAL_TIME_S = 8.0
+"""Each goal must be reached within this time of being set (OpenAI's and Isaac Lab's OpenAI variant)."""
+MAX_SUCCESSES = 50
+"""An episode is won, and ends, at this many goals in a row."""
+
+
 def shadow_cube_cfg() -> TaskCfg:
-    """20 actions spanning the actuators' ranges (60 Hz), 10 s episodes. The policy sees the hand's
-    joints, the cube's pose, the goal, the fingertips and its last action; the critic also sees the
-    velocities and the fingertips' contact forces. Rewards (Isaac Lab's weights): -10 x the cube's
-    distance from its place, 1 / (rotation error + 0.1), 250 per goal reached (within 0.1 rad),
-    -0.0002 x |action|^2. The episode ends when the cube falls (24 cm from its place)."""
+    """20 actions spanning the actuators' ranges (60 Hz). The policy sees the hand's joints, the
+    cube's pose, the goal, the fingertips and its last action; the critic also sees the velocities
+    and the fingertips' contact forces. Rewards (Isaac Lab's weights): -10 x the cube's distance
+    from its place, 1 / (rotation error + 0.1), 250 per goal reached (within 0.1 rad), -0.0002 x
+    |action|^2. The episode ends when the cube falls (24 cm from its place), when a goal is not
+    reached within 8 s, or at the 50th goal in a row (OpenAI's rules, which Isaac Gym's and
+    OpenAI's "20 consecutive successes" count under; Isaac Lab's Shadow task has 10 s episodes)."""
     target = {"target": CUBE_HOME}
     goal = {"command": "goal"}
     critic_extra = {
@@ -57,7 +65,7 @@ def shadow_cube_cfg() -> TaskCfg:
     return TaskCfg(
         description="turn a cube in a 24-DoF hand to goal orientations (Isaac-Repose-Cube-Shadow-Direct-v0)",
         model=asset_path("shadow_hand.xml"),
-        episode_length_s=10.0,
+        episode_length_s=GOAL_TIME_S * MAX_SUCCESSES,  # never reached: a goal times out first
         sim=SimCfg(decimation=2, body_forces=True),
         actions=ActionCfg(actuators=".*", ctrl_range=True),
         observations={"policy": policy, "critic": policy | critic_extra},
@@ -77,6 +85,12 @@ def shadow_cube_cfg() -> TaskCfg:
         },
         terminations={
             "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "goal_time_out": TerminationTermCfg(
+                func=manipulation.goal_time_out, params=goal | {"time_s": GOAL_TIME_S}, time_out=True
+            ),
+            "won": TerminationTermCfg(
+                func=manipulation.successes_reached, params=goal | {"count": MAX_SUCCESSES}, time_out=True
+            ),
             "cube_fell": TerminationTermCfg(func=manipulation.object_dropped, params=target | {"distance": 0.24}),
         },
         metrics={

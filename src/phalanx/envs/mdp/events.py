@@ -31,7 +31,8 @@ def reset_joints_by_offset(
     velocity_range: tuple[float, float] = (0.0, 0.0),
 ) -> None:
     """Adds uniform offsets to the default position and velocity of the joints matching `joints`,
-    then clamps positions into the joints' ranges."""
+    then clamps positions into the joints' ranges; a joint that a joint equality couples to
+    another follows it."""
     sim = env.sim
     ids = env.joint_ids(joints)
     qadr, dadr = sim.joint_qposadr[ids], sim.joint_dofadr[ids]
@@ -42,19 +43,22 @@ def reset_joints_by_offset(
     m = mask[:, None]
     sim.qpos[:, qadr] = torch.where(m, pos, sim.qpos[:, qadr])
     sim.qvel[:, dadr] = torch.where(m, vel, sim.qvel[:, dadr])
+    sim.follow_joint_equalities_(mask)
 
 
 def reset_joints_by_scale(
     env: TaskEnv, mask: torch.Tensor, joints: str = ".*", position_range: tuple[float, float] = (1.0, 1.0)
 ) -> None:
     """Multiplies the default positions of the joints matching `joints` by a uniform factor (zero
-    velocity), then clamps them into the joints' ranges."""
+    velocity), then clamps them into the joints' ranges; a joint that a joint equality couples to
+    another follows it."""
     sim = env.sim
     ids = env.joint_ids(joints)
     qadr = sim.joint_qposadr[ids]
     low, high = sim.joint_range[ids, 0], sim.joint_range[ids, 1]
     pos = (sim.default_qpos[qadr] * env.uniform((env.num_envs, len(ids)), *position_range)).clamp(low, high)
     sim.qpos[:, qadr] = torch.where(mask[:, None], pos, sim.qpos[:, qadr])
+    sim.follow_joint_equalities_(mask)
 
 
 def reset_root_state_uniform(

@@ -5,6 +5,7 @@ the orientation the `goal_orientation` command holds."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import torch
@@ -46,7 +47,9 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
     rotations. A new goal is drawn at every reset (and on the resampling timer, which in-hand
     tasks set beyond the episode), and each time the object comes within `success_tolerance`
     (rad) of the goal: a success, rewarded in that step (`object_goal_reached`), the goal moving on
-    at its end. `successes` counts an episode's successes of the steps before; a reset zeroes it."""
+    at its end. `successes` counts an episode's successes of the steps before, `goal_start` the
+    episode step at which the current goal was set; a reset zeroes both. (Commands update after
+    each reset too, so `update` must give the same result when called twice in one step.)"""
 
     def __init__(self, env: TaskEnv, success_tolerance: float = 0.1):
         if not success_tolerance > 0:
@@ -55,16 +58,22 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
         self.command = torch.zeros(env.num_envs, 4, device=env.device)
         self.command[:, 0] = 1.0
         self.successes = torch.zeros(env.num_envs, device=env.device)
+        self.goal_start = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+        self.fresh = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)  # reset in this step
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self._draw(env, mask)
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.successes.masked_fill_(mask, 0.0)
+        self.goal_start.masked_fill_(mask, 0)
+        self.fresh.copy_(mask)
 
     def update(self, env: TaskEnv) -> None:
         reached = self.reached(env)
         self.successes += reached.float()
+        now = env.episode_length.masked_fill(self.fresh, 0)  # a reset env's length is zeroed after this
+        self.goal_start.copy_(torch.where(reached, now, self.goal_start))
         self._draw(env, reached)
 
     def reached(self, env: TaskEnv) -> torch.Tensor:
@@ -141,6 +150,24 @@ def object_goal_reached(env: TaskEnv, command: str = "goal") -> torch.Tensor:
 def object_dropped(env: TaskEnv, target: tuple[float, float, float], distance: float) -> torch.Tensor:
     """(num_envs,) bool: the object is farther than `distance` (m) from `target` (it fell)."""
     return object_distance(env, target) > distance
+
+
+def goal_time_out(env: TaskEnv, time_s: float, command: str = "goal") -> torch.Tensor:
+    """(num_envs,) bool: the goal was not reached within `time_s` (s) of being set (OpenAI's and
+    Isaac Lab's per-goal timeout: each success restarts the clock). Use it as a time-out."""
+    if not time_s > 0:
+        raise ValueError(f"goal_time_out: time_s must be positive, got {time_s}")
+    goal = _goal(env, command)
+    limit = math.ceil(time_s / env.step_dt - 1e-6)
+    return (env.episode_length - goal.goal_start >= limit) & ~goal.reached(env)
+
+
+def successes_reached(env: TaskEnv, count: int, command: str = "goal") -> torch.Tensor:
+    """(num_envs,) bool: this step's success is the episode's `count`th (the episode is won;
+    OpenAI's and Isaac Lab's max_consecutive_success). Use it as a time-out."""
+    if not count >= 1:
+        raise ValueError(f"successes_reached: count must be at least 1, got {count}")
+    return consecutive_successes(env, command) >= count
 
 
 def consecutive_successes(env: TaskEnv, command: str = "goal") -> torch.Tensor:
