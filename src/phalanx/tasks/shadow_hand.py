@@ -63,7 +63,9 @@ def shadow_cube_cfg() -> TaskCfg:
         "actions": ObsTermCfg(func=observations.last_action),
     }
     return TaskCfg(
-        description="turn a cube in a 24-DoF hand to goal orientations (Isaac-Repose-Cube-Shadow-Direct-v0)",
+        description=(
+            "turn a cube in a 24-DoF hand to goal orientations, 8 s per goal (Isaac-Repose-Cube-Shadow-Direct-v0)"
+        ),
         model=asset_path("shadow_hand.xml"),
         episode_length_s=GOAL_TIME_S * MAX_SUCCESSES,  # never reached: a goal times out first
         sim=SimCfg(decimation=2, body_forces=True),
@@ -142,7 +144,7 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     )
     return dataclasses.replace(
         cfg,
-        description="turn a cube in a 24-DoF hand seen by a camera (Isaac-Repose-Cube-Shadow-Vision-Direct-v0)",
+        description="shadow-cube seen by a camera (Isaac-Repose-Cube-Shadow-Vision-Direct-v0)",
         cameras={"eye": CameraCfg(pos=(0.008, 0.02, 0.62), fovy=40.0)},
         observations={
             "policy": {name: term for name, term in cfg.observations["policy"].items() if name in own},
