@@ -122,6 +122,15 @@ def test_a_fallen_cube_ends_the_episode_and_reports_its_successes(env) -> None:
     assert goal.successes[0] == 0.0, "the new episode counts from zero"
 
 
+def test_the_contact_buffers_hold_under_random_actions() -> None:
+    env = make_cpu("shadow-cube", num_envs=16)
+    assert (env.sim.nconmax, env.sim.njmax) == (64, 256)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(100):
+        env.step(2 * torch.rand(env.num_envs, env.action_dim, generator=g) - 1)
+    assert int(env.invalid_resets) == 0, env.report_invalid()
+
+
 def test_rotation_distance_and_random_quaternions() -> None:
     half = math.pi / 8  # a rotation of pi / 4 about z
     about_z = torch.tensor([math.cos(half), 0.0, 0.0, math.sin(half)])

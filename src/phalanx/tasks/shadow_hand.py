@@ -68,7 +68,10 @@ def shadow_cube_cfg() -> TaskCfg:
         ),
         model=asset_path("shadow_hand.xml"),
         episode_length_s=GOAL_TIME_S * MAX_SUCCESSES,  # never reached: a goal times out first
-        sim=SimCfg(decimation=2, body_forces=True),
+        # Buffers from measurement, with 3x margin: 32 envs x 1200 steps used at most 22 contacts and
+        # 92 constraint rows per env under random actions, 18 and 79 under a trained policy (MuJoCo's
+        # bounds: 420 and 1728). A world that overflows is reset and counted.
+        sim=SimCfg(decimation=2, body_forces=True, nconmax_per_env=64, njmax_per_env=256),
         actions=ActionCfg(actuators=".*", ctrl_range=True),
         observations={"policy": policy, "critic": policy | critic_extra},
         commands={
