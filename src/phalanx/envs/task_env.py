@@ -294,12 +294,12 @@ class TaskEnv(VecEnv):
         self.curriculum.reset(self, mask)  # first: it judges the episodes that end here
         if self.terrain is not None:
             self.terrain.before_reset(self, mask)
+        self.episode_length.masked_fill_(mask, 0)  # before the parts reset: they see a new episode
         self.sim.reset_(mask)
         if self.terrain is not None:
             self.terrain.place(self, mask)
         self.events.reset(self, mask)
         self.commands.reset(self, mask)
-        self.episode_length.masked_fill_(mask, 0)
         self.actions.reset(self, mask)
         for part in (*self.observations.values(), self.rewards, self.terminations, self.metrics):
             part.reset(self, mask)

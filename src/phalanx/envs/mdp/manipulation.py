@@ -59,7 +59,6 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
         self.command[:, 0] = 1.0
         self.successes = torch.zeros(env.num_envs, device=env.device)
         self.goal_start = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
-        self.fresh = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)  # reset in this step
 
     def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self._draw(env, mask)
@@ -67,13 +66,11 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.successes.masked_fill_(mask, 0.0)
         self.goal_start.masked_fill_(mask, 0)
-        self.fresh.copy_(mask)
 
     def update(self, env: TaskEnv) -> None:
         reached = self.reached(env)
         self.successes += reached.float()
-        now = env.episode_length.masked_fill(self.fresh, 0)  # a reset env's length is zeroed after this
-        self.goal_start.copy_(torch.where(reached, now, self.goal_start))
+        self.goal_start.copy_(torch.where(reached, env.episode_length, self.goal_start))
         self._draw(env, reached)
 
     def reached(self, env: TaskEnv) -> torch.Tensor:
