@@ -4,6 +4,10 @@ caches), in fresh processes; the training is stopped there. One JSON line per ru
 
     python bench/time_to_result.py cartpole mean_episode_length 285 --runs cold,warm [--num-envs N ...]
     python bench/time_to_result.py anymal-flat metrics/lin_vel_xy_error 0.2 --below
+    python bench/time_to_result.py cartpole mean_episode_length 285 --runs warm --cache-dir C --seed 2
+
+With --cache-dir, the caches stay in C between invocations: `--runs warm` then reuses a
+previous invocation's.
 
 A metric reaches its threshold when it is >= the threshold, or <= it with --below.
 """
@@ -59,10 +63,12 @@ def main() -> None:
     parser.add_argument("--runs", default="cold,warm")
     parser.add_argument("--below", action="store_true", help="reached when the metric is <= the threshold")
     parser.add_argument("--max-s", type=float, default=300)
+    parser.add_argument("--cache-dir", help="keep the caches here (default: a temporary directory)")
     args, args.train_args = parser.parse_known_args()  # the rest goes to phalanx train
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as temporary:
+        cache = Path(args.cache_dir or temporary)
         for label in args.runs.split(","):
-            print(json.dumps(run(args, Path(cache), label == "cold")), flush=True)
+            print(json.dumps(run(args, cache, label == "cold")), flush=True)
 
 
 if __name__ == "__main__":

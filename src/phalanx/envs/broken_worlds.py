@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.envs.tensor_state import load_checked
+from phalanx.sim.columns import nonfinite_rows
 
 if TYPE_CHECKING:
     from phalanx.sim import Simulator
@@ -42,7 +43,7 @@ class BrokenWorlds:
     @classmethod
     def flag_nonfinite(cls, reasons: torch.Tensor, value: torch.Tensor) -> None:
         """Marks the envs whose entries of `value` (num_envs, ...) hold a NaN or inf."""
-        reasons[:, cls.NONFINITE] |= ~torch.isfinite(value).flatten(1).all(dim=1)
+        reasons[:, cls.NONFINITE] |= nonfinite_rows(value)
 
     def count(self, reasons: torch.Tensor) -> torch.Tensor:
         """Counts this step's (num_envs, 3) reasons; returns the (num_envs,) broken envs."""

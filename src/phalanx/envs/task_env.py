@@ -12,7 +12,7 @@ from phalanx.envs.broken_worlds import BrokenWorlds
 from phalanx.envs.captured_step import CapturedStep
 from phalanx.envs.cfg import CommandTerm, TaskCfg
 from phalanx.envs.low_level import LowLevelPolicy, LowLevelSource
-from phalanx.envs.names import matching_ids
+from phalanx.envs.names import matching_ids, matching_indices
 from phalanx.envs.schedules import Commands, Curriculum, Events
 from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.tables import print_term_tables
@@ -22,6 +22,7 @@ from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
 from phalanx.sim import Simulator
+from phalanx.sim.columns import columns
 from phalanx.sim.model import build_model
 
 
@@ -76,6 +77,7 @@ class TaskEnv(VecEnv):
         self.step_dt = self.sim.dt * cfg.sim.decimation * hierarchy
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
+        self._joint_columns_cache: dict[str, slice | torch.Tensor] = {}
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
 
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
@@ -236,6 +238,15 @@ class TaskEnv(VecEnv):
             self._joint_ids_cache[pattern] = ids
         return ids
 
+    def joint_columns(self, pattern: str) -> slice | torch.Tensor:
+        """`joint_ids(pattern)` as an indexer for reading (cached): a slice where the joints are
+        consecutive, so that `state.joint_pos(env)[:, env.joint_columns(p)]` is a view."""
+        cols = self._joint_columns_cache.get(pattern)
+        if cols is None:
+            indices = matching_indices(pattern, self.sim.joint_names, "joint pattern", "joint")
+            cols = self._joint_columns_cache[pattern] = columns(indices, self.device)
+        return cols
+
     def geom_ids(self, pattern: str) -> torch.Tensor:
         """Indices into `sim.geom_names` of the geoms whose names match `pattern`."""
         return matching_ids(pattern, self.sim.geom_names, "geom pattern", "geom", self.device)
@@ -275,11 +286,12 @@ class TaskEnv(VecEnv):
         done = self.terminated | truncated
         for group, value in final_obs.items():  # a loop: a comprehension is a graph break on Python 3.11
             final_obs[group] = torch.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0)
+        sums = self.rewards.episode_sums.clone()  # one copy; the terms' sums are its columns
         episode = {
             "done": done,
             "return": self.rewards.episode_return.clone(),
             "length": self.episode_length.clone(),
-            "terms": {name: self.rewards.episode_sums[:, i].clone() for i, name in enumerate(self.rewards.names)},
+            "terms": {name: sums[:, i] for i, name in enumerate(self.rewards.names)},
             "metrics": self.metrics.episode(self.episode_length),
         }
         self._reset_envs(done)

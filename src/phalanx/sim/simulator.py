@@ -18,6 +18,7 @@ import warp as wp
 
 from phalanx.errors import ConfigError, check_int
 from phalanx.sim.cfg import SimCfg
+from phalanx.sim.columns import columns, nonfinite_rows
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 from phalanx.sim.warp_compile import ModuleLoader
 
@@ -177,6 +178,10 @@ class Simulator:
         self.joint_names = [name(mujoco.mjtObj.mjOBJ_JOINT, j) for j in joints]
         self.joint_qposadr = torch.tensor(mjm.jnt_qposadr[joints], dtype=torch.long, device=dev)  # (J,)
         self.joint_dofadr = torch.tensor(mjm.jnt_dofadr[joints], dtype=torch.long, device=dev)  # (J,)
+        # The same, as indexers for reading (`columns`): most models' 1-dof joints are one
+        # block of qpos and qvel, so reading them is a view.
+        self.joint_qpos_columns = columns(mjm.jnt_qposadr[joints], dev)
+        self.joint_dof_columns = columns(mjm.jnt_dofadr[joints], dev)
         limited = mjm.jnt_limited[joints].astype(bool)[:, None]
         ranges = np.where(limited, mjm.jnt_range[joints], [-np.inf, np.inf])
         self.joint_range = torch.tensor(ranges, dtype=torch.float32, device=dev)  # (J, 2)
@@ -462,8 +467,8 @@ class Simulator:
         them must be reset. Graph-safe."""
         contact = (self.overflow & _CONTACT_OVERFLOW) != 0
         constraint = (self.overflow & _CONSTRAINT_OVERFLOW) != 0
-        sane = torch.isfinite(self.qpos).all(dim=1) & (self.qvel.abs() <= self.cfg.max_qvel).all(dim=1)
-        return torch.stack((contact, constraint, ~sane), dim=1)
+        diverged = nonfinite_rows(self.qpos) | ~(self.qvel.abs() <= self.cfg.max_qvel).all(dim=1)  # NaN: not <=
+        return torch.stack((contact, constraint, diverged), dim=1)
 
     def overflow_hint(self, kind: str) -> str:
         """Which buffer overflowed ("contact" or "constraint") and the option that enlarges it."""

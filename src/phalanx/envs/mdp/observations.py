@@ -58,12 +58,12 @@ def _heading_proj(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch
 
 def joint_pos(env: TaskEnv, joints: str = ".*") -> torch.Tensor:
     """(num_envs, J) positions of the 1-dof joints matching `joints` (rad or m)."""
-    return state.joint_pos(env)[:, env.joint_ids(joints)]
+    return state.joint_pos(env)[:, env.joint_columns(joints)]
 
 
 def joint_vel(env: TaskEnv, joints: str = ".*") -> torch.Tensor:
     """(num_envs, J) velocities of the 1-dof joints matching `joints` (rad/s or m/s)."""
-    return state.joint_vel(env)[:, env.joint_ids(joints)]
+    return state.joint_vel(env)[:, env.joint_columns(joints)]
 
 
 def joint_pos_limit_normalized(env: TaskEnv) -> torch.Tensor:

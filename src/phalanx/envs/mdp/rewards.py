@@ -26,12 +26,12 @@ def is_terminated(env: TaskEnv) -> torch.Tensor:
 
 def joint_pos_l2(env: TaskEnv, joints: str) -> torch.Tensor:
     """Sum of squared positions of the joints matching `joints`."""
-    return state.joint_pos(env)[:, env.joint_ids(joints)].square().sum(dim=1)
+    return state.joint_pos(env)[:, env.joint_columns(joints)].square().sum(dim=1)
 
 
 def joint_vel_l1(env: TaskEnv, joints: str) -> torch.Tensor:
     """Sum of absolute velocities of the joints matching `joints`."""
-    return state.joint_vel(env)[:, env.joint_ids(joints)].abs().sum(dim=1)
+    return state.joint_vel(env)[:, env.joint_columns(joints)].abs().sum(dim=1)
 
 
 def action_l2(env: TaskEnv) -> torch.Tensor:

@@ -69,12 +69,12 @@ def yaw_w(env: TaskEnv) -> torch.Tensor:
 
 def joint_pos(env: TaskEnv) -> torch.Tensor:
     """(num_envs, J) positions of the 1-dof joints, in `sim.joint_names` order."""
-    return env.sim.qpos[:, env.sim.joint_qposadr]
+    return env.sim.qpos[:, env.sim.joint_qpos_columns]
 
 
 def joint_vel(env: TaskEnv) -> torch.Tensor:
     """(num_envs, J) velocities of the 1-dof joints, in `sim.joint_names` order."""
-    return env.sim.qvel[:, env.sim.joint_dofadr]
+    return env.sim.qvel[:, env.sim.joint_dof_columns]
 
 
 def to_target_xy(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch.Tensor:

@@ -27,7 +27,7 @@ def root_height_below(env: TaskEnv, minimum_height: float) -> torch.Tensor:
 
 def joint_pos_out_of_bounds(env: TaskEnv, joints: str, bound: float) -> torch.Tensor:
     """Any joint matching `joints` is further than `bound` from 0."""
-    return (state.joint_pos(env)[:, env.joint_ids(joints)].abs() > bound).any(dim=1)
+    return (state.joint_pos(env)[:, env.joint_columns(joints)].abs() > bound).any(dim=1)
 
 
 def joint_angle_past(env: TaskEnv, joints: str, degrees: float) -> torch.Tensor:
