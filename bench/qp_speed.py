@@ -1,0 +1,114 @@
+"""Speed of the batched QP solver on quadruped force-distribution QPs (12 variables, 20 rows):
+QPs solved per second, one solve captured in a CUDA graph and replayed, per batch size and ADMM
+iteration count; the residuals it reached; and, where proxsuite is installed, proxsuite's time
+per QP on one CPU core (the reference solver, run one problem after another).
+
+    python bench/qp_speed.py [--batches 1024,4096,16384,65536] [--iterations 200,25] [--compile] [--out F]
+
+The constraint matrix is the same for every problem (friction pyramids and normal-force rows),
+so the solver's products with it are one matrix product for the batch. Problems: random feet
+around a 0.7 x 0.5 m stance 0.5 m below the center of mass, a wrench around a 50 kg robot's
+weight, half of them with two diagonal feet in swing. Every timed solve is warm-started from the
+previous one: `--iterations 25` is a control loop's budget.
+"""
+
+# ruff: noqa: N806, E741
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from phalanx.control.force_qp import force_distribution_qp
+from phalanx.control.qp import BatchedQP, QPSettings
+
+
+def problems(batch: int, device: torch.device, seed: int = 0, dtype=torch.float32):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    feet = torch.tensor([[0.35, 0.25, -0.5], [0.35, -0.25, -0.5], [-0.35, 0.25, -0.5], [-0.35, -0.25, -0.5]])
+    feet = feet + 0.05 * torch.randn(batch, 4, 3, generator=g)
+    wrench = torch.randn(batch, 6, generator=g) * torch.tensor([40, 40, 60, 10, 10, 5.0])
+    wrench[:, 2] += 50.0 * 9.81
+    stance = torch.ones(batch, 4, dtype=torch.bool)
+    stance[: batch // 2, 0] = stance[: batch // 2, 3] = False
+    qp = force_distribution_qp(feet.double(), wrench.double(), stance, mu=0.6, f_max=500.0)
+    return [t.to(device, dtype).contiguous() for t in qp]
+
+
+def time_gpu(batch: int, iterations: int, compile_solve: bool, device: torch.device) -> dict:
+    H, g, A, l, u = problems(batch, device)
+    solver = BatchedQP(batch, 12, 20, QPSettings(iterations=iterations), compile=compile_solve, device=device)
+    solve = solver.solve
+    start = time.perf_counter()
+    for _ in range(3):  # compiles, and warms the solution up to the steady state of a control loop
+        solution = solve(H, g, A, l, u)
+    torch.cuda.synchronize(device)
+    first_s = time.perf_counter() - start
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        solution = solve(H, g, A, l, u)
+    graph.replay()
+    torch.cuda.synchronize(device)
+    reps = max(5, min(200, int(2e6 // (batch * iterations) + 5)))
+    start = time.perf_counter()
+    for _ in range(reps):
+        graph.replay()
+    torch.cuda.synchronize(device)
+    per_solve = (time.perf_counter() - start) / reps
+    return {
+        "batch": batch,
+        "iterations": iterations,
+        "compile": compile_solve,
+        "solve_ms": 1e3 * per_solve,
+        "qps_per_s": batch / per_solve,
+        "first_three_solves_s": first_s,
+        "primal_residual_max": float(solution.primal_residual.max()),
+        "dual_residual_median": float(solution.dual_residual.median()),
+        "dual_residual_max": float(solution.dual_residual.max()),
+        "flagged": int((solution.primal_infeasible | solution.dual_infeasible).sum()),
+    }
+
+
+def time_proxsuite(count: int = 2000) -> dict | None:
+    try:
+        import proxsuite
+    except ImportError:
+        return None
+    H, g, A, l, u = (t.double().numpy() for t in problems(count, torch.device("cpu"), seed=1, dtype=torch.float64))
+    l, u = l.clip(-1e20, 1e20), u.clip(-1e20, 1e20)
+    start = time.perf_counter()
+    for b in range(count):  # A: one matrix for every problem
+        proxsuite.proxqp.dense.solve(H[b], g[b], None, None, A, l[b], u[b], eps_abs=1e-6)
+    per_qp = (time.perf_counter() - start) / count
+    return {"solver": f"proxsuite {proxsuite.__version__} (dense, eps_abs 1e-6, one core)", "per_qp_us": 1e6 * per_qp}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", default="1024,4096,16384,65536")
+    parser.add_argument("--iterations", default="200,25")
+    parser.add_argument("--compile", action="store_true", help="also time it with the ADMM step compiled")
+    parser.add_argument("--out", help="write the results here as JSON")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    device = torch.device("cuda")
+    rows = []
+    for compile_solve in (False, True) if args.compile else (False,):
+        for iterations in (int(i) for i in args.iterations.split(",")):
+            for batch in (int(b) for b in args.batches.split(",")):
+                row = time_gpu(batch, iterations, compile_solve, device)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    reference = time_proxsuite()
+    print(json.dumps({"reference": reference}), flush=True)
+    result = {"gpu": torch.cuda.get_device_name(device), "rows": rows, "reference": reference}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Controllers that run batched on the GPU inside the env step."""

@@ -1,0 +1,54 @@
+"""The force-distribution QP of a legged robot's body controller: ground reaction forces f
+(feet x 3, world frame) that best produce a desired body wrench,
+
+    minimize |G f - w|^2_S + r |f|^2   subject to  |f_x|, |f_y| <= mu f_z,  0 <= f_z <= f_max,
+
+with G = [I ... I; [p_1]x ... [p_k]x] (p_i: foot i relative to the center of mass) and f_max = 0
+for a swing foot (its pyramid then forces f = 0), in `BatchedQP`'s form (H, g, A, l, u)."""
+
+# The QP literature's names (H, A, l, u) read better here than PEP 8's.
+# ruff: noqa: N806, E741
+
+from __future__ import annotations
+
+import torch
+
+
+def skew(p: torch.Tensor) -> torch.Tensor:
+    """(..., 3, 3) the cross-product matrices [p]x of (..., 3) vectors: [p]x v = p x v."""
+    zero = torch.zeros_like(p[..., 0])
+    x, y, z = p.unbind(-1)
+    return torch.stack((zero, -z, y, z, zero, -x, -y, x, zero), dim=-1).unflatten(-1, (3, 3))
+
+
+def force_distribution_qp(
+    feet: torch.Tensor,
+    wrench: torch.Tensor,
+    stance: torch.Tensor,
+    mu: float,
+    f_max: float,
+    wrench_weights: tuple[float, ...] = (1.0, 1.0, 1.0, 10.0, 10.0, 10.0),
+    regularization: float = 1e-3,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The QP of each of B robots with k feet: `feet` (B, k, 3) positions relative to the center
+    of mass (world axes, m), `wrench` (B, 6) the desired force (N) and torque (N m) about the
+    center of mass, `stance` (B, k) bool. Returns H (B, 3k, 3k), g (B, 3k), A (B, 5k, 3k) (4k
+    friction rows, then k normal-force rows; shared by every problem: (5k, 3k)), l and u (B, 5k)."""
+    B, k, _ = feet.shape
+    dtype, device = wrench.dtype, wrench.device
+    eye = torch.eye(3, dtype=dtype, device=device)
+    G = torch.cat((eye.expand(B, k, 3, 3), skew(feet)), dim=-2)  # (B, k, 6, 3): foot i's block
+    G = G.permute(0, 2, 1, 3).reshape(B, 6, 3 * k)
+    S = torch.tensor(wrench_weights, dtype=dtype, device=device)
+    H = 2.0 * (G.mT @ (S[:, None] * G) + regularization * torch.eye(3 * k, dtype=dtype, device=device))
+    g = -2.0 * (G.mT @ (S * wrench)[..., None]).squeeze(-1)
+    # One foot's rows: +-f_x - mu f_z <= 0, +-f_y - mu f_z <= 0, then 0 <= f_z <= f_max.
+    pyramid = torch.tensor([[1, 0, -mu], [-1, 0, -mu], [0, 1, -mu], [0, -1, -mu]], dtype=dtype, device=device)
+    A = torch.zeros(5 * k, 3 * k, dtype=dtype, device=device)
+    for i in range(k):
+        A[4 * i : 4 * i + 4, 3 * i : 3 * i + 3] = pyramid
+        A[4 * k + i, 3 * i + 2] = 1.0
+    inf = torch.full((B, 4 * k), float("inf"), dtype=dtype, device=device)
+    l = torch.cat((-inf, torch.zeros(B, k, dtype=dtype, device=device)), dim=1)
+    u = torch.cat((torch.zeros_like(inf), torch.where(stance, f_max, 0.0).to(dtype)), dim=1)
+    return H, g, A, l, u

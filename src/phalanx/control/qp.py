@@ -1,0 +1,255 @@
+"""A batched dense QP solver for thousands of small problems at once, in torch:
+
+    minimize 1/2 x'Hx + g'x  subject to  l <= Ax <= u        (per problem; l = u: an equality)
+
+OSQP's ADMM (Stellato et al. 2020) on a fixed schedule, so a solve runs inside a captured CUDA
+graph: no host reads, no data-dependent loop. A solve can first equilibrate every problem (Ruiz
+scaling, as OSQP does; `scaling_iterations`), then runs `iterations` ADMM steps. The ADMM matrix
+H + sigma I + A' diag(rho) A is inverted once per rho (batched Gauss-Jordan elimination), so a
+step is matrix-vector products and elementwise work; rho adapts to the ratio of the residuals
+every `adapt_every` steps and at the end of a solve. Solutions, multipliers and step sizes
+warm-start the next solve of the same problems.
+
+Every problem reports its primal and dual residuals (inf-norms, unscaled) and two flags, OSQP's
+certificates on the last ADMM step: `primal_infeasible` (no x satisfies the constraints) and
+`dual_infeasible` (the objective is unbounded below). A flagged problem's x is finite but
+meaningless; nothing is ever NaN for finite H, g, A and bounds that are finite or infinite.
+"""
+
+# The QP literature's names (H, A, l, u, K) read better here than PEP 8's.
+# ruff: noqa: N803, N806, E741
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from phalanx.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class QPSettings:
+    iterations: int = 200
+    """ADMM steps per solve (fixed: the solve's work does not depend on the data)."""
+    rho: float = 0.1
+    """The first step size of the inequality rows (equality rows use `rho * equality_scale`)."""
+    sigma: float = 1e-6
+    """Regularization of x in the ADMM matrix (keeps it positive definite for a PSD H)."""
+    alpha: float = 1.6
+    """Over-relaxation, in (0, 2)."""
+    adapt_every: int = 25
+    """Steps between rho updates from the ratio of the residuals (0: never)."""
+    adapt_tolerance: float = 5.0
+    """rho changes only by more than this factor (changing it often keeps ADMM from converging)."""
+    equality_scale: float = 1e3
+    """How much stiffer the step size of an equality row is than an inequality row's."""
+    scaling_iterations: int = 0
+    """Ruiz equilibration passes before the ADMM steps (0: solve the problem as given). They
+    help problems whose rows differ in scale by orders of magnitude; on the force-distribution
+    QPs of the tests they slowed the slowest problem down."""
+    infeasibility_tol: float = 1e-5
+    """Relative tolerance of the infeasibility certificates."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`qp.FIELD`)."""
+        for name in ("iterations", "adapt_every", "scaling_iterations"):
+            value, least = getattr(self, name), 1 if name == "iterations" else 0
+            if not isinstance(value, int) or value < least:
+                raise ConfigError(f"qp.{name}: must be an integer >= {least}, got {value!r}", f"qp.{name}")
+        if not 0 < self.alpha < 2:
+            raise ConfigError(f"qp.alpha: must be in (0, 2), got {self.alpha}", "qp.alpha")
+        for name in ("rho", "sigma", "equality_scale", "infeasibility_tol"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"qp.{name}: must be positive, got {getattr(self, name)}", f"qp.{name}")
+        if not self.adapt_tolerance >= 1:
+            raise ConfigError(f"qp.adapt_tolerance: must be >= 1, got {self.adapt_tolerance}", "qp.adapt_tolerance")
+
+
+@dataclass
+class QPSolution:
+    x: torch.Tensor
+    """(B, n) the solutions."""
+    y: torch.Tensor
+    """(B, m) the constraints' multipliers (negative: lower bound active, positive: upper)."""
+    primal_residual: torch.Tensor
+    """(B,) |Ax - clamp(Ax, l, u)|_inf: how far Ax lies outside [l, u]."""
+    dual_residual: torch.Tensor
+    """(B,) |Hx + g + A'y|_inf."""
+    primal_infeasible: torch.Tensor
+    """(B,) bool."""
+    dual_infeasible: torch.Tensor
+    """(B,) bool."""
+
+
+class BatchedQP:
+    """Solves batches of `batch` QPs of `n` variables and `m` constraints; keeps each problem's
+    last solution and step size to warm-start its next solve (`reset` forgets them, e.g. for envs
+    that were reset).
+
+    Inputs (batch first): H (B, n, n) symmetric positive semidefinite, g (B, n), A (B, m, n), or
+    (m, n) when every problem has the same constraint matrix (the fast case: its products are
+    one matrix product for the batch), l and u (B, m) with l <= u (+-inf: no bound). Their dtype
+    and device are the solver's (`tensor_kw`: dtype, device)."""
+
+    def __init__(
+        self, batch: int, n: int, m: int, settings: QPSettings | None = None, compile: bool = False, **tensor_kw
+    ):  # noqa: A002 (named like torch.compile)
+        self.settings = settings or QPSettings()
+        self.settings.check()
+        self._step = torch.compile(admm_step, dynamic=False) if compile else admm_step
+        """One ADMM step; with `compile`, torch.compile fuses its elementwise work into few kernels."""
+        self.batch, self.n, self.m = batch, n, m
+        self.x = torch.zeros(batch, n, **tensor_kw)
+        """(B, n) the last solutions (unscaled)."""
+        self.y = torch.zeros(batch, m, **tensor_kw)
+        """(B, m) their multipliers (unscaled)."""
+        self.rho = torch.full((batch, 1), self.settings.rho, **tensor_kw)
+        """(B, 1) each problem's last inequality step size (in its scaled problem)."""
+
+    def reset(self, mask: torch.Tensor | None = None) -> None:
+        """Forgets the warm start of the problems where `mask` (B,) is True (all when None)."""
+        every = torch.ones(self.batch, dtype=torch.bool, device=self.x.device)
+        m = (every if mask is None else mask)[:, None]
+        self.x.masked_fill_(m, 0.0)
+        self.y.masked_fill_(m, 0.0)
+        self.rho.masked_fill_(m, self.settings.rho)
+
+    def solve(self, H: torch.Tensor, g: torch.Tensor, A: torch.Tensor, l: torch.Tensor, u: torch.Tensor) -> QPSolution:
+        """Solves every problem; graph-safe (no host reads)."""
+        s = self.settings
+        self._check_shapes(H, g, A, l, u)
+        Hs, gs, As, ls, us, D, E, c = _scaled(H, g, A, l, u, s.scaling_iterations)
+        equality = (u - l).abs() <= 1e-9 * (1.0 + l.abs().nan_to_num(posinf=0.0))
+        x, y = self.x / D, c * self.y / E
+        z = _mv(As, x).clamp(ls, us)
+        base = self.rho.clone()
+        rho = torch.where(equality, base * s.equality_scale, base)
+        K_inv = self._inverse(Hs, As, rho)
+        x_prev, y_prev = x, y
+        for k in range(s.iterations):
+            if s.adapt_every and k and k % s.adapt_every == 0:
+                base = self._adapted(base, Hs, gs, As, x, z, y)
+                rho = torch.where(equality, base * s.equality_scale, base)
+                K_inv = self._inverse(Hs, As, rho)
+            x_prev, y_prev = x, y
+            x, z, y = self._step(x, z, y, K_inv, gs, As, ls, us, rho, s.sigma, s.alpha)
+        primal_infeasible = _primal_infeasible(As, ls, us, y - y_prev, s.infeasibility_tol)
+        dual_infeasible = _dual_infeasible(Hs, gs, As, ls, us, x - x_prev, s.infeasibility_tol) & ~primal_infeasible
+        if s.adapt_every:  # for the next solve: solves shorter than `adapt_every` adapt once each
+            base = self._adapted(base, Hs, gs, As, x, z, y)
+        x, y = D * x, E * y / c
+        self.x.copy_(x)
+        self.y.copy_(y)
+        self.rho.copy_(base)
+        Ax = _mv(A, x)
+        primal = (Ax - Ax.clamp(l, u)).abs().amax(-1)
+        dual = (_mv(H, x) + g + _mv(A.mT, y)).abs().amax(-1)
+        return QPSolution(x, y, primal, dual, primal_infeasible, dual_infeasible)
+
+    def _adapted(self, base, H, g, A, x, z, y) -> torch.Tensor:
+        """OSQP's rho update: rho * sqrt(relative primal residual / relative dual residual),
+        where that factor exceeds `adapt_tolerance` either way."""
+        ratio = _residual_ratio(H, g, A, x, z, y)
+        far = (ratio > self.settings.adapt_tolerance) | (ratio < 1.0 / self.settings.adapt_tolerance)
+        return torch.where(far, base * ratio, base).clamp(1e-6, 1e6)
+
+    def _inverse(self, H: torch.Tensor, A: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+        eye = torch.eye(self.n, dtype=H.dtype, device=H.device)
+        K = H + self.settings.sigma * eye + A.mT @ (rho[..., None] * A)
+        return spd_inverse(K)
+
+    def _check_shapes(self, H, g, A, l, u) -> None:
+        B, n, m = self.batch, self.n, self.m
+        allowed = {"H": [(B, n, n)], "g": [(B, n)], "A": [(B, m, n), (m, n)], "l": [(B, m)], "u": [(B, m)]}
+        for name, value in zip(allowed, (H, g, A, l, u), strict=True):
+            if tuple(value.shape) not in allowed[name]:
+                shapes = " or ".join(str(shape) for shape in allowed[name])
+                raise ValueError(f"BatchedQP.solve: {name} has shape {tuple(value.shape)}, expected {shapes}")
+
+
+def spd_inverse(K: torch.Tensor) -> torch.Tensor:
+    """(B, n, n) inverses of symmetric positive definite matrices by Gauss-Jordan elimination
+    without pivoting (stable for them, like Cholesky): n steps of a few elementwise kernels, which
+    a CUDA graph can capture (torch's batched Cholesky and inverse read status back to the host)."""
+    n = K.shape[-1]
+    M = torch.cat((K, torch.eye(n, dtype=K.dtype, device=K.device).expand_as(K)), dim=-1)  # (B, n, 2n)
+    for j in range(n):
+        pivot = M[:, j : j + 1] / M[:, j : j + 1, j : j + 1]  # row j, scaled to a unit diagonal
+        M = M - M[:, :, j : j + 1] * pivot  # column j out of every row (row j becomes 0) ...
+        M[:, j : j + 1] = pivot  # ... and row j put back, scaled
+    return M[:, :, n:]
+
+
+def admm_step(x, z, y, K_inv, g, A, l, u, rho, sigma: float, alpha: float):
+    """One relaxed OSQP step from (x, z, y), with K_inv = (H + sigma I + A' diag(rho) A)^-1."""
+    x_tilde = _mv(K_inv, sigma * x - g + _mv(A.mT, rho * z - y))
+    z_tilde = _mv(A, x_tilde)
+    x = alpha * x_tilde + (1.0 - alpha) * x
+    z_relaxed = alpha * z_tilde + (1.0 - alpha) * z
+    z_next = (z_relaxed + y / rho).clamp(l, u)
+    return x, z_next, y + rho * (z_relaxed - z_next)
+
+
+def _mv(M: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """M v for every problem: M (B, r, c) per problem, or (r, c) shared by all (one matrix product)."""
+    return v @ M.mT if M.dim() == 2 else (M @ v[..., None]).squeeze(-1)
+
+
+def _scaled(H, g, A, l, u, passes: int):
+    """The problem in Ruiz-scaled variables, and the scales (all 1.0 without passes): x = D xs,
+    constraints E A D xs in [E l, E u], cost c (1/2 xs' D H D xs + g' D xs)."""
+    if not passes:
+        return H, g, A, l, u, 1.0, 1.0, 1.0
+    D, E, c = _ruiz(H, A, g, passes)
+    Hs, gs = c[..., None] * D[:, :, None] * H * D[:, None, :], c * D * g
+    return Hs, gs, E[:, :, None] * A * D[:, None, :], E * l, E * u, D, E, c
+
+
+def _ruiz(H: torch.Tensor, A: torch.Tensor, g: torch.Tensor, passes: int):
+    """OSQP's scaling: D (B, n) and E (B, m) that bring the columns of [[H, A'], [A, 0]] to unit
+    inf-norm, and a cost factor c (B, 1) that brings the mean column norm of H and |g| near 1."""
+    B, n = g.shape
+    D = torch.ones_like(g)
+    E = torch.ones(B, A.shape[1], dtype=g.dtype, device=g.device)
+    small, large = 1e-4, 1e4  # OSQP's bounds on one pass's factors
+    for _ in range(passes):
+        Hs = D[:, :, None] * H * D[:, None, :]
+        As = E[:, :, None] * A * D[:, None, :]
+        col = torch.maximum(Hs.abs().amax(-2), As.abs().amax(-2))  # (B, n)
+        row = As.abs().amax(-1)  # (B, m)
+        D = D / col.clamp(small, large).sqrt()
+        E = E / row.clamp(small, large).sqrt()
+    Hs = D[:, :, None] * H * D[:, None, :]
+    mean_col = Hs.abs().amax(-2).mean(-1, keepdim=True)
+    g_norm = (D * g).abs().amax(-1, keepdim=True)
+    c = 1.0 / torch.maximum(mean_col, g_norm).clamp(small, large)
+    return D, E, c
+
+
+def _residual_ratio(H, g, A, x, z, y) -> torch.Tensor:
+    """(B, 1) OSQP's rho update factor: sqrt(normalized primal residual / normalized dual residual)."""
+    tiny = torch.finfo(x.dtype).tiny ** 0.5
+    Ax, Hx, Aty = _mv(A, x), _mv(H, x), _mv(A.mT, y)
+    primal = (Ax - z).abs().amax(-1) / torch.maximum(Ax.abs().amax(-1), z.abs().amax(-1)).clamp_min(tiny)
+    scale = torch.maximum(torch.maximum(Hx.abs().amax(-1), Aty.abs().amax(-1)), g.abs().amax(-1))
+    dual = (Hx + g + Aty).abs().amax(-1) / scale.clamp_min(tiny)
+    return (primal.clamp_min(tiny) / dual.clamp_min(tiny)).sqrt().clamp(1e-3, 1e3)[:, None]
+
+
+def _primal_infeasible(A, l, u, dy, tol) -> torch.Tensor:
+    """OSQP's certificate: |A'dy|_inf <= tol |dy|_inf and u'max(dy, 0) + l'min(dy, 0) < -tol |dy|_inf."""
+    norm = dy.abs().amax(-1)
+    upper = torch.where(dy > 0, u * dy, 0.0)
+    lower = torch.where(dy < 0, l * dy, 0.0)
+    support = (upper + lower).nan_to_num(nan=0.0).sum(-1)  # an infinite bound with dy = 0 adds nothing
+    return (norm > 0) & (_mv(A.mT, dy).abs().amax(-1) <= tol * norm) & (support < -tol * norm)
+
+
+def _dual_infeasible(H, g, A, l, u, dx, tol) -> torch.Tensor:
+    """OSQP's certificate: |H dx|, g'dx < 0, and A dx pointing out of [l, u] only where unbounded."""
+    norm = dx.abs().amax(-1)
+    Adx = _mv(A, dx)
+    bound = tol * norm[:, None]
+    along = torch.where(torch.isfinite(u), Adx <= bound, True) & torch.where(torch.isfinite(l), Adx >= -bound, True)
+    return (norm > 0) & (_mv(H, dx).abs().amax(-1) <= tol * norm) & ((g * dx).sum(-1) < -tol * norm) & along.all(-1)

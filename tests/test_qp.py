@@ -1,0 +1,193 @@
+"""The batched QP solver against proxsuite (a proximal augmented-Lagrangian solver, run to
+1e-10) on random feasible QPs and on quadruped force-distribution QPs: solution and objective
+within 1e-4 relative, constraint violation <= 1e-5; infeasible and unbounded problems flagged,
+never NaN; warm starts track a changing problem."""
+
+# The QP literature's names (H, A, l, u) read better here than PEP 8's.
+# ruff: noqa: N803, N806, E741
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from phalanx.control.force_qp import force_distribution_qp, skew
+from phalanx.control.qp import BatchedQP, QPSettings
+from phalanx.errors import ConfigError
+
+proxsuite = pytest.importorskip("proxsuite", reason="the reference solver: pip install -e '.[test]'")
+
+INF = float("inf")
+
+
+def reference(H, g, A, l, u) -> tuple[np.ndarray, float]:
+    """proxsuite's solution and objective of one problem (float64, numpy)."""
+    Hn, gn, An, ln, un = (t.double().numpy() for t in (H, g, A, l, u))
+    big = 1e20  # proxsuite's infinite bounds
+    result = proxsuite.proxqp.dense.solve(
+        Hn, gn, None, None, An, np.clip(ln, -big, big), np.clip(un, -big, big), eps_abs=1e-10, eps_rel=0.0
+    )
+    assert result.info.status == proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
+    x = result.x
+    return x, 0.5 * x @ Hn @ x + gn @ x
+
+
+def objective(H, g, x) -> torch.Tensor:
+    return 0.5 * torch.einsum("bi,bij,bj->b", x, H, x) + (g * x).sum(-1)
+
+
+def violation(A, l, u, x) -> torch.Tensor:
+    Ax = (A @ x[..., None]).squeeze(-1)
+    return (Ax - Ax.clamp(l, u)).abs().amax(-1)
+
+
+def random_qps(batch: int, n: int, m: int, seed: int):
+    """Feasible QPs (a point x0 satisfies every row) with equality rows, one-sided and two-sided
+    bounds, well- and ill-conditioned Hessians."""
+    g = torch.Generator().manual_seed(seed)
+    M = torch.randn(batch, n, n, generator=g, dtype=torch.float64)
+    H = M @ M.mT / n
+    H[: batch // 2] += 0.1 * torch.eye(n, dtype=torch.float64)  # the other half: ill-conditioned
+    q = torch.randn(batch, n, generator=g, dtype=torch.float64)
+    A = torch.randn(batch, m, n, generator=g, dtype=torch.float64)
+    x0 = torch.randn(batch, n, generator=g, dtype=torch.float64)
+    Ax0 = (A @ x0[..., None]).squeeze(-1)
+    l = Ax0 - torch.rand(batch, m, generator=g, dtype=torch.float64)
+    u = Ax0 + torch.rand(batch, m, generator=g, dtype=torch.float64)
+    l[:, :2] = u[:, :2] = Ax0[:, :2]  # two equality rows
+    l[:, 2:4] = -INF  # upper bounds only
+    u[:, 4:6] = INF  # lower bounds only
+    return H, q, A, l, u
+
+
+def force_distribution_qps(batch: int, seed: int):
+    """A 50 kg quadruped's feet near a 0.7 x 0.5 m rectangle 0.5 m below the center of mass, a
+    desired wrench around its weight; in half the problems two diagonal feet swing (a trot)."""
+    g = torch.Generator().manual_seed(seed)
+    feet = torch.tensor([[0.35, 0.25, -0.5], [0.35, -0.25, -0.5], [-0.35, 0.25, -0.5], [-0.35, -0.25, -0.5]])
+    feet = feet.double() + 0.05 * torch.randn(batch, 4, 3, generator=g, dtype=torch.float64)
+    wrench = torch.randn(batch, 6, generator=g, dtype=torch.float64) * torch.tensor([40, 40, 60, 10, 10, 5.0])
+    wrench[:, 2] += 50.0 * 9.81
+    stance = torch.ones(batch, 4, dtype=torch.bool)
+    stance[: batch // 2, 0] = stance[: batch // 2, 3] = False
+    H, g, A, l, u = force_distribution_qp(feet, wrench, stance, mu=0.6, f_max=500.0)
+    return H, g, A.expand(batch, -1, -1), l, u  # per problem, as the reference solver takes them
+
+
+def check_against_reference(solution, H, g, A, l, u) -> None:
+    assert torch.isfinite(solution.x).all() and torch.isfinite(solution.y).all()
+    assert not solution.primal_infeasible.any() and not solution.dual_infeasible.any()
+    assert violation(A, l, u, solution.x).max() <= 1e-5
+    ours = objective(H, g, solution.x)
+    for b in range(len(H)):
+        x_ref, f_ref = reference(H[b], g[b], A[b], l[b], u[b])
+        assert abs(ours[b].item() - f_ref) <= 1e-4 * max(1.0, abs(f_ref)), f"problem {b}: objective"
+        error = (solution.x[b] - torch.from_numpy(x_ref)).norm() / max(1.0, float(np.linalg.norm(x_ref)))
+        assert error <= 1e-4, f"problem {b}: |x - x_ref| / |x_ref| = {error:.2e}"
+
+
+@pytest.mark.parametrize(("m", "iterations"), [(8, 400), (30, 1000)])
+def test_random_feasible_qps_match_the_reference(m: int, iterations: int) -> None:
+    """10 variables and 8 or 30 rows, equilibrated first (Ruiz scaling)."""
+    H, g, A, l, u = random_qps(64, 10, m, seed=0)
+    settings = QPSettings(iterations=iterations, scaling_iterations=10)
+    solution = BatchedQP(64, 10, m, settings, dtype=torch.float64).solve(H, g, A, l, u)
+    check_against_reference(solution, H, g, A, l, u)
+    assert solution.primal_residual.max() <= 1e-5 and solution.dual_residual.max() <= 1e-5
+
+
+def test_force_distribution_qps_match_the_reference() -> None:
+    H, g, A, l, u = force_distribution_qps(64, seed=1)
+    solution = BatchedQP(64, 12, 20, dtype=torch.float64).solve(H, g, A, l, u)
+    check_against_reference(solution, H, g, A, l, u)
+    forces = solution.x.view(64, 4, 3)
+    assert forces[:32, 0].abs().max() <= 1e-6 and forces[:32, 3].abs().max() <= 1e-6, "swing feet push nothing"
+    assert (forces[..., 2] >= -1e-6).all()
+
+
+def test_float32_meets_the_tolerances_too() -> None:
+    H, g, A, l, u = force_distribution_qps(32, seed=2)
+    solution = BatchedQP(32, 12, 20).solve(*(t.float() for t in (H, g, A, l, u)))
+    assert violation(A, l, u, solution.x.double()).max() <= 1e-5 * 500  # relative to the 500 N bound
+    for b in range(4):
+        _, f_ref = reference(H[b], g[b], A[b], l[b], u[b])
+        ours = objective(H[b : b + 1], g[b : b + 1], solution.x[b : b + 1].double()).item()
+        assert abs(ours - f_ref) <= 1e-4 * max(1.0, abs(f_ref))
+
+
+def test_infeasible_and_unbounded_problems_are_flagged_never_nan() -> None:
+    H, g, A, l, u = random_qps(6, 4, 8, seed=3)
+    # Problems 0-1: x0 >= 1 and x0 <= 0. Problems 2-3: H = 0, g pulls x0 to -inf, x0 only bounded above.
+    A[:4] = 0.0
+    A[:4, 0, 0] = A[:4, 1, 0] = 1.0
+    l[:4], u[:4] = -INF, INF
+    l[:2, 0], u[:2, 1] = 1.0, 0.0
+    u[2:4, 0] = 0.0
+    H[2:4] = 0.0
+    g[2:4] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    solution = BatchedQP(6, 4, 8, dtype=torch.float64).solve(H, g, A, l, u)
+    assert solution.primal_infeasible.tolist() == [True, True, False, False, False, False]
+    assert solution.dual_infeasible.tolist() == [False, False, True, True, False, False]
+    for value in (solution.x, solution.y, solution.primal_residual, solution.dual_residual):
+        assert not torch.isnan(value).any()
+
+
+def test_warm_starts_track_a_changing_problem_with_few_iterations() -> None:
+    """A control loop: the wrench drifts 0.2 % per step and each step gets 10 ADMM iterations.
+    Warm-started (solution, multipliers and step size), the solver tracks the optimum; started
+    cold every step, 10 iterations get nowhere near it."""
+    H, g, A, l, u = force_distribution_qps(32, seed=4)
+    few = QPSettings(iterations=10)
+    warm, cold = BatchedQP(32, 12, 20, few, dtype=torch.float64), BatchedQP(32, 12, 20, few, dtype=torch.float64)
+    for step in range(10):
+        g_step = g * (1 + 0.002 * step)
+        tracked = warm.solve(H, g_step, A, l, u)
+        cold.reset()
+        fresh = cold.solve(H, g_step, A, l, u)
+    assert tracked.dual_residual.max() < 1e-2 * fresh.dual_residual.median()
+    assert tracked.primal_residual.max() < 2e-2  # N, on forces of hundreds of N
+    warm.reset(torch.arange(32) < 16)
+    assert (warm.x[:16] == 0).all() and (warm.x[16:] != 0).all(-1).any()
+    assert (warm.rho[:16] == few.rho).all()
+
+
+def test_bad_settings_and_shapes_are_refused() -> None:
+    with pytest.raises(ConfigError, match="qp.alpha: must be in"):
+        BatchedQP(2, 3, 4, QPSettings(alpha=2.0))
+    with pytest.raises(ConfigError, match="qp.iterations"):
+        BatchedQP(2, 3, 4, QPSettings(iterations=0))
+    qp = BatchedQP(2, 3, 4)
+    with pytest.raises(ValueError, match=r"A has shape \(2, 3, 3\), expected \(2, 4, 3\) or \(4, 3\)"):
+        qp.solve(
+            torch.eye(3).expand(2, 3, 3), torch.zeros(2, 3), torch.zeros(2, 3, 3), torch.zeros(2, 4), torch.ones(2, 4)
+        )
+    assert math.isfinite(qp.settings.rho)
+
+
+def test_the_force_qp_realizes_a_wrench_its_feet_can_produce() -> None:
+    """Four stance feet, a wrench inside their friction cones: the optimum produces it (up to the
+    small force regularization), and G maps forces to the net force and torque about the CoM."""
+    feet = torch.tensor(
+        [[[0.3, 0.2, -0.5], [0.3, -0.2, -0.5], [-0.3, 0.2, -0.5], [-0.3, -0.2, -0.5]]], dtype=torch.float64
+    )
+    wrench = torch.tensor([[5.0, -3.0, 400.0, 2.0, -1.0, 0.5]], dtype=torch.float64)
+    H, g, A, l, u = force_distribution_qp(feet, wrench, torch.ones(1, 4, dtype=torch.bool), mu=0.6, f_max=500.0)
+    solution = BatchedQP(1, 12, 20, dtype=torch.float64).solve(H, g, A, l, u)
+    f = solution.x.view(4, 3)
+    net_force = f.sum(0)
+    net_torque = torch.linalg.cross(feet[0], f).sum(0)
+    assert torch.allclose(torch.cat((net_force, net_torque)), wrench[0], rtol=1e-3, atol=0.02)
+    v = torch.tensor([0.1, -2.0, 3.0], dtype=torch.float64)
+    assert torch.allclose(skew(feet[0, 0]) @ v, torch.linalg.cross(feet[0, 0], v))
+
+
+def test_a_shared_constraint_matrix_gives_the_same_solutions() -> None:
+    H, g, A, l, u = force_distribution_qps(16, seed=5)
+    per_problem = BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A, l, u)
+    shared = BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A[0], l, u)
+    assert torch.allclose(shared.x, per_problem.x, atol=1e-9) and torch.allclose(shared.y, per_problem.y, atol=1e-7)
+    with pytest.raises(ValueError, match=r"A has shape \(20, 11\), expected \(16, 20, 12\) or \(20, 12\)"):
+        BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A[0, :, :11], l, u)
