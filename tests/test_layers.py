@@ -9,7 +9,8 @@ The package is a stack. Each layer may import from the layers below it and from 
     4  rl                                   PPO, models, checkpoints, the trainer: runs on any env
     3  envs, dist                           term-based envs / data-parallel plumbing, independent of each other
     2  sensors                              batched sensors computed from the simulator's state
-    1  sim, terrain                         MuJoCo Warp simulation / procedural terrain, independent of each other
+    1  sim, terrain, control                MuJoCo Warp simulation / procedural terrain / batched controllers
+                                            on tensors (the QP solver), independent of each other
     0  errors, files, config_data, devices, assets      utilities with no phalanx dependencies above them
 
 `phalanx/__init__.py` (it only re-exports, lazily) and `phalanx/__main__.py` (the very top) are exempt.
@@ -56,6 +57,7 @@ LAYERS: dict[str, int] = {
     "assets": 0,
     "sim": 1,
     "terrain": 1,
+    "control": 1,
     "sensors": 2,
     "dist": 3,
     "envs": 3,
@@ -80,6 +82,7 @@ NAMED_RULES: list[tuple[frozenset[str], frozenset[str], str]] = [
     (frozenset({"envs"}), frozenset({"rl"}), "envs never imports rl (the learner sits on top of any env)"),
     (frozenset({"terrain"}), frozenset({"envs"}), "terrain never imports envs (pure generation; envs place robots)"),
     (frozenset({"sim"}), frozenset({"envs", "rl", "terrain"}), "sim never imports envs, rl or terrain"),
+    (frozenset({"control"}), frozenset({"sim", "terrain"}), "control works on tensors: never imports sim or terrain"),
     (BELOW_REGISTRY, frozenset({"registry", "tasks"}), "nothing below registry imports phalanx.registry/tasks"),
 ]
 
