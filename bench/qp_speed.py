@@ -9,7 +9,9 @@ The constraint matrix is the same for every problem (friction pyramids and norma
 so the solver's products with it are one matrix product for the batch. Problems: random feet
 around a 0.7 x 0.5 m stance 0.5 m below the center of mass, a wrench around a 50 kg robot's
 weight, half of them with two diagonal feet in swing. Every timed solve is warm-started from the
-previous one: `--iterations 25` is a control loop's budget.
+previous one, each robot's desired wrench scaled by a random factor of about 1 +- 0.002 (g is
+linear in it), as in a control loop from one step to the next: `--iterations 25` is such a
+loop's budget.
 """
 
 # ruff: noqa: N806, E741
@@ -42,14 +44,18 @@ def time_gpu(batch: int, iterations: int, compile_solve: bool, device: torch.dev
     H, g, A, l, u = problems(batch, device)
     solver = BatchedQP(batch, 12, 20, QPSettings(iterations=iterations), compile=compile_solve, device=device)
     solve = solver.solve
+
+    def jittered():  # the next control step's problem: each robot's desired wrench scaled by ~0.2 %
+        return solve(H, g * (1 + 0.002 * torch.randn_like(g[:, :1])), A, l, u)
+
     start = time.perf_counter()
     for _ in range(3):  # compiles, and warms the solution up to the steady state of a control loop
-        solution = solve(H, g, A, l, u)
+        solution = jittered()
     torch.cuda.synchronize(device)
     first_s = time.perf_counter() - start
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        solution = solve(H, g, A, l, u)
+        solution = jittered()
     graph.replay()
     torch.cuda.synchronize(device)
     reps = max(5, min(200, int(2e6 // (batch * iterations) + 5)))

@@ -8,8 +8,6 @@ never NaN; warm starts track a changing problem."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -150,7 +148,7 @@ def test_warm_starts_track_a_changing_problem_with_few_iterations() -> None:
     assert tracked.dual_residual.max() < 1e-2 * fresh.dual_residual.median()
     assert tracked.primal_residual.max() < 2e-2  # N, on forces of hundreds of N
     warm.reset(torch.arange(32) < 16)
-    assert (warm.x[:16] == 0).all() and (warm.x[16:] != 0).all(-1).any()
+    assert (warm.x[:16] == 0).all() and (warm.x[16:] == tracked.x[16:]).all()
     assert (warm.rho[:16] == few.rho).all()
 
 
@@ -164,7 +162,6 @@ def test_bad_settings_and_shapes_are_refused() -> None:
         qp.solve(
             torch.eye(3).expand(2, 3, 3), torch.zeros(2, 3), torch.zeros(2, 3, 3), torch.zeros(2, 4), torch.ones(2, 4)
         )
-    assert math.isfinite(qp.settings.rho)
 
 
 def test_the_force_qp_realizes_a_wrench_its_feet_can_produce() -> None:
@@ -191,3 +188,22 @@ def test_a_shared_constraint_matrix_gives_the_same_solutions() -> None:
     assert torch.allclose(shared.x, per_problem.x, atol=1e-9) and torch.allclose(shared.y, per_problem.y, atol=1e-7)
     with pytest.raises(ValueError, match=r"A has shape \(20, 11\), expected \(16, 20, 12\) or \(20, 12\)"):
         BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A[0, :, :11], l, u)
+
+
+def test_scaling_works_with_a_shared_constraint_matrix() -> None:
+    H, g, A, l, u = force_distribution_qps(16, seed=6)
+    settings = QPSettings(iterations=400, scaling_iterations=10)
+    shared = BatchedQP(16, 12, 20, settings, dtype=torch.float64).solve(H, g, A[0], l, u)
+    check_against_reference(shared, H, g, A, l, u)
+
+
+def test_float32_stays_finite_on_nearly_singular_admm_matrices() -> None:
+    """No cost (H = 0) and fewer rows than variables: sigma I + A' rho A is singular to float32's
+    precision. The solution may be rough, but it is finite."""
+    gen = torch.Generator().manual_seed(7)
+    A = torch.randn(256, 4, 10, generator=gen)
+    l, u = -torch.rand(256, 4, generator=gen), torch.rand(256, 4, generator=gen)
+    u[:, 0] = l[:, 0]  # one equality row each, at the largest step size
+    solution = BatchedQP(256, 10, 4).solve(torch.zeros(256, 10, 10), torch.zeros(256, 10), A, l, u)
+    for value in (solution.x, solution.y, solution.primal_residual, solution.dual_residual):
+        assert torch.isfinite(value).all()

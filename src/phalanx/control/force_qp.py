@@ -32,8 +32,8 @@ def force_distribution_qp(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The QP of each of B robots with k feet: `feet` (B, k, 3) positions relative to the center
     of mass (world axes, m), `wrench` (B, 6) the desired force (N) and torque (N m) about the
-    center of mass, `stance` (B, k) bool. Returns H (B, 3k, 3k), g (B, 3k), A (B, 5k, 3k) (4k
-    friction rows, then k normal-force rows; shared by every problem: (5k, 3k)), l and u (B, 5k)."""
+    center of mass, `stance` (B, k) bool. Returns H (B, 3k, 3k), g (B, 3k), A (5k, 3k), one
+    matrix for every problem (4k friction rows, then k normal-force rows), l and u (B, 5k)."""
     B, k, _ = feet.shape
     dtype, device = wrench.dtype, wrench.device
     eye = torch.eye(3, dtype=dtype, device=device)
@@ -50,5 +50,5 @@ def force_distribution_qp(
         A[4 * k + i, 3 * i + 2] = 1.0
     inf = torch.full((B, 4 * k), float("inf"), dtype=dtype, device=device)
     l = torch.cat((-inf, torch.zeros(B, k, dtype=dtype, device=device)), dim=1)
-    u = torch.cat((torch.zeros_like(inf), torch.where(stance, f_max, 0.0).to(dtype)), dim=1)
+    u = torch.cat((torch.zeros_like(inf), torch.where(stance.to(device), f_max, 0.0).to(dtype)), dim=1)
     return H, g, A, l, u

@@ -35,21 +35,26 @@ class QPSettings:
     rho: float = 0.1
     """The first step size of the inequality rows (equality rows use `rho * equality_scale`)."""
     sigma: float = 1e-6
-    """Regularization of x in the ADMM matrix (keeps it positive definite for a PSD H)."""
+    """Regularization of x in the ADMM matrix (positive definite for a PSD H; in float32 its
+    inverse's pivots are also kept above rounding, see `spd_inverse`)."""
     alpha: float = 1.6
     """Over-relaxation, in (0, 2)."""
     adapt_every: int = 25
     """Steps between rho updates from the ratio of the residuals (0: never)."""
     adapt_tolerance: float = 5.0
     """rho changes only by more than this factor (changing it often keeps ADMM from converging)."""
+    converged_eps: float = 10.0
+    """A problem whose relative primal and dual residuals are both below this many machine
+    epsilons of the dtype keeps its rho: adapting to rounding noise drove rho to its floor."""
     equality_scale: float = 1e3
     """How much stiffer the step size of an equality row is than an inequality row's."""
     scaling_iterations: int = 0
     """Ruiz equilibration passes before the ADMM steps (0: solve the problem as given). They
     help problems whose rows differ in scale by orders of magnitude; on the force-distribution
     QPs of the tests they slowed the slowest problem down."""
-    infeasibility_tol: float = 1e-5
-    """Relative tolerance of the infeasibility certificates."""
+    infeasibility_tol: float = 1e-4
+    """Relative tolerance of the infeasibility certificates (OSQP's default; float32 rounding
+    in the multipliers' change is about 3e-5 of it)."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`qp.FIELD`)."""
@@ -59,7 +64,7 @@ class QPSettings:
                 raise ConfigError(f"qp.{name}: must be an integer >= {least}, got {value!r}", f"qp.{name}")
         if not 0 < self.alpha < 2:
             raise ConfigError(f"qp.alpha: must be in (0, 2), got {self.alpha}", "qp.alpha")
-        for name in ("rho", "sigma", "equality_scale", "infeasibility_tol"):
+        for name in ("rho", "sigma", "equality_scale", "converged_eps", "infeasibility_tol"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"qp.{name}: must be positive, got {getattr(self, name)}", f"qp.{name}")
         if not self.adapt_tolerance >= 1:
@@ -94,7 +99,7 @@ class BatchedQP:
 
     def __init__(
         self, batch: int, n: int, m: int, settings: QPSettings | None = None, compile: bool = False, **tensor_kw
-    ):  # noqa: A002 (named like torch.compile)
+    ):
         self.settings = settings or QPSettings()
         self.settings.check()
         self._step = torch.compile(admm_step, dynamic=False) if compile else admm_step
@@ -109,11 +114,11 @@ class BatchedQP:
 
     def reset(self, mask: torch.Tensor | None = None) -> None:
         """Forgets the warm start of the problems where `mask` (B,) is True (all when None)."""
-        every = torch.ones(self.batch, dtype=torch.bool, device=self.x.device)
-        m = (every if mask is None else mask)[:, None]
-        self.x.masked_fill_(m, 0.0)
-        self.y.masked_fill_(m, 0.0)
-        self.rho.masked_fill_(m, self.settings.rho)
+        if mask is None:
+            mask = torch.ones(self.batch, dtype=torch.bool, device=self.x.device)
+        self.x.masked_fill_(mask[:, None], 0.0)
+        self.y.masked_fill_(mask[:, None], 0.0)
+        self.rho.masked_fill_(mask[:, None], self.settings.rho)
 
     def solve(self, H: torch.Tensor, g: torch.Tensor, A: torch.Tensor, l: torch.Tensor, u: torch.Tensor) -> QPSolution:
         """Solves every problem; graph-safe (no host reads)."""
@@ -124,16 +129,15 @@ class BatchedQP:
         x, y = self.x / D, c * self.y / E
         z = _mv(As, x).clamp(ls, us)
         base = self.rho.clone()
-        rho = torch.where(equality, base * s.equality_scale, base)
+        rho = self._row_rho(base, equality)
         K_inv = self._inverse(Hs, As, rho)
-        x_prev, y_prev = x, y
         for k in range(s.iterations):
             if s.adapt_every and k and k % s.adapt_every == 0:
                 base = self._adapted(base, Hs, gs, As, x, z, y)
-                rho = torch.where(equality, base * s.equality_scale, base)
+                rho = self._row_rho(base, equality)
                 K_inv = self._inverse(Hs, As, rho)
             x_prev, y_prev = x, y
-            x, z, y = self._step(x, z, y, K_inv, gs, As, ls, us, rho, s.sigma, s.alpha)
+            x, z, y = self._step(x, z, y, K_inv, Hs, gs, As, ls, us, rho, s.alpha)
         primal_infeasible = _primal_infeasible(As, ls, us, y - y_prev, s.infeasibility_tol)
         dual_infeasible = _dual_infeasible(Hs, gs, As, ls, us, x - x_prev, s.infeasibility_tol) & ~primal_infeasible
         if s.adapt_every:  # for the next solve: solves shorter than `adapt_every` adapt once each
@@ -149,15 +153,28 @@ class BatchedQP:
 
     def _adapted(self, base, H, g, A, x, z, y) -> torch.Tensor:
         """OSQP's rho update: rho * sqrt(relative primal residual / relative dual residual),
-        where that factor exceeds `adapt_tolerance` either way."""
-        ratio = _residual_ratio(H, g, A, x, z, y)
-        far = (ratio > self.settings.adapt_tolerance) | (ratio < 1.0 / self.settings.adapt_tolerance)
-        return torch.where(far, base * ratio, base).clamp(1e-6, 1e6)
+        where that factor exceeds `adapt_tolerance` either way and the problem has not converged."""
+        s = self.settings
+        primal, dual = _relative_residuals(H, g, A, x, z, y)
+        tiny = torch.finfo(x.dtype).tiny ** 0.5
+        ratio = (primal.clamp_min(tiny) / dual.clamp_min(tiny)).sqrt().clamp(1e-3, 1e3)[:, None]
+        far = (ratio > s.adapt_tolerance) | (ratio < 1.0 / s.adapt_tolerance)
+        tol = s.converged_eps * torch.finfo(x.dtype).eps
+        converged = ((primal < tol) & (dual < tol))[:, None]
+        return torch.where(far & ~converged, base * ratio, base).clamp(1e-6, 1e6)
+
+    def _row_rho(self, base: torch.Tensor, equality: torch.Tensor) -> torch.Tensor:
+        """(B, m) each row's step size: equality rows `equality_scale` stiffer, at most 1e6."""
+        return torch.where(equality, (base * self.settings.equality_scale).clamp_max(1e6), base)
 
     def _inverse(self, H: torch.Tensor, A: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
-        eye = torch.eye(self.n, dtype=H.dtype, device=H.device)
-        K = H + self.settings.sigma * eye + A.mT @ (rho[..., None] * A)
-        return spd_inverse(K)
+        """(H + sigma I + A' diag(rho) A)^-1, with sigma raised to 10 eps x the largest diagonal
+        entry where that is more: in float32 a rank-deficient H + A' rho A is otherwise singular
+        to working precision. The correction-form step makes this cost speed, not accuracy."""
+        K = H + A.mT @ (rho[..., None] * A)
+        largest = K.diagonal(dim1=-2, dim2=-1).amax(-1)[:, None, None]
+        sigma = (10 * torch.finfo(K.dtype).eps * largest).clamp_min(self.settings.sigma)
+        return spd_inverse(K + sigma * torch.eye(self.n, dtype=H.dtype, device=H.device))
 
     def _check_shapes(self, H, g, A, l, u) -> None:
         B, n, m = self.batch, self.n, self.m
@@ -171,19 +188,24 @@ class BatchedQP:
 def spd_inverse(K: torch.Tensor) -> torch.Tensor:
     """(B, n, n) inverses of symmetric positive definite matrices by Gauss-Jordan elimination
     without pivoting (stable for them, like Cholesky): n steps of a few elementwise kernels, which
-    a CUDA graph can capture (torch's batched Cholesky and inverse read status back to the host)."""
+    a CUDA graph can capture (torch's batched Cholesky and inverse read status back to the host).
+    A pivot that rounding made tiny or negative (a nearly singular K in float32) is raised to
+    eps x the largest diagonal entry: the inverse is then inaccurate but finite."""
     n = K.shape[-1]
+    floor = torch.finfo(K.dtype).eps * K.diagonal(dim1=-2, dim2=-1).amax(-1).clamp_min(1.0)[:, None, None]
     M = torch.cat((K, torch.eye(n, dtype=K.dtype, device=K.device).expand_as(K)), dim=-1)  # (B, n, 2n)
     for j in range(n):
-        pivot = M[:, j : j + 1] / M[:, j : j + 1, j : j + 1]  # row j, scaled to a unit diagonal
+        pivot = M[:, j : j + 1] / M[:, j : j + 1, j : j + 1].clamp_min(floor)  # row j, unit diagonal
         M = M - M[:, :, j : j + 1] * pivot  # column j out of every row (row j becomes 0) ...
         M[:, j : j + 1] = pivot  # ... and row j put back, scaled
     return M[:, :, n:]
 
 
-def admm_step(x, z, y, K_inv, g, A, l, u, rho, sigma: float, alpha: float):
-    """One relaxed OSQP step from (x, z, y), with K_inv = (H + sigma I + A' diag(rho) A)^-1."""
-    x_tilde = _mv(K_inv, sigma * x - g + _mv(A.mT, rho * z - y))
+def admm_step(x, z, y, K_inv, H, g, A, l, u, rho, alpha: float):
+    """One relaxed OSQP step from (x, z, y), with K_inv = (H + sigma I + A' diag(rho) A)^-1.
+    The x update is OSQP's linear system written as a correction of x by the KKT residual, so
+    that an inexact K_inv (float32) slows convergence down but does not move its fixed point."""
+    x_tilde = x - _mv(K_inv, _mv(H, x) + g + _mv(A.mT, y + rho * (_mv(A, x) - z)))
     z_tilde = _mv(A, x_tilde)
     x = alpha * x_tilde + (1.0 - alpha) * x
     z_relaxed = alpha * z_tilde + (1.0 - alpha) * z
@@ -211,30 +233,34 @@ def _ruiz(H: torch.Tensor, A: torch.Tensor, g: torch.Tensor, passes: int):
     inf-norm, and a cost factor c (B, 1) that brings the mean column norm of H and |g| near 1."""
     B, n = g.shape
     D = torch.ones_like(g)
-    E = torch.ones(B, A.shape[1], dtype=g.dtype, device=g.device)
-    small, large = 1e-4, 1e4  # OSQP's bounds on one pass's factors
+    E = torch.ones(B, A.shape[-2], dtype=g.dtype, device=g.device)
     for _ in range(passes):
         Hs = D[:, :, None] * H * D[:, None, :]
         As = E[:, :, None] * A * D[:, None, :]
         col = torch.maximum(Hs.abs().amax(-2), As.abs().amax(-2))  # (B, n)
         row = As.abs().amax(-1)  # (B, m)
-        D = D / col.clamp(small, large).sqrt()
-        E = E / row.clamp(small, large).sqrt()
+        D = D / _limited(col).sqrt()
+        E = E / _limited(row).sqrt()
     Hs = D[:, :, None] * H * D[:, None, :]
     mean_col = Hs.abs().amax(-2).mean(-1, keepdim=True)
     g_norm = (D * g).abs().amax(-1, keepdim=True)
-    c = 1.0 / torch.maximum(mean_col, g_norm).clamp(small, large)
-    return D, E, c
+    return D, E, 1.0 / _limited(torch.maximum(mean_col, g_norm))
 
 
-def _residual_ratio(H, g, A, x, z, y) -> torch.Tensor:
-    """(B, 1) OSQP's rho update factor: sqrt(normalized primal residual / normalized dual residual)."""
+def _limited(norm: torch.Tensor) -> torch.Tensor:
+    """OSQP's limit on a scaling norm: below 1e-4 (a zero row or column) it counts as 1 (no
+    scaling), above 1e4 as 1e4."""
+    return torch.where(norm < 1e-4, 1.0, norm.clamp_max(1e4))
+
+
+def _relative_residuals(H, g, A, x, z, y) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B,) OSQP's normalized primal and dual residuals: |Ax - z| / max(|Ax|, |z|) and
+    |Hx + g + A'y| / max(|Hx|, |A'y|, |g|) (inf-norms)."""
     tiny = torch.finfo(x.dtype).tiny ** 0.5
     Ax, Hx, Aty = _mv(A, x), _mv(H, x), _mv(A.mT, y)
     primal = (Ax - z).abs().amax(-1) / torch.maximum(Ax.abs().amax(-1), z.abs().amax(-1)).clamp_min(tiny)
     scale = torch.maximum(torch.maximum(Hx.abs().amax(-1), Aty.abs().amax(-1)), g.abs().amax(-1))
-    dual = (Hx + g + Aty).abs().amax(-1) / scale.clamp_min(tiny)
-    return (primal.clamp_min(tiny) / dual.clamp_min(tiny)).sqrt().clamp(1e-3, 1e3)[:, None]
+    return primal, (Hx + g + Aty).abs().amax(-1) / scale.clamp_min(tiny)
 
 
 def _primal_infeasible(A, l, u, dy, tol) -> torch.Tensor:
@@ -242,7 +268,7 @@ def _primal_infeasible(A, l, u, dy, tol) -> torch.Tensor:
     norm = dy.abs().amax(-1)
     upper = torch.where(dy > 0, u * dy, 0.0)
     lower = torch.where(dy < 0, l * dy, 0.0)
-    support = (upper + lower).nan_to_num(nan=0.0).sum(-1)  # an infinite bound with dy = 0 adds nothing
+    support = (upper + lower).sum(-1)  # where() leaves out an infinite bound where dy is 0
     return (norm > 0) & (_mv(A.mT, dy).abs().amax(-1) <= tol * norm) & (support < -tol * norm)
 
 
