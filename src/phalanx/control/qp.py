@@ -264,11 +264,11 @@ def _relative_residuals(H, g, A, x, z, y) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _primal_infeasible(A, l, u, dy, tol) -> torch.Tensor:
-    """OSQP's certificate: |A'dy|_inf <= tol |dy|_inf and u'max(dy, 0) + l'min(dy, 0) < -tol |dy|_inf."""
+    """OSQP's certificate: |A'dy|_inf <= tol |dy|_inf and u'max(dy, 0) + l'min(dy, 0) < -tol |dy|_inf,
+    with dy first projected as OSQP does: no push against a bound that is infinite."""
+    dy = torch.where(((dy > 0) & torch.isinf(u)) | ((dy < 0) & torch.isinf(l)), 0.0, dy)
     norm = dy.abs().amax(-1)
-    upper = torch.where(dy > 0, u * dy, 0.0)
-    lower = torch.where(dy < 0, l * dy, 0.0)
-    support = (upper + lower).sum(-1)  # where() leaves out an infinite bound where dy is 0
+    support = (torch.where(dy > 0, u * dy, 0.0) + torch.where(dy < 0, l * dy, 0.0)).sum(-1)
     return (norm > 0) & (_mv(A.mT, dy).abs().amax(-1) <= tol * norm) & (support < -tol * norm)
 
 
