@@ -192,7 +192,8 @@ def spd_inverse(K: torch.Tensor) -> torch.Tensor:
     A pivot that rounding made tiny or negative (a nearly singular K in float32) is raised to
     eps x the largest diagonal entry: the inverse is then inaccurate but finite."""
     n = K.shape[-1]
-    floor = torch.finfo(K.dtype).eps * K.diagonal(dim1=-2, dim2=-1).amax(-1).clamp_min(1.0)[:, None, None]
+    info = torch.finfo(K.dtype)
+    floor = info.eps * K.diagonal(dim1=-2, dim2=-1).amax(-1).clamp_min(info.tiny)[:, None, None]
     M = torch.cat((K, torch.eye(n, dtype=K.dtype, device=K.device).expand_as(K)), dim=-1)  # (B, n, 2n)
     for j in range(n):
         pivot = M[:, j : j + 1] / M[:, j : j + 1, j : j + 1].clamp_min(floor)  # row j, unit diagonal
