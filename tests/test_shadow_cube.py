@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from helpers import make_cpu
-from phalanx.envs.mdp.manipulation import random_quat, rotation_distance
+from phalanx.envs.mdp.manipulation import goal_keypoints, object_keypoints, random_quat, rotation_distance
 from phalanx.envs.mdp.math import quat_mul
 from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
 from phalanx.rl.export import drive
-from phalanx.tasks.shadow_hand import CUBE_HOME, GOAL_TIME_S, MAX_SUCCESSES
+from phalanx.tasks.shadow_hand import CUBE_HALF_SIZE, CUBE_HOME, GOAL_TIME_S, MAX_SUCCESSES
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,22 @@ def test_a_reached_goal_pays_is_counted_and_moves_on(env) -> None:
     assert not torch.equal(goal.command[:2], old[:2]), "new goals for the envs that reached theirs"
     assert torch.equal(goal.command[2:], old[2:])
     assert torch.equal(extras["episode"]["terms"]["goal_reached"][:2], torch.full((2,), bonus))
+
+
+def test_goal_keypoints_are_the_cubes_corners_about_its_centre_at_the_goal(env) -> None:
+    """At its goal the cube's corners, less its centre, are the goal's corners, corner for corner;
+    a quarter turn away they differ by the turn."""
+    env.reset()
+    goal = env.command_term("goal")
+    cube_quat = env.sim.qpos[:, 3 + 24 : 7 + 24]
+    quarter = torch.tensor([math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)]).expand_as(cube_quat)
+    goal.command.copy_(torch.cat((cube_quat[:2], quat_mul(cube_quat[2:], quarter[2:]))))
+    corners = object_keypoints(env, CUBE_HOME, CUBE_HALF_SIZE).view(-1, 8, 3)
+    about_centre = corners - corners.mean(dim=1, keepdim=True)
+    goal_corners = goal_keypoints(env, CUBE_HALF_SIZE).view(-1, 8, 3)
+    torch.testing.assert_close(goal_corners[:2], about_centre[:2], atol=1e-6, rtol=0)
+    apart = (goal_corners[2:] - about_centre[2:]).norm(dim=-1)  # a quarter turn about z moves every corner
+    assert (apart > 0.9 * 2 * CUBE_HALF_SIZE).all()  # each corner moves 2 half sizes
 
 
 def _set_goals(env, monkeypatch, reach: list[bool]) -> None:
@@ -156,6 +172,7 @@ def test_rotation_distance_and_random_quaternions() -> None:
 def test_the_vision_variant_sees_the_cube_in_rgb_depth_and_segmentation() -> None:
     env = make_cpu("shadow-cube-vision", num_envs=2)
     assert env.observation_spec["image"] == (64, 64, 5) and "cube_quat" not in env.obs_term_shapes["policy"]
+    assert env.obs_term_shapes["policy"]["goal_keypoints"] == (24,)
     image = env.obs["image"]
     rgb, depth, segmentation = image[..., :3], image[..., 3], image[..., 4]
     assert 0.0 <= rgb.min() and rgb.max() <= 1.0

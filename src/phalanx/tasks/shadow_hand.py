@@ -132,14 +132,20 @@ def shadow_cube_train_cfg() -> TrainCfg:
 
 def shadow_cube_vision_cfg() -> TaskCfg:
     """shadow-cube seen by a camera 28 cm above the palm: the policy sees the hand's own state
-    (joints, fingertips, last action), the goal and 64x64 images of RGB, depth and the cube's
-    segmentation (rendered at once, 5 channels), not the cube's pose; the critic sees the whole
-    state; "keypoints" holds the cube's corners, which the policy's encoder learns to predict.
-    64x64: the cube spans about 20 pixels, enough to tell its faces and their dots apart, and
-    2048 envs' 16-step rollout of images takes 2.7 GB."""
+    (joints, fingertips, last action), the goal (as a quaternion and as the corners of a cube
+    turned to it) and 64x64 images of RGB, depth and the cube's segmentation (rendered at once, 5
+    channels), not the cube's pose; the critic sees the whole state; "keypoints" holds the cube's
+    corners, which the policy's encoder learns to predict. 64x64: the cube spans about 20 pixels,
+    enough to tell its faces and their dots apart, and 2048 envs' 16-step rollout of images takes
+    2.7 GB. The goal's corners are in the predicted corners' units, so the actor compares points
+    with points (Isaac Lab's vision variant does the same); with the goal as a quaternion alone, a
+    20-minute run never learned to turn the cube."""
     cfg = shadow_cube_cfg()
     own = ("joint_pos", "goal_quat", "fingertip_pos", "actions")
     keypoints = {"target": CUBE_HOME, "half_size": CUBE_HALF_SIZE}
+    goal_corners = ObsTermCfg(
+        func=manipulation.goal_keypoints, params={"half_size": CUBE_HALF_SIZE, "command": "goal"}, scale=10.0
+    )
     camera = {"camera": "eye", "width": 64, "height": 64, "far": 1.0}
     image = ObsTermCfg(
         func=observations.camera_image,
@@ -150,7 +156,8 @@ def shadow_cube_vision_cfg() -> TaskCfg:
         description="shadow-cube seen by a camera (Isaac-Repose-Cube-Shadow-Vision-Direct-v0)",
         cameras={"eye": CameraCfg(pos=(0.008, 0.02, 0.62), fovy=40.0)},
         observations={
-            "policy": {name: term for name, term in cfg.observations["policy"].items() if name in own},
+            "policy": {name: term for name, term in cfg.observations["policy"].items() if name in own}
+            | {"goal_keypoints": goal_corners},
             "image": {"eye": image},
             "critic": cfg.observations["critic"],
             "keypoints": {"cube": ObsTermCfg(func=manipulation.object_keypoints, params=keypoints, scale=10.0)},

@@ -100,14 +100,26 @@ def object_pos_rel(env: TaskEnv, target: tuple[float, float, float]) -> torch.Te
     return _offset(env, target)
 
 
+def _corners(env: TaskEnv, quat: torch.Tensor, half_size: float) -> torch.Tensor:
+    """(num_envs, 8, 3) the corners of a cube of `half_size` (m) about its centre, turned by `quat`."""
+    corners = half_size * env.constant(CORNERS).view(8, 3)  # in the cube's frame
+    q = quat[:, None].expand(-1, 8, 4).reshape(-1, 4)
+    return quat_apply(q, corners.repeat(env.num_envs, 1)).view(env.num_envs, 8, 3)
+
+
 def object_keypoints(env: TaskEnv, target: tuple[float, float, float], half_size: float) -> torch.Tensor:
     """(num_envs, 24) the 8 corners of a cube of `half_size` (m) posed as the object, relative to
     `target` (world axes, m): its pose as points, which images show (the keypoints Isaac Lab's
     vision variant predicts)."""
-    corners = half_size * env.constant(CORNERS).view(8, 3)  # in the object's frame
-    q = state.root_quat_w(env)[:, None].expand(-1, 8, 4)
-    points = quat_apply(q.reshape(-1, 4), corners.repeat(env.num_envs, 1)).view(env.num_envs, 8, 3)
+    points = _corners(env, state.root_quat_w(env), half_size)
     return (points + _offset(env, target)[:, None]).flatten(1)
+
+
+def goal_keypoints(env: TaskEnv, half_size: float, command: str = "goal") -> torch.Tensor:
+    """(num_envs, 24) the corners of a cube of `half_size` (m) centred at 0 and turned to the goal,
+    in `object_keypoints`' order: where the object's corners should be relative to its centre (the
+    goal as Isaac Lab's vision variant gives it to the policy, comparable with predicted keypoints)."""
+    return _corners(env, _goal(env, command).command, half_size).flatten(1)
 
 
 def object_quat(env: TaskEnv) -> torch.Tensor:
