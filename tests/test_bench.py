@@ -40,6 +40,7 @@ def test_throughput_writes_a_consistent_bench_json(throughput_run: Path) -> None
         assert sum(phases.values()) == pytest.approx(r["iteration_s"], rel=1e-6)
         assert set(r["startup_s"]) == {"import", "model_build", "first_iteration", "warmup_and_capture"}
         assert all(v >= 0 for v in r["startup_s"].values()) and r["memory_bytes"] > 0
+    assert r["encoder_s"] == 0.0, "no images, no encoder"
     report = (throughput_run / "report.md").read_text()
     assert "| 32 |" in report and "| 64 |" in report and "phases.png" in report
     assert (throughput_run / "phases.png").stat().st_size > 1000
@@ -54,7 +55,9 @@ def test_throughput_times_the_cameras_renders_of_the_task_as_changed(tmp_path: P
     assert r["observation_spec"]["image"] == [40, 48, 6], "two stacked 48x40 RGB frames"
     assert r["phases_s"]["render"] > 0 and len(r["render_frames_per_s"]) == 1 and r["render_frames_per_s"][0] > 0
     assert sum(r["phases_s"].values()) == pytest.approx(r["iteration_s"], rel=1e-6)
+    assert r["encoder_s"] > 0, "the policy's image encoder, timed apart"
     assert "| render |" in (tmp_path / "report.md").read_text()
+    assert "| of it, image encoders |" in (tmp_path / "report.md").read_text()
 
 
 def test_profile_trace_names_the_phases(throughput_run: Path) -> None:

@@ -80,7 +80,9 @@ def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
 def _table(results: list[dict[str, Any]]) -> str:
     columns = ["envs", "fps step", "fps step+inference", "fps total", "iteration ms", "physics", "render"]
     columns += ["obs/reward/reset"]
-    columns += ["inference", "update", "physics limit", "step / limit", "memory per env"]
+    encoders = any(r.get("encoder_s", 0.0) > 0 for r in results if r["valid"])  # a policy that sees images
+    columns += ["inference"] + (["of it, image encoders"] if encoders else [])
+    columns += ["update", "physics limit", "step / limit", "memory per env"]
     rows = []
     for r in results:
         if not r["valid"]:
@@ -91,6 +93,7 @@ def _table(results: list[dict[str, Any]]) -> str:
             [str(r["num_envs"]), f"{r['fps_step']:,.0f}", f"{r['fps_step_inference']:,.0f}", f"{r['fps_total']:,.0f}"]
             + [f"{1e3 * r['iteration_s']:.1f}", ms["physics"], ms["render"], ms["obs_reward_reset"]]
             + [ms["policy_inference"]]
+            + ([f"{1e3 * r['encoder_s']:.1f}"] if encoders else [])
             + [
                 ms["ppo_update"],
                 f"{r['physics_limit_env_steps_per_s']:,.0f}",

@@ -19,6 +19,7 @@ from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
 
 if TYPE_CHECKING:
     from phalanx.rl.config import TrainCfg
+    from phalanx.rl.trainer import Trainer
 
 
 def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> None:
@@ -32,6 +33,27 @@ def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> Non
     trainer.profiling = False
     trace.parent.mkdir(parents=True, exist_ok=True)
     profiler.export_chrome_trace(str(trace))
+
+
+def _encoders_per_step_s(trainer: Trainer, obs: dict[str, torch.Tensor], calls: int, device: torch.device) -> float:
+    """Seconds per env step of the policy's image encoders during a rollout (0 without images),
+    timed eagerly on the env's current images: the actor's (with its target head) and, where the
+    critic has one, the critic's in acting and again for the values of the episodes that end
+    (once when the actor and critic share it). Part of the rollout's policy inference."""
+    policy, group = trainer.policy, trainer.ppo.image_group
+    if group is None:
+        return 0.0
+    critic = policy.critic_encoder
+    encoders = [policy.image_input()] + ([critic] if critic is not None and critic is not policy.actor_encoder else [])
+    encoders += [critic] if critic is not None else []
+    image = obs[group]
+
+    def encode() -> None:
+        for encoder in encoders:
+            encoder(image)
+
+    with torch.no_grad():
+        return seconds_per_call(encode, calls, device)
 
 
 def _device_memory_used(device: torch.device) -> int:
@@ -127,6 +149,7 @@ def measure(
     render_call_s = [seconds_per_call(term.camera, steps, device) for term in cameras]
     renders_s = sum(2 * s / term.every for s, term in zip(render_call_s, cameras, strict=True))
     render_s = min(steps * renders_s, max(step_s - physics_s, 0.0))
+    encoder_s = steps * _encoders_per_step_s(trainer, env.obs, steps, device)
     sim = env.sim
     limit_env_steps_per_s = physics_steps_per_s(sim, calls=steps, repeats=3, random_ctrl=False) / sim.cfg.decimation
     return {
@@ -143,6 +166,7 @@ def measure(
             "policy_inference": collect_s - step_s,
             "ppo_update": iteration_s - collect_s,
         },
+        "encoder_s": encoder_s,
         "startup_s": {
             "import": import_s,
             "model_build": build_s,
