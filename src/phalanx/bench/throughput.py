@@ -37,9 +37,10 @@ def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> Non
 
 def _encoders_per_step_s(trainer: Trainer, obs: dict[str, torch.Tensor], calls: int, device: torch.device) -> float:
     """Seconds per env step of the policy's image encoders during a rollout (0 without images),
-    timed eagerly (after one untimed call) on the env's current images: the actor's (with its target head) and, where the
-    critic has one, the critic's in acting and again for the values of the episodes that end
-    (once when the actor and critic share it). Part of the rollout's policy inference."""
+    timed eagerly (after one untimed call) on the env's current images: the actor's (with its
+    target head) and, where the critic has one, the critic's in acting and again for the values
+    of the episodes that end (once when the actor and critic share it). Part of the rollout's
+    policy inference."""
     policy, group = trainer.policy, trainer.ppo.image_group
     if group is None:
         return 0.0

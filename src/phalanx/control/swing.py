@@ -1,0 +1,32 @@
+"""Swing-foot trajectories, batched: from where a foot lifted off to its target foothold, with a
+lift of a given height, and the velocity along them (for a tracking controller)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def swing_trajectory(
+    start: torch.Tensor, target: torch.Tensor, progress: torch.Tensor, height: torch.Tensor | float, duration
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where a swinging foot should be and how fast it should move: (..., 3) positions and
+    velocities (world, m and m/s) at `progress` (...) in [0, 1] of a swing of `duration` s
+    (scalar or broadcastable to `progress`) from `start` (..., 3) to `target` (..., 3).
+
+    The foot moves along a minimum-jerk profile b(s) = 10 s^3 - 15 s^4 + 6 s^5 (no velocity or
+    acceleration at lift-off and touch-down) and rises `height` m above the line between start
+    and target at mid-swing, following 64 s^3 (1 - s)^3 (also flat at both ends)."""
+    s = progress.clamp(0.0, 1.0)[..., None]
+    blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
+    blend_rate = 30.0 * s**2 * (1.0 - s) ** 2
+    lift = 64.0 * s**3 * (1.0 - s) ** 3
+    lift_rate = 192.0 * s**2 * (1.0 - s) ** 2 * (1.0 - 2.0 * s)
+    up = torch.zeros_like(start)
+    up[..., 2] = 1.0
+    height = torch.as_tensor(height, dtype=start.dtype, device=start.device)
+    height = height[..., None] if height.dim() else height
+    position = start + (target - start) * blend + height * lift * up
+    duration = torch.as_tensor(duration, dtype=start.dtype, device=start.device)
+    duration = duration[..., None] if duration.dim() else duration
+    velocity = ((target - start) * blend_rate + height * lift_rate * up) / duration
+    return position, velocity

@@ -1,0 +1,216 @@
+"""The legged controllers of `phalanx.control` (gait clock, swing trajectories, leg Jacobians, body
+controller) on their own and closing the loop on a torque-controlled ANYmal in MuJoCo C."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from phalanx.assets import asset_path
+from phalanx.control.body import BodyCfg, BodyController, attitude_pd, yaw_rotation
+from phalanx.control.gait import TROT, GaitClock
+from phalanx.control.legs import joint_torques, leg_jacobians
+from phalanx.control.swing import swing_trajectory
+
+FEET = ("LF", "RF", "LH", "RH")
+
+
+def test_a_trot_alternates_diagonal_pairs_at_the_set_frequency() -> None:
+    clock = GaitClock(3, TROT, duty=0.5)
+    frequency = torch.tensor([2.0, 1.0, 0.0])  # cycles per second; the third robot stands still
+    dt = 1 / 64  # phases exact in binary
+    assert clock.stance().all(dim=0).tolist() == [True, False, False, True]
+    lifted_at: list[list[int]] = [[] for _ in range(3)]
+    for step in range(1, 65):  # 1 s
+        lifted = clock.advance(frequency, dt)
+        stance = clock.stance()
+        assert torch.equal(stance[:, 0], stance[:, 3]) and torch.equal(stance[:, 1], stance[:, 2])
+        assert torch.equal(stance[:, 0], ~stance[:, 1]), "one diagonal pair stands while the other swings"
+        for env in range(3):
+            if lifted[env, 0]:
+                lifted_at[env].append(step)
+    assert lifted_at == [[16, 48], [32], []], "LF lifts off after each half cycle it stood"
+    torch.testing.assert_close(clock.phase, torch.tensor([0.0, 0.0, 0.0]), atol=1e-5, rtol=0)
+    clock.advance(frequency, 0.125)  # a quarter of the robot at 2 Hz's cycle: LF stands, RF half way through its swing
+    torch.testing.assert_close(clock.swing_progress()[0], torch.tensor([0.0, 0.5, 0.5, 0.0]))
+    assert clock.swing_time(2.0) == pytest.approx(0.25)
+    clock.reset(torch.tensor([True, False, False]), 0.75)
+    assert clock.phase[0].item() == pytest.approx(0.75) and clock.phase[1].item() == pytest.approx(0.125)
+    with pytest.raises(ValueError, match="duty must be in"):
+        GaitClock(1, TROT, duty=1.0)
+
+
+def test_a_swing_starts_and_lands_at_rest_and_its_velocity_is_its_positions_rate() -> None:
+    start = torch.tensor([[0.0, 0.0, 0.0], [0.3, 0.1, 0.05]])
+    target = torch.tensor([[0.2, -0.1, 0.1], [0.3, 0.1, 0.05]])  # the second foot steps in place
+    duration, height = 0.4, torch.tensor([0.08, 0.1])
+    s = torch.linspace(0.0, 1.0, 401)[:, None].expand(-1, 2)
+    position, velocity = swing_trajectory(start, target, s, height, duration)
+    torch.testing.assert_close(position[0], start)
+    torch.testing.assert_close(position[-1], target)
+    assert velocity[0].abs().max() < 1e-6 and velocity[-1].abs().max() < 1e-6
+    # Half way: half way along the line, `height` above it.
+    torch.testing.assert_close(position[200], (start + target) / 2 + height[:, None] * torch.tensor([0.0, 0.0, 1.0]))
+    rate = (position[2:] - position[:-2]) / (2 * duration / 400)
+    torch.testing.assert_close(velocity[1:-1], rate, atol=2e-3, rtol=0)
+
+
+def _anymal_with_motors() -> mujoco.MjModel:
+    """ANYmal with its position actuators turned into motors: torque = ctrl (N m), within +-80."""
+    spec = mujoco.MjSpec.from_file(str(asset_path("anymal.xml")))
+    for actuator in spec.actuators:
+        actuator.set_to_motor()
+        actuator.ctrlrange = (-80.0, 80.0)
+    return spec.compile()
+
+
+def _standing(model: mujoco.MjModel) -> mujoco.MjData:
+    """The home pose with the feet just on the floor."""
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    mujoco.mj_forward(model, data)
+    sites = [model.site(f"{foot}_foot").id for foot in FEET]
+    radius = model.geom("LF_foot").size[0]
+    data.qpos[2] -= data.site_xpos[sites, 2].min() - radius
+    mujoco.mj_forward(model, data)
+    return data
+
+
+def _legs(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(1, 4, 3, 3) anchors and axes of each leg's joints, (1, 4, 3) feet, world."""
+    joints = [[model.joint(f"{foot}_{j}").id for j in ("HAA", "HFE", "KFE")] for foot in FEET]
+    sites = [model.site(f"{foot}_foot").id for foot in FEET]
+
+    def t(a: np.ndarray) -> torch.Tensor:
+        return torch.tensor(np.asarray(a), dtype=torch.float32)[None]
+
+    return t(data.xanchor[joints]), t(data.xaxis[joints]), t(data.site_xpos[sites])
+
+
+def test_leg_jacobians_match_mujocos() -> None:
+    model = _anymal_with_motors()
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        data.qpos[:3] = rng.uniform(-1, 1, 3)
+        data.qpos[3:7] = rng.normal(size=4)
+        data.qpos[3:7] /= np.linalg.norm(data.qpos[3:7])
+        data.qpos[7:] = rng.uniform(-1, 1, 12)
+        mujoco.mj_forward(model, data)
+        anchors, axes, feet = _legs(model, data)
+        ours = leg_jacobians(anchors, axes, feet)[0]  # (4, 3, 3)
+        for leg, foot in enumerate(FEET):
+            jacp = np.zeros((3, model.nv))
+            mujoco.mj_jacSite(model, data, jacp, None, model.site(f"{foot}_foot").id)
+            dofs = [model.jnt_dofadr[model.joint(f"{foot}_{j}").id] for j in ("HAA", "HFE", "KFE")]
+            torch.testing.assert_close(ours[leg], torch.tensor(jacp[:, dofs], dtype=torch.float32), atol=1e-5, rtol=0)
+    force = torch.randn(1, 4, 3)
+    jacobians = leg_jacobians(anchors, axes, feet)
+    torch.testing.assert_close(joint_torques(jacobians, force), torch.einsum("bkij,bki->bkj", jacobians, force))
+
+
+def _body_cfg(model: mujoco.MjModel) -> BodyCfg:
+    """The whole robot's mass, and its inertia about the center of mass in the home pose (diagonal)."""
+    data = _standing(model)
+    mass = float(model.body_subtreemass[1])
+    com = data.subtree_com[1]
+    inertia = np.zeros((3, 3))
+    for body in range(1, model.nbody):
+        r = data.xipos[body] - com
+        rot = data.ximat[body].reshape(3, 3)
+        inertia += rot @ np.diag(model.body_inertia[body]) @ rot.T + model.body_mass[body] * (
+            r @ r * np.eye(3) - np.outer(r, r)
+        )
+    return BodyCfg(mass=mass, inertia=tuple(float(v) for v in np.diag(inertia)))
+
+
+def test_the_body_controller_holds_a_standing_robots_weight_within_the_friction_pyramids() -> None:
+    model = _anymal_with_motors()
+    data = _standing(model)
+    cfg = _body_cfg(model)
+    controller = BodyController(cfg, 2, 4)
+    _, _, feet = _legs(model, data)
+    com = torch.tensor(data.subtree_com[1], dtype=torch.float32)
+    rel = (feet - com).expand(2, -1, -1)
+    stance = torch.tensor([[True] * 4, [True, False, False, True]])  # four feet; one trot pair
+    rotation = torch.eye(3).expand(2, 3, 3)
+    for _ in range(8):  # warm starts: 8 solves of 25 steps
+        forces, solution = controller.forces(rotation, torch.zeros(2, 3), torch.zeros(2, 3), rel, stance)
+    weight = cfg.mass * cfg.gravity
+    torch.testing.assert_close(forces.sum(1), torch.tensor([[0.0, 0.0, weight]] * 2), atol=0.02 * weight, rtol=0)
+    torque = torch.linalg.cross(rel, forces, dim=-1).sum(1)
+    assert torque.abs().max() < 0.02 * weight * 0.3, "the forces balance about the center of mass"
+    assert (forces[1, 1:3] == 0).all(), "swinging feet push with nothing"
+    fz = forces[..., 2]
+    assert (fz >= -1e-3).all() and (forces[..., :2].abs() <= cfg.mu * fz[..., None] + 1e-2).all()
+    assert not solution.primal_infeasible.any()
+
+
+def _trot(seconds: float, frequency: float) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Closes the loop in MuJoCo C: the body controller holds the base at its standing height,
+    level and heading as it started, the gait clock trots at `frequency` (0: stand), swinging
+    feet follow swing trajectories to below their thighs by Cartesian PD through J'. Returns the
+    base's heights and tilts (rad) over time, the feet's largest slip while standing still (m) and
+    the highest a foot rose off the floor (m)."""
+    model = _anymal_with_motors()
+    data = _standing(model)
+    cfg = _body_cfg(model)
+    dt = model.opt.timestep
+    controller = BodyController(cfg, 1, 4)
+    clock = GaitClock(1, TROT, duty=0.5)
+    height = float(data.subtree_com[1][2])
+    level = yaw_rotation(torch.zeros(1))
+    sites = [model.site(f"{foot}_foot").id for foot in FEET]
+    thighs = [model.body(f"{foot}_THIGH").id for foot in FEET]  # the feet stand below the thighs
+    ground = float(data.site_xpos[sites[0], 2])
+    _, _, feet = _legs(model, data)
+    start = feet.clone()
+    heights, tilts, slip, lift = [], [], 0.0, 0.0
+    for _ in range(round(seconds / dt)):
+        anchors, axes, feet = _legs(model, data)
+        rotation = torch.tensor(data.xmat[1].reshape(3, 3), dtype=torch.float32)[None]
+        com = torch.tensor(data.subtree_com[1], dtype=torch.float32)[None]
+        com_vel = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's: close enough
+        omega = rotation @ torch.tensor(data.qvel[3:6], dtype=torch.float32)[None, :, None]  # body -> world
+        lin_acc = 100.0 * (torch.tensor([[0.0, 0.0, height]]) - com) * torch.tensor([0.0, 0.0, 1.0]) - 20.0 * com_vel
+        ang_acc = attitude_pd(rotation, omega.squeeze(-1), level, torch.zeros(1, 3), kp=300.0, kd=30.0)
+        lifted = clock.advance(frequency, dt) if frequency else torch.zeros(1, 4, dtype=torch.bool)
+        stance = clock.stance() if frequency else torch.ones(1, 4, dtype=torch.bool)
+        start = torch.where(lifted[..., None], feet, start)
+        forces, _ = controller.forces(rotation, lin_acc, ang_acc, feet - com[:, None], stance)
+        jacobians = leg_jacobians(anchors, axes, feet)
+        below = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None].clone()
+        below[..., 2] = ground
+        target, target_vel = swing_trajectory(
+            start, below, clock.swing_progress(), 0.08, clock.swing_time(max(frequency, 1.0))
+        )
+        foot_vel = torch.zeros(1, 4, 3)
+        for leg, site in enumerate(sites):
+            v = np.zeros(6)
+            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
+            foot_vel[0, leg] = torch.tensor(v[3:], dtype=torch.float32)
+        swing_force = 800.0 * (target - feet) + 30.0 * (target_vel - foot_vel)
+        push = torch.where(stance[..., None], -forces, swing_force)
+        data.ctrl[:] = joint_torques(jacobians, push).flatten().numpy()
+        mujoco.mj_step(model, data)
+        heights.append(data.subtree_com[1][2])
+        tilts.append(math.acos(min(1.0, data.xmat[1][8])))
+        lift = max(lift, float(feet[..., 2].max()) - ground)
+        if not frequency:
+            slip = max(slip, float((feet - start)[..., :2].norm(dim=-1).max()))
+    return np.array(heights), np.array(tilts), slip, lift
+
+
+def test_the_controllers_hold_a_torque_controlled_anymal_standing() -> None:
+    heights, tilts, slip, lift = _trot(2.0, 0.0)
+    assert abs(heights[-1] - heights[0]) < 0.01 and tilts.max() < 0.02 and slip < 0.005 and lift < 0.005
+
+
+def test_the_controllers_trot_a_torque_controlled_anymal_in_place() -> None:
+    heights, tilts, _, lift = _trot(3.0, 2.0)
+    assert np.abs(heights - heights[0]).max() < 0.05 and tilts.max() < 0.05
+    assert lift > 0.05, "the swinging feet rise toward the swing's 8 cm"
