@@ -11,9 +11,10 @@ import pytest
 import torch
 
 from phalanx.assets import asset_path
-from phalanx.control.body import BodyCfg, BodyController, attitude_pd, yaw_rotation
+from phalanx.control.body import BodyCfg, BodyController, yaw_rotation
 from phalanx.control.gait import TROT, GaitClock
 from phalanx.control.legs import joint_torques, leg_jacobians
+from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.control.swing import swing_trajectory
 
 FEET = ("LF", "RF", "LH", "RH")
@@ -150,58 +151,54 @@ def test_the_body_controller_holds_a_standing_robots_weight_within_the_friction_
     assert not solution.primal_infeasible.any()
 
 
+def _state(model: mujoco.MjModel, data: mujoco.MjData) -> QuadrupedState:
+    """What the quadruped controller reads, from MuJoCo's data (one robot)."""
+    anchors, axes, feet = _legs(model, data)
+    rotation = torch.tensor(data.xmat[1].reshape(3, 3), dtype=torch.float32)[None]
+    omega = rotation @ torch.tensor(data.qvel[3:6], dtype=torch.float32)[None, :, None]  # base frame -> world
+    velocity = torch.zeros(1, 4, 3)
+    for leg, foot in enumerate(FEET):
+        v = np.zeros(6)
+        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, model.site(f"{foot}_foot").id, v, 0)
+        velocity[0, leg] = torch.tensor(v[3:], dtype=torch.float32)
+    com = torch.tensor(data.subtree_com[1], dtype=torch.float32)[None]
+    return QuadrupedState(rotation, omega.squeeze(-1), com, feet, velocity, anchors, axes)
+
+
 def _trot(seconds: float, frequency: float) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """Closes the loop in MuJoCo C: the body controller holds the base at its standing height,
-    level and heading as it started, the gait clock trots at `frequency` (0: stand), swinging
-    feet follow swing trajectories to below their thighs by Cartesian PD through J'. Returns the
-    base's heights and tilts (rad) over time, the feet's largest slip while standing still (m) and
-    the highest a foot rose off the floor (m)."""
+    """Closes the loop in MuJoCo C with `QuadrupedController` under a fixed high-level command:
+    hold the center of mass at its standing height (PD), the base level and heading as it started,
+    trot at `frequency` (0: stand on all four feet), step to below the thighs. Returns the base's
+    heights and tilts (rad) over time, the feet's largest slip when standing (m) and the highest a
+    foot rose off the floor (m)."""
     model = _anymal_with_motors()
     data = _standing(model)
-    cfg = _body_cfg(model)
     dt = model.opt.timestep
-    controller = BodyController(cfg, 1, 4)
-    clock = GaitClock(1, TROT, duty=0.5)
+    offsets = TROT if frequency else (0.0, 0.0, 0.0, 0.0)  # all in phase and stopped: four feet stand
+    controller = QuadrupedController(QuadrupedCfg(_body_cfg(model), offsets=offsets), 1, 4)
     height = float(data.subtree_com[1][2])
-    level = yaw_rotation(torch.zeros(1))
-    sites = [model.site(f"{foot}_foot").id for foot in FEET]
     thighs = [model.body(f"{foot}_THIGH").id for foot in FEET]  # the feet stand below the thighs
-    ground = float(data.site_xpos[sites[0], 2])
-    _, _, feet = _legs(model, data)
-    start = feet.clone()
+    ground = float(_legs(model, data)[2][0, 0, 2])
+    first = _legs(model, data)[2]
     heights, tilts, slip, lift = [], [], 0.0, 0.0
     for _ in range(round(seconds / dt)):
-        anchors, axes, feet = _legs(model, data)
-        rotation = torch.tensor(data.xmat[1].reshape(3, 3), dtype=torch.float32)[None]
-        com = torch.tensor(data.subtree_com[1], dtype=torch.float32)[None]
-        com_vel = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's: close enough
-        omega = rotation @ torch.tensor(data.qvel[3:6], dtype=torch.float32)[None, :, None]  # body -> world
-        lin_acc = 100.0 * (torch.tensor([[0.0, 0.0, height]]) - com) * torch.tensor([0.0, 0.0, 1.0]) - 20.0 * com_vel
-        ang_acc = attitude_pd(rotation, omega.squeeze(-1), level, torch.zeros(1, 3), kp=300.0, kd=30.0)
-        lifted = clock.advance(frequency, dt) if frequency else torch.zeros(1, 4, dtype=torch.bool)
-        stance = clock.stance() if frequency else torch.ones(1, 4, dtype=torch.bool)
-        start = torch.where(lifted[..., None], feet, start)
-        forces, _ = controller.forces(rotation, lin_acc, ang_acc, feet - com[:, None], stance)
-        jacobians = leg_jacobians(anchors, axes, feet)
-        below = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None].clone()
-        below[..., 2] = ground
-        target, target_vel = swing_trajectory(
-            start, below, clock.swing_progress(), 0.08, clock.swing_time(max(frequency, 1.0))
+        state = _state(model, data)
+        com_velocity = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's: close enough
+        footholds = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None].clone()
+        footholds[..., 2] = ground
+        command = QuadrupedCommand(
+            com_acceleration=100.0 * (height - state.com) * torch.tensor([0.0, 0.0, 1.0]) - 20.0 * com_velocity,
+            frequency=torch.tensor([frequency]),
+            footholds=footholds,
+            target_rotation=yaw_rotation(torch.zeros(1)),
         )
-        foot_vel = torch.zeros(1, 4, 3)
-        for leg, site in enumerate(sites):
-            v = np.zeros(6)
-            mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, site, v, 0)
-            foot_vel[0, leg] = torch.tensor(v[3:], dtype=torch.float32)
-        swing_force = 800.0 * (target - feet) + 30.0 * (target_vel - foot_vel)
-        push = torch.where(stance[..., None], -forces, swing_force)
-        data.ctrl[:] = joint_torques(jacobians, push).flatten().numpy()
+        output = controller.step(state, command, dt)
+        data.ctrl[:] = output.torques[0].numpy()
         mujoco.mj_step(model, data)
         heights.append(data.subtree_com[1][2])
         tilts.append(math.acos(min(1.0, data.xmat[1][8])))
-        lift = max(lift, float(feet[..., 2].max()) - ground)
-        if not frequency:
-            slip = max(slip, float((feet - start)[..., :2].norm(dim=-1).max()))
+        lift = max(lift, float(state.feet[..., 2].max()) - ground)
+        slip = max(slip, float((state.feet - first)[..., :2].norm(dim=-1).max()))
     return np.array(heights), np.array(tilts), slip, lift
 
 
@@ -214,3 +211,26 @@ def test_the_controllers_trot_a_torque_controlled_anymal_in_place() -> None:
     heights, tilts, _, lift = _trot(3.0, 2.0)
     assert np.abs(heights - heights[0]).max() < 0.05 and tilts.max() < 0.05
     assert lift > 0.05, "the swinging feet rise toward the swing's 8 cm"
+
+
+def test_a_reset_restarts_the_gait_and_takes_new_lift_off_points() -> None:
+    model = _anymal_with_motors()
+    data = _standing(model)
+    controller = QuadrupedController(QuadrupedCfg(_body_cfg(model)), 2, 4)
+    state = _state(model, data)
+    state = QuadrupedState(*(torch.cat((v, v)) for v in vars(state).values()))
+    command = QuadrupedCommand(
+        com_acceleration=torch.zeros(2, 3),
+        frequency=torch.tensor([2.0, 2.0]),
+        footholds=state.feet.clone(),
+        target_rotation=yaw_rotation(torch.zeros(2)),
+    )
+    controller.step(state, command, 0.1)
+    torch.testing.assert_close(controller.liftoff, state.feet, msg="the first step takes every foot where it is")
+    moved = QuadrupedState(**(vars(state) | {"feet": state.feet + 0.05}))
+    controller.reset(torch.tensor([True, False]))
+    out = controller.step(moved, command, 0.1)
+    torch.testing.assert_close(controller.clock.phase, torch.tensor([0.2, 0.4]))
+    torch.testing.assert_close(controller.liftoff[0], moved.feet[0])
+    torch.testing.assert_close(controller.liftoff[1], state.feet[1], msg="the other robot keeps its lift-off points")
+    assert out.torques.shape == (2, 12) and out.stance.shape == (2, 4) and torch.isfinite(out.torques).all()
