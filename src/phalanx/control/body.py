@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from phalanx.control.force_qp import force_distribution_qp
+from phalanx.control.force_qp import ForceDistributionQP
 from phalanx.control.qp import BatchedQP, QPSettings, QPSolution
 
 
@@ -43,6 +43,9 @@ class BodyController:
     ):
         self.cfg = cfg
         self.qp = BatchedQP(num_envs, 3 * num_feet, 5 * num_feet, cfg.qp, compile, device=device)
+        self.problem = ForceDistributionQP(
+            num_feet, cfg.mu, cfg.f_max, cfg.wrench_weights, cfg.regularization, device=device
+        )
         self.inertia = torch.diag(torch.tensor(cfg.inertia, device=device))
         self.gravity = torch.tensor((0.0, 0.0, cfg.gravity), device=device)
 
@@ -71,10 +74,8 @@ class BodyController:
         produce `wrench(rotation, linear_acc, angular_acc)` within the friction pyramids and
         force limits, for feet at `feet` (B, feet, 3) relative to the center of mass and
         standing where `stance` (B, feet); and the QP's solution (residuals, flags)."""
-        cfg = self.cfg
         wrench = self.wrench(rotation, linear_acc, angular_acc)
-        problem = force_distribution_qp(feet, wrench, stance, cfg.mu, cfg.f_max, cfg.wrench_weights, cfg.regularization)
-        solution = self.qp.solve(*problem)
+        solution = self.qp.solve(*self.problem(feet, wrench, stance))
         return solution.x.view(feet.shape) * stance[..., None], solution
 
 

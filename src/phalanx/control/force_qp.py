@@ -21,6 +21,54 @@ def skew(p: torch.Tensor) -> torch.Tensor:
     return torch.stack((zero, -z, y, z, zero, -x, -y, x, zero), dim=-1).unflatten(-1, (3, 3))
 
 
+class ForceDistributionQP:
+    """Builds the QP of each of B robots with `num_feet` feet (k), from constants made once, so a
+    call is graph-safe device work. Friction pyramids of slope `mu`, normal forces up to `f_max`
+    (N) on standing feet, wrench errors weighted by `wrench_weights` (force, then torque), |f|^2
+    by `regularization`."""
+
+    def __init__(
+        self,
+        num_feet: int,
+        mu: float,
+        f_max: float,
+        wrench_weights: tuple[float, ...] = (1.0, 1.0, 1.0, 10.0, 10.0, 10.0),
+        regularization: float = 1e-3,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ):
+        k = num_feet
+        self.f_max = f_max
+        self.eye = torch.eye(3, dtype=dtype, device=device)
+        self.weights = torch.tensor(wrench_weights, dtype=dtype, device=device)
+        self.regularization = regularization * torch.eye(3 * k, dtype=dtype, device=device)
+        # One foot's rows: +-f_x - mu f_z <= 0, +-f_y - mu f_z <= 0, then 0 <= f_z <= f_max.
+        pyramid = torch.tensor([[1, 0, -mu], [-1, 0, -mu], [0, 1, -mu], [0, -1, -mu]], dtype=dtype, device=device)
+        self.A = torch.zeros(5 * k, 3 * k, dtype=dtype, device=device)
+        for i in range(k):
+            self.A[4 * i : 4 * i + 4, 3 * i : 3 * i + 3] = pyramid
+            self.A[4 * k + i, 3 * i + 2] = 1.0
+
+    def __call__(
+        self, feet: torch.Tensor, wrench: torch.Tensor, stance: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`feet` (B, k, 3) positions relative to the center of mass (world axes, m), `wrench`
+        (B, 6) the desired force (N) and torque (N m) about the center of mass, `stance` (B, k)
+        bool. Returns H (B, 3k, 3k), g (B, 3k), A (5k, 3k), one matrix for every problem (4k
+        friction rows, then k normal-force rows), l and u (B, 5k)."""
+        B, k, _ = feet.shape
+        G = torch.cat((self.eye.expand(B, k, 3, 3), skew(feet)), dim=-2)  # (B, k, 6, 3): foot i's block
+        G = G.permute(0, 2, 1, 3).reshape(B, 6, 3 * k)
+        S = self.weights
+        H = 2.0 * (G.mT @ (S[:, None] * G) + self.regularization)
+        g = -2.0 * (G.mT @ (S * wrench)[..., None]).squeeze(-1)
+        l = torch.cat(
+            (torch.full((B, 4 * k), -float("inf"), dtype=H.dtype, device=H.device), torch.zeros_like(g[:, :k])), 1
+        )
+        u = torch.cat((torch.zeros_like(l[:, : 4 * k]), torch.where(stance, self.f_max, 0.0).to(H.dtype)), dim=1)
+        return H, g, self.A, l, u
+
+
 def force_distribution_qp(
     feet: torch.Tensor,
     wrench: torch.Tensor,
@@ -30,25 +78,7 @@ def force_distribution_qp(
     wrench_weights: tuple[float, ...] = (1.0, 1.0, 1.0, 10.0, 10.0, 10.0),
     regularization: float = 1e-3,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The QP of each of B robots with k feet: `feet` (B, k, 3) positions relative to the center
-    of mass (world axes, m), `wrench` (B, 6) the desired force (N) and torque (N m) about the
-    center of mass, `stance` (B, k) bool. Returns H (B, 3k, 3k), g (B, 3k), A (5k, 3k), one
-    matrix for every problem (4k friction rows, then k normal-force rows), l and u (B, 5k)."""
-    B, k, _ = feet.shape
-    dtype, device = wrench.dtype, wrench.device
-    eye = torch.eye(3, dtype=dtype, device=device)
-    G = torch.cat((eye.expand(B, k, 3, 3), skew(feet)), dim=-2)  # (B, k, 6, 3): foot i's block
-    G = G.permute(0, 2, 1, 3).reshape(B, 6, 3 * k)
-    S = torch.tensor(wrench_weights, dtype=dtype, device=device)
-    H = 2.0 * (G.mT @ (S[:, None] * G) + regularization * torch.eye(3 * k, dtype=dtype, device=device))
-    g = -2.0 * (G.mT @ (S * wrench)[..., None]).squeeze(-1)
-    # One foot's rows: +-f_x - mu f_z <= 0, +-f_y - mu f_z <= 0, then 0 <= f_z <= f_max.
-    pyramid = torch.tensor([[1, 0, -mu], [-1, 0, -mu], [0, 1, -mu], [0, -1, -mu]], dtype=dtype, device=device)
-    A = torch.zeros(5 * k, 3 * k, dtype=dtype, device=device)
-    for i in range(k):
-        A[4 * i : 4 * i + 4, 3 * i : 3 * i + 3] = pyramid
-        A[4 * k + i, 3 * i + 2] = 1.0
-    inf = torch.full((B, 4 * k), float("inf"), dtype=dtype, device=device)
-    l = torch.cat((-inf, torch.zeros(B, k, dtype=dtype, device=device)), dim=1)
-    u = torch.cat((torch.zeros_like(inf), torch.where(stance.to(device), f_max, 0.0).to(dtype)), dim=1)
-    return H, g, A, l, u
+    """`ForceDistributionQP(...)(feet, wrench, stance)` for one batch of problems, its constants
+    built for this call (in `wrench`'s dtype and device)."""
+    qp = ForceDistributionQP(feet.shape[1], mu, f_max, wrench_weights, regularization, wrench.dtype, wrench.device)
+    return qp(feet, wrench, stance.to(wrench.device))

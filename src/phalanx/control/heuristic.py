@@ -44,13 +44,13 @@ def raibert_footholds(
     `velocity` (B, 3) for `time_to_touchdown` (B, k) s), half a stance (`stance_time` s) ahead
     along the velocity so the stance straddles the hip, and `gain` x (velocity - command) further
     (Raibert's rule: a foot placed beyond the neutral point slows the body down). On `ground`
-    (m, scalar or (B, k)), velocities horizontal."""
+    (m, a number or (B, k)), velocities horizontal."""
     velocity = velocity[:, None, :2]
-    stance_time = torch.as_tensor(stance_time, dtype=hips.dtype, device=hips.device)
-    stance_time = stance_time[:, None, None] if stance_time.dim() else stance_time
+    if isinstance(stance_time, torch.Tensor):
+        stance_time = stance_time[:, None, None]
     xy = hips[..., :2] + velocity * (time_to_touchdown[..., None] + stance_time / 2)
     xy = xy + gain * (velocity - command_velocity[:, None, :2])
-    z = torch.as_tensor(ground, dtype=hips.dtype, device=hips.device).expand(xy.shape[:-1])
+    z = ground.expand(xy.shape[:-1]) if isinstance(ground, torch.Tensor) else torch.full_like(xy[..., 0], ground)
     return torch.cat((xy, z[..., None]), dim=-1)
 
 
@@ -67,14 +67,13 @@ def heuristic_command(
     """The command for robots whose center of mass is at `com` (B, 3) moving at `com_velocity`
     (B, 3), hips at `hips` (B, k, 3), to move at `command_velocity` (B, 2) (world, m/s) facing
     `heading` (B,) (rad) with the fixed gait of `clock` (the controller's), `cfg.height` above
-    `ground` (m)."""
+    `ground` (m: a number, or (B, k) under the footholds)."""
     batch = com.shape[0]
     horizontal = (cfg.velocity_gain * (command_velocity - com_velocity[:, :2])).clamp(
         -cfg.max_acceleration, cfg.max_acceleration
     )
-    ground_z = torch.as_tensor(ground, dtype=com.dtype, device=com.device)
-    ground_mean = ground_z.mean(-1) if ground_z.dim() == 2 else ground_z
-    vertical = cfg.height_kp * (ground_mean + cfg.height - com[:, 2]) - cfg.height_kd * com_velocity[:, 2]
+    floor = ground.mean(-1) if isinstance(ground, torch.Tensor) else ground  # under the feet, on average
+    vertical = cfg.height_kp * (floor + cfg.height - com[:, 2]) - cfg.height_kd * com_velocity[:, 2]
     frequency = torch.full((batch,), cfg.frequency, dtype=com.dtype, device=com.device)
     swing_time = clock.swing_time(cfg.frequency)
     stance_time = clock.duty / cfg.frequency

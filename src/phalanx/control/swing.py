@@ -23,10 +23,13 @@ def swing_trajectory(
     lift_rate = 192.0 * s**2 * (1.0 - s) ** 2 * (1.0 - 2.0 * s)
     up = torch.zeros_like(start)
     up[..., 2] = 1.0
-    height = torch.as_tensor(height, dtype=start.dtype, device=start.device)
-    height = height[..., None] if height.dim() else height
+    height, duration = _per_point(height), _per_point(duration)
     position = start + (target - start) * blend + height * lift * up
-    duration = torch.as_tensor(duration, dtype=start.dtype, device=start.device)
-    duration = duration[..., None] if duration.dim() else duration
     velocity = ((target - start) * blend_rate + height * lift_rate * up) / duration
     return position, velocity
+
+
+def _per_point(value: torch.Tensor | float) -> torch.Tensor | float:
+    """A per-point tensor with a trailing axis to broadcast over x, y, z; a number as it is (a
+    host number becomes no host-to-device copy, which a CUDA graph capture would refuse)."""
+    return value[..., None] if isinstance(value, torch.Tensor) and value.dim() else value
