@@ -90,7 +90,8 @@ def attitude_pd(
     """(B, 3) an angular acceleration (world, rad/s^2) that turns the base from `rotation` toward
     `target` (B, 3, 3 each, base to world): kp e + kd (target_angular_velocity - angular_velocity),
     with e = sin(angle) x axis of the rotation from the base to the target (the exact rotation
-    vector for small errors; it keeps turning the right way up to a quarter turn)."""
+    vector for small errors; it turns the right way up to a half turn, most strongly at a
+    quarter)."""
     error = target @ rotation.mT
     skew = 0.5 * (error - error.mT)
     e = torch.stack((skew[..., 2, 1], skew[..., 0, 2], skew[..., 1, 0]), dim=-1)

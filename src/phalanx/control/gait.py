@@ -52,3 +52,7 @@ class GaitClock:
     def swing_time(self, frequency: torch.Tensor | float) -> torch.Tensor | float:
         """Seconds a swing lasts at `frequency` (cycles per second, > 0)."""
         return (1.0 - self.duty) / frequency
+
+    def swing_rate(self, frequency: torch.Tensor | float) -> torch.Tensor | float:
+        """How fast `swing_progress` advances at `frequency` (cycles per second, >= 0): per second."""
+        return frequency / (1.0 - self.duty)

@@ -26,7 +26,7 @@ class HeuristicCfg:
     height_kd: float = 20.0
     """Vertical acceleration per m/s of vertical velocity (1/s)."""
     max_acceleration: float = 4.0
-    """Largest horizontal acceleration asked for (m/s^2)."""
+    """Largest horizontal acceleration asked for, per axis (m/s^2)."""
     raibert_gain: float = 0.05
     """How far a foothold moves per m/s of velocity error, toward the error (s)."""
 
@@ -68,6 +68,8 @@ def heuristic_command(
     (B, 3), hips at `hips` (B, k, 3), to move at `command_velocity` (B, 2) (world, m/s) facing
     `heading` (B,) (rad) with the fixed gait of `clock` (the controller's), `cfg.height` above
     `ground` (m: a number, or (B, k) under the footholds)."""
+    if isinstance(ground, torch.Tensor) and ground.dim() != 2:
+        raise ValueError(f"heuristic_command: ground must be a number or (B, k), got shape {tuple(ground.shape)}")
     batch = com.shape[0]
     horizontal = (cfg.velocity_gain * (command_velocity - com_velocity[:, :2])).clamp(
         -cfg.max_acceleration, cfg.max_acceleration

@@ -33,8 +33,6 @@ class QuadrupedCfg:
     """Stiffness of the base's attitude control (rad/s^2 per rad), added to the commanded turn."""
     attitude_kd: float = 30.0
     """Its damping (rad/s^2 per rad/s)."""
-    min_frequency: float = 0.5
-    """The slowest gait (cycles/s): a swing's duration is taken at no less than this."""
 
 
 @dataclass
@@ -64,7 +62,8 @@ class QuadrupedCommand:
     com_acceleration: torch.Tensor
     """(B, 3) the center of mass's acceleration (m/s^2, world)."""
     frequency: torch.Tensor
-    """(B,) the gait's speed (cycles/s, >= 0; 0 holds every foot where the clock stopped)."""
+    """(B,) the gait's speed (cycles/s, >= 0; 0 stops the clock: standing feet stand, swinging
+    feet hold where their swing had come)."""
     footholds: torch.Tensor
     """(B, k, 3) where each swinging foot should land (m, world)."""
     target_rotation: torch.Tensor
@@ -98,6 +97,8 @@ class QuadrupedController:
         self._fresh = torch.ones(num_envs, dtype=torch.bool, device=device)  # lift-off points to take
 
     def reset(self, mask: torch.Tensor) -> None:
+        """Starts the robots where `mask` (num_envs,) is True anew: gait at phase 0, no QP warm
+        start, lift-off points taken at their next step."""
         self.clock.reset(mask)
         self.body.reset(mask)
         self._fresh |= mask
@@ -124,9 +125,9 @@ class QuadrupedController:
         forces, solution = self.body.forces(
             state.rotation, command.com_acceleration, turn, state.feet - state.com[:, None], stance
         )
-        duration = self.clock.swing_time(frequency.clamp(min=cfg.min_frequency))[:, None]
+        rate = self.clock.swing_rate(frequency)[:, None]  # (B, 1): every foot of a robot alike
         target, target_velocity = swing_trajectory(
-            self.liftoff, command.footholds, self.clock.swing_progress(), cfg.swing_height, duration
+            self.liftoff, command.footholds, self.clock.swing_progress(), cfg.swing_height, rate
         )
         swing = cfg.swing_kp * (target - state.feet) + cfg.swing_kd * (target_velocity - state.feet_velocity)
         push = torch.where(stance[..., None], -forces, swing)

@@ -7,11 +7,17 @@ import torch
 
 
 def swing_trajectory(
-    start: torch.Tensor, target: torch.Tensor, progress: torch.Tensor, height: torch.Tensor | float, duration
+    start: torch.Tensor,
+    target: torch.Tensor,
+    progress: torch.Tensor,
+    height: torch.Tensor | float,
+    rate: torch.Tensor | float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Where a swinging foot should be and how fast it should move: (..., 3) positions and
-    velocities (world, m and m/s) at `progress` (...) in [0, 1] of a swing of `duration` s
-    (scalar or broadcastable to `progress`) from `start` (..., 3) to `target` (..., 3).
+    velocities (world, m and m/s) at `progress` (...) in [0, 1] of a swing from `start` (..., 3)
+    to `target` (..., 3) whose progress advances by `rate` per second (1 / the swing's duration;
+    0: a stopped swing, which holds still). `height` and `rate` are numbers or tensors that
+    broadcast to `progress`'s shape.
 
     The foot moves along a minimum-jerk profile b(s) = 10 s^3 - 15 s^4 + 6 s^5 (no velocity or
     acceleration at lift-off and touch-down) and rises `height` m above the line between start
@@ -23,9 +29,9 @@ def swing_trajectory(
     lift_rate = 192.0 * s**2 * (1.0 - s) ** 2 * (1.0 - 2.0 * s)
     up = torch.zeros_like(start)
     up[..., 2] = 1.0
-    height, duration = _per_point(height), _per_point(duration)
+    height, rate = _per_point(height), _per_point(rate)
     position = start + (target - start) * blend + height * lift * up
-    velocity = ((target - start) * blend_rate + height * lift_rate * up) / duration
+    velocity = ((target - start) * blend_rate + height * lift_rate * up) * rate
     return position, velocity
 
 
