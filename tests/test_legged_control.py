@@ -17,6 +17,7 @@ from phalanx.control.heuristic import HeuristicCfg, heuristic_command, raibert_f
 from phalanx.control.legs import joint_torques, leg_jacobians
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.control.swing import swing_trajectory
+from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 
 FEET = ("LF", "RF", "LH", "RH")
 
@@ -65,11 +66,10 @@ def test_a_swing_starts_and_lands_at_rest_and_its_velocity_is_its_positions_rate
 
 
 def _anymal_with_motors() -> mujoco.MjModel:
-    """ANYmal with its position actuators turned into motors: torque = ctrl (N m), within +-80."""
+    """ANYmal with torque actuators in place of its position actuators: torque = ctrl (N m),
+    within +-80 (`ActuatorCfg` kind "torque", as a task would ask for them)."""
     spec = mujoco.MjSpec.from_file(str(asset_path("anymal.xml")))
-    for actuator in spec.actuators:
-        actuator.set_to_motor()
-        actuator.ctrlrange = (-80.0, 80.0)
+    apply_actuators(spec, [ActuatorCfg(".*", kind="torque", effort_limit=80.0)])
     return spec.compile()
 
 
