@@ -17,6 +17,7 @@ from phalanx.control.heuristic import HeuristicCfg, heuristic_command, raibert_f
 from phalanx.control.legs import joint_torques, leg_jacobians
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.control.swing import swing_trajectory
+from phalanx.envs.mdp.quadruped_control import standing_body
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 
 FEET = ("LF", "RF", "LH", "RH")
@@ -119,18 +120,8 @@ def test_leg_jacobians_match_mujocos() -> None:
 
 
 def _body_cfg(model: mujoco.MjModel) -> BodyCfg:
-    """The whole robot's mass, and its inertia about the center of mass in the home pose (diagonal)."""
-    data = _standing(model)
-    mass = float(model.body_subtreemass[1])
-    com = data.subtree_com[1]
-    inertia = np.zeros((3, 3))
-    for body in range(1, model.nbody):
-        r = data.xipos[body] - com
-        rot = data.ximat[body].reshape(3, 3)
-        inertia += rot @ np.diag(model.body_inertia[body]) @ rot.T + model.body_mass[body] * (
-            r @ r * np.eye(3) - np.outer(r, r)
-        )
-    return BodyCfg(mass=mass, inertia=tuple(float(v) for v in np.diag(inertia)))
+    """The whole robot's mass, and its inertia about the center of mass in the home pose."""
+    return standing_body(model, "base", [f"{foot}_foot" for foot in FEET])[0]
 
 
 def test_the_body_controller_holds_a_standing_robots_weight_within_the_friction_pyramids() -> None:

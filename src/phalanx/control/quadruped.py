@@ -103,6 +103,20 @@ class QuadrupedController:
         self.body.reset(mask)
         self._fresh |= mask
 
+    def _state(self) -> dict[str, torch.Tensor]:
+        qp = self.body.qp
+        return {"phase": self.clock.phase, "liftoff": self.liftoff, "fresh": self._fresh,
+                "qp_x": qp.x, "qp_y": qp.y, "qp_rho": qp.rho}  # fmt: skip
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Copies of every robot's controller state: gait phases, lift-off points, QP warm starts."""
+        return {name: value.clone() for name, value in self._state().items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Writes a `state_dict` back, in place (captured graphs stay valid)."""
+        for name, value in self._state().items():
+            value.copy_(state[name])
+
     def step(self, state: QuadrupedState, command: QuadrupedCommand, dt: float) -> QuadrupedOutput:
         """Advances the gait clocks by `dt` (s) at the commanded frequencies and returns the torques."""
         cfg = self.cfg

@@ -3,8 +3,10 @@ library (`phalanx.envs.mdp`). Registering and building tasks by name: `phalanx.r
 
 from phalanx.envs.cfg import (
     ActionCfg,
+    ActionController,
     CommandTerm,
     CommandTermCfg,
+    ControllerCfg,
     CurriculumTermCfg,
     EventTermCfg,
     LowLevelPolicyCfg,
@@ -19,8 +21,10 @@ from phalanx.envs.vec_env import VecEnv
 
 __all__ = [
     "ActionCfg",
+    "ActionController",
     "CommandTerm",
     "CommandTermCfg",
+    "ControllerCfg",
     "CurriculumTermCfg",
     "EventTermCfg",
     "LowLevelPolicyCfg",

@@ -1,5 +1,5 @@
 """An env's actions: cleaned and clipped, then either actuator targets (optionally delayed) or
-the command of a frozen low-level policy that drives the actuators itself."""
+the command of a low level that drives the actuators itself (a frozen policy or a controller)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from phalanx.envs.tensor_state import load_checked
 from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
+    from phalanx.envs.cfg import ActionController
     from phalanx.envs.low_level import LowLevelPolicy
     from phalanx.envs.task_env import TaskEnv
     from phalanx.sim import Simulator
@@ -54,10 +55,13 @@ class JointTargets:
 
 class Actions:
     """Non-finite actions become 0 (documented), then clip and scale as the `ActionCfg` says;
-    `last` keeps the clipped action (terms read it as `env.action`). Without a low-level policy
-    the action drives `joints`, after the env's drawn delay; with one it is its command."""
+    `last` keeps the clipped action (terms read it as `env.action`). Without a low level (a
+    frozen policy or a controller) the action drives `joints`, after the env's drawn delay; with
+    one it is its command."""
 
-    def __init__(self, env: TaskEnv, cfg: ActionCfg, joints: JointTargets, low_level: LowLevelPolicy | None):
+    def __init__(
+        self, env: TaskEnv, cfg: ActionCfg, joints: JointTargets, low_level: LowLevelPolicy | ActionController | None
+    ):
         self.cfg, self.joints, self.low_level = cfg, joints, low_level
         self.dim = joints.dim if low_level is None else low_level.command_dim
         n = env.num_envs

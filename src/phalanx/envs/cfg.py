@@ -168,6 +168,37 @@ class LowLevelPolicyCfg:
     decimation: int = 10
 
 
+class ActionController(Term):
+    """A model-based low level (`ControllerCfg`): the env's (clipped, scaled) actions are its
+    command, `command_dim` wide; `drive` sets the actuators from it and steps the physics, as many
+    control steps as its `ControllerCfg.decimation` says (e.g. `mdp.quadruped_control`'s QP
+    controller). Built once as `func(env, **params)`; `reset` starts the envs of a mask anew."""
+
+    command_layout: list[tuple[str, int, float]]
+    """The command's parts in order: name, width, and what one unit of the command means in the
+    part's own units (for the env's tables)."""
+    actuator_ids: torch.Tensor
+    """The actuators it drives."""
+
+    @property
+    def command_dim(self) -> int:
+        return sum(width for _, width, _ in self.command_layout)
+
+    def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class ControllerCfg:
+    """Actions command a model-based controller that drives the actuators itself: `decimation`
+    control steps per env step, each of one physics step (`sim.decimation` substeps) at the torques
+    it set (Da and Xie's RL policy over a QP controller)."""
+
+    func: type[ActionController]
+    params: dict[str, Any] = field(default_factory=dict)
+    decimation: int = 4
+
+
 @dataclass
 class ActionCfg:
     """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip), plus the driven
@@ -190,6 +221,9 @@ class ActionCfg:
     """Actions command a frozen low-level policy instead of driving actuators (see
     `LowLevelPolicyCfg`); then `actuators`, `offset` and `use_default_offset` come from its task,
     and `scale`/`clip` shape the command."""
+    controller: ControllerCfg | None = None
+    """Actions command a model-based controller instead of driving actuators (see
+    `ControllerCfg`); `scale`/`clip` shape the command, the controller picks its actuators."""
     delay_range: tuple[int, int] = (0, 0)
     """Actuation delay in env steps: each env applies the action of `delay` steps ago, `delay`
     drawn uniformly from this inclusive range at every reset (an env reset with a delay holds
@@ -260,7 +294,11 @@ class TaskCfg:
             raise ConfigError(
                 f"must be 0 <= low <= high env steps, got {self.actions.delay_range}", "env.actions.delay_range"
             )
-        if self.actions.low_level is not None:
-            check_int("env.actions.low_level.decimation", self.actions.low_level.decimation)
-            if self.actions.delay_range != (0, 0):
-                raise ConfigError("not supported with actions.low_level", "env.actions.delay_range")
+        for kind in ("low_level", "controller"):
+            low = getattr(self.actions, kind)
+            if low is not None:
+                check_int(f"env.actions.{kind}.decimation", low.decimation)
+                if self.actions.delay_range != (0, 0):
+                    raise ConfigError(f"not supported with actions.{kind}", "env.actions.delay_range")
+        if self.actions.low_level is not None and self.actions.controller is not None:
+            raise ConfigError("a task's actions command a low-level policy or a controller, not both", "env.actions")

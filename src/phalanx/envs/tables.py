@@ -23,8 +23,9 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> Table:
 def sim_summary(env: TaskEnv) -> str:
     """One line: task, envs, device, physics and env dt, episode length, buffer sizes."""
     sim = env.sim
-    low = env.cfg.actions.low_level
-    steps = f"{sim.cfg.decimation}" if low is None else f"{sim.cfg.decimation} x {low.decimation} low-level steps"
+    low = env.cfg.actions.low_level or env.cfg.actions.controller
+    kind = "low-level" if env.cfg.actions.controller is None else "control"
+    steps = f"{sim.cfg.decimation}" if low is None else f"{sim.cfg.decimation} x {low.decimation} {kind} steps"
     return (
         f"{env.cfg.name}: {env.num_envs} envs on {env.device} | physics dt {sim.dt * 1e3:.2f} ms x "
         f"{steps} = env dt {env.step_dt * 1e3:.2f} ms | episode {env.max_episode_length} steps "
@@ -47,22 +48,7 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
         ]
         title = f"Observations '{group}' shape {env.observation_spec[group]}"
         console.print(_table(title, ["#", "term", "shape", "scale", "clip", "noise"], rows))
-    actions = cfg.actions
-    title = f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action){_delay_note(actions)})"
-    if env.low_level is not None:
-        low = actions.low_level
-        source = low.checkpoint or "untrained: no checkpoint given"
-        console.print(
-            f"Actions (dim {env.action_dim}): command {low.command!r} = {actions.scale:g} * clip(action) "
-            f"of a frozen {low.task} policy ({source}), {low.decimation} low-level steps per env step"
-        )
-        actions = env.low_level.actions
-        title = f"Low-level actions (dim {env.joints.dim}, ctrl = offset + scale * clip(action))"
-    action_rows = [
-        [name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""]
-        for name in (env.sim.actuator_names[i] for i in env.joints.actuator_ids.tolist())
-    ]
-    console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], action_rows))
+    _print_actions(env, console)
     reward_note = f" x env dt {env.step_dt:g} s" if cfg.reward_scale_by_dt else ""
     console.print(
         _table(
@@ -94,3 +80,32 @@ def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
 def _delay_note(actions) -> str:
     low, high = actions.delay_range
     return "" if high == 0 else f", delayed {low}-{high} env steps"
+
+
+def _print_actions(env: TaskEnv, console: Console) -> None:
+    """The actions' table: the actuators they drive, or the command of the low level that does."""
+    actions = env.cfg.actions
+    if actions.controller is not None:
+        controller = actions.controller
+        title = (
+            f"Actions (dim {env.action_dim}): the command of {controller.func.__name__} = part scale x "
+            f"{actions.scale:g} x clip(action), {controller.decimation} control steps per env step"
+        )
+        rows = [[name, str(width), f"{scale:g}"] for name, width, scale in env.low_level.command_layout]
+        console.print(_table(title, ["#", "part", "dim", "scale"], rows))
+        names = ", ".join(env.sim.actuator_names[i] for i in env.low_level.actuator_ids.tolist())
+        console.print(f"The controller drives the actuators {names}")
+        return
+    names = [env.sim.actuator_names[i] for i in env.joints.actuator_ids.tolist()]
+    title = f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action){_delay_note(actions)})"
+    if actions.low_level is not None:
+        low = actions.low_level
+        source = low.checkpoint or "untrained: no checkpoint given"
+        console.print(
+            f"Actions (dim {env.action_dim}): command {low.command!r} = {actions.scale:g} * clip(action) "
+            f"of a frozen {low.task} policy ({source}), {low.decimation} low-level steps per env step"
+        )
+        actions = env.low_level.actions
+        title = f"Low-level actions (dim {env.joints.dim}, ctrl = offset + scale * clip(action))"
+    rows = [[name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""] for name in names]
+    console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], rows))

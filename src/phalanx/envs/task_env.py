@@ -10,7 +10,7 @@ import torch
 from phalanx.envs.actions import Actions, JointTargets
 from phalanx.envs.broken_worlds import BrokenWorlds
 from phalanx.envs.captured_step import CapturedStep
-from phalanx.envs.cfg import CommandTerm, TaskCfg
+from phalanx.envs.cfg import ActionController, CommandTerm, TaskCfg
 from phalanx.envs.low_level import LowLevelPolicy, LowLevelSource
 from phalanx.envs.names import matching_ids, matching_indices
 from phalanx.envs.schedules import Commands, Curriculum, Events
@@ -18,6 +18,7 @@ from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.tables import print_term_tables
 from phalanx.envs.tensor_state import load_checked
 from phalanx.envs.term_group import Metrics, ObservationGroup, Rewards, Terminations, rows
+from phalanx.envs.terms import bind_term
 from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
@@ -73,7 +74,8 @@ class TaskEnv(VecEnv):
         edit = None if self.terrain is None else self.terrain.add_to
         model = build_model(cfg.model, cfg.actuators, edit, cfg.cameras)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
-        hierarchy = 1 if cfg.actions.low_level is None else cfg.actions.low_level.decimation
+        low = cfg.actions.low_level or cfg.actions.controller
+        hierarchy = 1 if low is None else low.decimation
         self.step_dt = self.sim.dt * cfg.sim.decimation * hierarchy
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
@@ -89,8 +91,13 @@ class TaskEnv(VecEnv):
         self.commands = Commands(self, cfg.commands)
         # The actuators the actions drive: the task's own, or those of its low-level policy's task.
         self.joints = JointTargets(self.sim, cfg.actions if low_level is None else low_level.env_cfg.actions, device)
-        policy = None if low_level is None else LowLevelPolicy(self, cfg.actions.low_level, low_level)
-        self.actions = Actions(self, cfg.actions, self.joints, policy)
+        if low_level is not None:
+            lower = LowLevelPolicy(self, cfg.actions.low_level, low_level)
+        elif cfg.actions.controller is not None:
+            lower = bind_term(self, cfg.actions.controller.func, cfg.actions.controller.params)
+        else:
+            lower = None
+        self.actions = Actions(self, cfg.actions, self.joints, lower)
         self.action_dim = self.actions.dim
         self.observations = {
             group: ObservationGroup(self, terms, f"observations/{group}") for group, terms in cfg.observations.items()
@@ -127,7 +134,8 @@ class TaskEnv(VecEnv):
         return self.actions.last
 
     @property
-    def low_level(self) -> LowLevelPolicy | None:
+    def low_level(self) -> LowLevelPolicy | ActionController | None:
+        """What the actions command, if not the actuators: a frozen policy or a controller."""
         return self.actions.low_level
 
     def reset(self, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:

@@ -151,6 +151,8 @@ class Simulator:
         self.xmat = t(d.xmat)  # (num_envs, nbody, 3, 3) body rotation matrices, world
         self.site_xpos = t(d.site_xpos)  # (num_envs, nsite, 3) site positions, world
         self.site_xmat = t(d.site_xmat)  # (num_envs, nsite, 3, 3) site rotation matrices, world
+        self.xanchor = t(d.xanchor)  # (num_envs, njnt, 3) joint anchor positions, world
+        self.xaxis = t(d.xaxis)  # (num_envs, njnt, 3) joint axes (unit), world
         self.subtree_com = t(d.subtree_com)  # (num_envs, nbody, 3) center of mass of each body's subtree, world
         self.cvel = t(d.cvel)  # (num_envs, nbody, 6) com-based velocity (rot, lin)
         self.cfrc_int = t(d.cfrc_int)  # (num_envs, nbody, 6) wrench from parent (torque, force); body_forces

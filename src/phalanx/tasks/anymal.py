@@ -48,14 +48,14 @@ the terrain one such world, reset only once it went NaN, made three iterations' 
 
 def anymal_flat_cfg() -> TaskCfg:
     """Follow a commanded base velocity (forward, lateral, yaw rate) on flat ground."""
-    return _velocity_cfg("quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)")
+    return velocity_cfg("quadruped tracks a velocity command (Isaac-Velocity-Flat-Anymal-C-v0)")
 
 
 def anymal_rough_cfg() -> TaskCfg:
     """The same on rough terrain (stairs, slopes, rough ground, obstacles) with a height scan in
     the observation and the terrain curriculum; Isaac Lab's rough weights (lighter torque
     penalty, less air-time reward, no flat-orientation penalty)."""
-    cfg = _velocity_cfg("quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)")
+    cfg = velocity_cfg("quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)")
     cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
     cfg.rewards["dof_torques_l2"].weight = -1.0e-5
     cfg.rewards["feet_air_time"].weight = 0.125
@@ -74,7 +74,8 @@ def anymal_rough_cfg() -> TaskCfg:
     return cfg
 
 
-def _velocity_cfg(description: str) -> TaskCfg:
+def velocity_cfg(description: str) -> TaskCfg:
+    """The flat-ground velocity task (anymal-flat) under another `description`."""
     return TaskCfg(
         description=description,
         model=asset_path("anymal.xml"),

@@ -1,0 +1,210 @@
+"""A quadruped's actions through the two-level controller of `phalanx.control` (Da and Xie): the
+heuristic high level (fixed trot, Raibert footholds, a center-of-mass acceleration that follows
+the velocity command) plus the policy's corrections to each of its outputs, then the QP body
+controller and swing legs turn them into joint torques at every physics step. With zero
+actions the robot walks as the heuristic controller alone (the baseline)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import mujoco
+import mujoco_warp as mjw
+import numpy as np
+import torch
+
+from phalanx.control.body import BodyCfg, yaw_rotation
+from phalanx.control.heuristic import HeuristicCfg, heuristic_command
+from phalanx.control.legs import leg_jacobians
+from phalanx.control.quadruped import QuadrupedCfg, QuadrupedController, QuadrupedState
+from phalanx.envs.cfg import ActionController
+from phalanx.envs.mdp import state
+from phalanx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+def standing_body(mjm: mujoco.MjModel, root: str, feet: list[str]) -> tuple[BodyCfg, float]:
+    """The body controller's model of a robot standing in its home pose (keyframe "home", else
+    qpos0) with its lowest foot site on z = 0: the whole robot's mass and its principal moments of
+    inertia about the center of mass in the base's frame (diagonal of the composite inertia), and
+    the center of mass's height above the feet's sites (m)."""
+    data = mujoco.MjData(mjm)
+    key = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_KEY, "home")
+    if key >= 0:
+        mujoco.mj_resetDataKeyframe(mjm, data, key)
+    mujoco.mj_forward(mjm, data)
+    body = mjm.body(root).id
+    com = data.subtree_com[body]
+    inertia = np.zeros((3, 3))
+    for b in range(1, mjm.nbody):
+        r = data.xipos[b] - com
+        rot = data.ximat[b].reshape(3, 3)
+        inertia += rot @ np.diag(mjm.body_inertia[b]) @ rot.T + mjm.body_mass[b] * (r @ r * np.eye(3) - np.outer(r, r))
+    base = data.xmat[body].reshape(3, 3)
+    inertia = base.T @ inertia @ base
+    height = float(com[2] - min(data.site_xpos[mjm.site(f).id, 2] for f in feet))
+    cfg = BodyCfg(mass=float(mjm.body_subtreemass[body]), inertia=tuple(float(v) for v in np.diag(inertia)))
+    return cfg, height
+
+
+class quadruped_control(ActionController):  # noqa: N801 (terms are named like functions)
+    """The env's actions correct the heuristic high level's command: in order, its center of
+    mass's acceleration (m/s^2) and the base's angular acceleration (rad/s^2), both in the base's
+    yaw frame, its gait frequency (Hz), and each foot's foothold (x, y in the base's yaw frame, m;
+    feet in the order of `legs`), one unit of action being each part's `*_scale`. Every
+    control step the `QuadrupedController` turns the corrected command into the torques of the
+    legs' torque actuators and steps the physics. The velocity command `command` (base frame:
+    forward, lateral, yaw rate) is what the heuristic follows.
+
+    Legs are named `legs`; leg L's joints are "{L}_{joint}" for `joints` (hip to foot), its foot
+    the site `foot.format(leg=L)` (a sphere's centre, of radius `foot_radius`), its hip the body
+    `hip.format(leg=L)`. Ground heights come from the env's terrain (or z = 0) under the feet and
+    the footholds. Once per env step, before the first control step, the poses are recomputed
+    from the state (after resets); later control steps read the poses of the physics step
+    before, as MuJoCo's step leaves them."""
+
+    def __init__(
+        self,
+        env: TaskEnv,
+        command: str = "base_velocity",
+        legs: tuple[str, ...] = ("LF", "RF", "LH", "RH"),
+        joints: tuple[str, ...] = ("HAA", "HFE", "KFE"),
+        foot: str = "{leg}_foot",
+        hip: str = "{leg}_THIGH",
+        root: str = "base",
+        frequency: float = 2.0,
+        acceleration_scale: float = 2.0,
+        angular_scale: float = 4.0,
+        frequency_scale: float = 0.5,
+        foothold_scale: float = 0.1,
+    ):
+        sim = env.sim
+        if sim.root_dofadr is None:
+            raise ConfigError(f"task {env.cfg.name!r}: the quadruped controller needs a free-floating base")
+        names = [f"{leg}_{joint}" for leg in legs for joint in joints]
+        missing = [n for n in names if n not in sim.joint_names]
+        if missing:
+            raise ConfigError(f"joints {missing} not in the model", "env.actions.controller.params.joints")
+        joint_ids = [sim.joint_names.index(n) for n in names]
+        actuated = sim.actuator_joint_ids.tolist()
+        undriven = [n for n, j in zip(names, joint_ids, strict=True) if j not in actuated]
+        if undriven:
+            raise ConfigError(f"joints {undriven} have no actuator", "env.actuators")
+        self.actuator_ids = torch.tensor([actuated.index(j) for j in joint_ids], dtype=torch.long, device=env.device)
+        mj_joints = [sim.mjm.joint(n).id for n in names]
+        self._joint_ids = torch.tensor(mj_joints, dtype=torch.long, device=env.device).view(len(legs), len(joints))
+        self._dofs = sim.joint_dofadr[torch.tensor(joint_ids, device=env.device)].view(len(legs), len(joints))
+        feet = [foot.format(leg=leg) for leg in legs]
+        self._feet = sim.site_ids(feet)
+        self._hips = sim.body_ids([hip.format(leg=leg) for leg in legs])
+        self._root = int(sim.body_ids([root])[0])
+        self.radius = float(sim.mjm.site_size[int(self._feet[0]), 0])
+        body, height = standing_body(sim.mjm, root, feet)
+        self.controller = QuadrupedController(QuadrupedCfg(body), env.num_envs, len(legs), env.device)
+        self.heuristic = HeuristicCfg(height=height, frequency=frequency)
+        self.command = command
+        self.command_layout = [
+            ("com_acceleration", 3, acceleration_scale),
+            ("angular_acceleration", 3, angular_scale),
+            ("frequency", 1, frequency_scale),
+            ("footholds", 2 * len(legs), foothold_scale),
+        ]
+        self.scales = torch.tensor(
+            [scale for _, width, scale in self.command_layout for _ in range(width)], device=env.device
+        )
+        self.dt = sim.dt * sim.cfg.decimation
+        self.infeasible = torch.zeros(env.num_envs, device=env.device)
+        """(num_envs,) share of the last env step's control steps whose force QP was infeasible."""
+        env.command(command)  # names the command or raises
+        self._sim = sim
+        sim.add_step_work(self._kinematics)
+
+    def _kinematics(self) -> None:
+        """Poses and subtree centers of mass from the current qpos (Warp work, `Simulator.launch`)."""
+        mjw.kinematics(self._sim.model, self._sim.data)
+        mjw.com_pos(self._sim.model, self._sim.data)
+
+    def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
+        sim = env.sim
+        sim.launch(self._kinematics)
+        correction = self.scales * command
+        decimation = env.cfg.actions.controller.decimation
+        self.infeasible.zero_()
+        for _ in range(decimation):
+            robot = self._state(env)
+            out = self.controller.step(robot, self._command(env, robot, correction), self.dt)
+            sim.ctrl[:, self.actuator_ids] = out.torques
+            self.infeasible += out.qp.primal_infeasible.float() / decimation
+            sim.step()
+
+    def _state(self, env: TaskEnv) -> QuadrupedState:
+        sim = env.sim
+        rotation = sim.xmat[:, self._root]
+        d = sim.root_dofadr
+        omega = (rotation @ sim.qvel[:, d + 3 : d + 6, None]).squeeze(-1)  # base frame -> world
+        anchors, axes = sim.xanchor[:, self._joint_ids], sim.xaxis[:, self._joint_ids]
+        feet = sim.site_xpos[:, self._feet]
+        # A foot's velocity: the base's motion at the foot, plus its own leg's joints'.
+        lever = feet - sim.xpos[:, self._root, None]
+        legs = (leg_jacobians(anchors, axes, feet) @ sim.qvel[:, self._dofs, None]).squeeze(-1)
+        velocity = sim.qvel[:, None, d : d + 3] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
+        com = sim.subtree_com[:, self._root]
+        return QuadrupedState(rotation, omega, com, feet, velocity + legs, anchors, axes)
+
+    def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor):
+        sim = env.sim
+        d = sim.root_dofadr
+        yaw = torch.atan2(robot.rotation[:, 1, 0], robot.rotation[:, 0, 0])
+        heading = yaw_rotation(yaw)  # (B, 3, 3) base yaw frame -> world
+        asked = env.command(self.command)  # (B, 3) forward, lateral (m/s), yaw rate (rad/s)
+        velocity = (heading[:, :2, :2] @ asked[:, :2, None]).squeeze(-1)
+        ground = self._ground(env, robot.feet[..., :2])
+        out = heuristic_command(
+            self.heuristic, self.controller.clock, robot.com, sim.qvel[:, d : d + 3],
+            sim.xpos[:, self._hips], velocity, yaw, ground,
+        )  # fmt: skip
+        turn = torch.cat((torch.zeros_like(asked[:, :2]), asked[:, 2:]), dim=-1) * self.controller.cfg.attitude_kd
+        c = correction
+        out.com_acceleration = out.com_acceleration + (heading @ c[:, 0:3, None]).squeeze(-1)
+        out.angular_acceleration = turn + (heading @ c[:, 3:6, None]).squeeze(-1)
+        out.frequency = out.frequency + c[:, 6]
+        shift = heading[:, None, :2, :2] @ c[:, 7:].view(-1, robot.feet.shape[1], 2, 1)
+        xy = out.footholds[..., :2] + shift.squeeze(-1)
+        out.footholds = torch.cat((xy, self._ground(env, xy)[..., None]), dim=-1)
+        return out
+
+    def _ground(self, env: TaskEnv, xy: torch.Tensor) -> torch.Tensor:
+        """(B, k) the height (m) a foot's centre has standing at the points `xy` (B, k, 2)."""
+        if env.terrain is None:
+            return torch.full_like(xy[..., 0], self.radius)
+        return env.terrain.height_at(xy) + self.radius
+
+    def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        self.controller.reset(mask)
+        self.infeasible.masked_fill_(mask, 0.0)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.controller.state_dict() | {"infeasible": self.infeasible.clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        self.controller.load_state_dict(state)
+        self.infeasible.copy_(state["infeasible"])
+
+
+def gait_phase(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 2) sine and cosine of the quadruped controller's gait phase."""
+    phase = 2 * math.pi * _controller(env).controller.clock.phase
+    return torch.stack((phase.sin(), phase.cos()), dim=-1)
+
+
+def qp_infeasible(env: TaskEnv) -> torch.Tensor:
+    """(num_envs,) share of the env step's control steps whose force QP was infeasible (metric)."""
+    return _controller(env).infeasible
+
+
+def _controller(env: TaskEnv) -> quadruped_control:
+    if not isinstance(env.low_level, quadruped_control):
+        raise ConfigError(f"task {env.cfg.name!r}: its actions do not drive quadruped_control", "env.actions")
+    return env.low_level

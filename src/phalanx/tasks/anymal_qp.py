@@ -1,0 +1,37 @@
+"""The ANYmal-C-like quadruped under a two-level controller (Da and Xie): torque actuators, and a
+policy whose actions correct the heuristic high level's command (center-of-mass acceleration,
+gait frequency, footholds) that the QP body controller and the swing legs turn into torques at
+every physics step (`mdp.quadruped_control`). With zero actions it walks as the heuristic alone."""
+
+from __future__ import annotations
+
+from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
+from phalanx.envs.mdp import quadruped_control
+from phalanx.registry import register
+from phalanx.sim.actuators import ActuatorCfg
+from phalanx.tasks.anymal import velocity_cfg, velocity_play_cfg, velocity_train_cfg
+
+EFFORT_LIMIT = 80.0
+"""ANYmal C's joint torque limit (N m)."""
+
+
+def anymal_qp_cfg() -> TaskCfg:
+    """Follow a commanded base velocity on flat ground through the QP controller."""
+    cfg = velocity_cfg("quadruped tracks a velocity command through a QP body controller (RL over QP)")
+    cfg.actuators = [ActuatorCfg(".*", kind="torque", effort_limit=EFFORT_LIMIT)]
+    # One physics step per control step: the controller sets the torques at 200 Hz, the policy
+    # corrects its command at 50 Hz.
+    cfg.sim.decimation = 1
+    cfg.actions = ActionCfg(controller=ControllerCfg(func=quadruped_control.quadruped_control, decimation=4))
+    cfg.observations["policy"]["gait_phase"] = ObsTermCfg(func=quadruped_control.gait_phase)
+    del cfg.rewards["feet_air_time"]  # the gait clock lifts the feet
+    cfg.metrics["qp_infeasible"] = MetricTermCfg(func=quadruped_control.qp_infeasible)
+    return cfg
+
+
+register(
+    "anymal-qp",
+    env_cfg=anymal_qp_cfg,
+    train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
+    play_cfg=velocity_play_cfg,
+)
