@@ -19,11 +19,11 @@ from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedController, QuadrupedState
 from phalanx.envs.cfg import ActionController
-from phalanx.envs.mdp import state
 from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
+
 
 def standing_body(mjm: mujoco.MjModel, root: str, feet: list[str]) -> tuple[BodyCfg, float]:
     """The body controller's model of a robot standing in its home pose (keyframe "home", else
