@@ -37,6 +37,22 @@ def test_difficulty_rises_along_the_rows() -> None:
     assert np.all(t.heights[:, t.tile_types.index("flat") * px + 5] == 0.0)
 
 
+def test_random_stones_get_smaller_sparser_and_more_uneven_with_difficulty() -> None:
+    coverage, spread = [], []
+    for difficulty in (0.0, 0.5, 1.0):
+        h = SUB_TERRAINS["random_stones"](81, 0.1, difficulty, np.random.default_rng(0))
+        center = np.abs(np.arange(81) * 0.1 - 4.05) < 1.0
+        assert np.all(h[np.ix_(center, center)] == 0.0), "the spawn platform is flat"
+        stones = h > -1.0
+        assert np.all(h[~stones] == -1.0), "between the stones: 1 m deep holes"
+        rise = 0.02 + 0.13 * difficulty
+        assert np.abs(h[stones]).max() <= rise + 1e-12
+        coverage.append(stones.mean())
+        spread.append(np.unique(h[stones]).size)
+    assert coverage[0] > 0.95 and coverage[1] < 0.7 and 0.2 < coverage[2] < coverage[1], coverage
+    assert spread[0] > 10, "each stone has a height of its own"
+
+
 def test_bad_proportions_name_the_field() -> None:
     with pytest.raises(ConfigError, match="terrain.proportions: unknown sub-terrains \\['lava'\\]"):
         generate_terrain(TerrainCfg(proportions={"lava": 1.0}))

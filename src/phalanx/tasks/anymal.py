@@ -56,14 +56,22 @@ def anymal_rough_cfg() -> TaskCfg:
     the observation and the terrain curriculum; Isaac Lab's rough weights (lighter torque
     penalty, less air-time reward, no flat-orientation penalty)."""
     cfg = velocity_cfg("quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)")
-    cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
+    on_terrain(cfg, TerrainCfg(border_width=8.0, exclude_bodies=("base",)))
     cfg.rewards["dof_torques_l2"].weight = -1.0e-5
     cfg.rewards["feet_air_time"].weight = 0.125
     del cfg.rewards["flat_orientation_l2"]
+    return cfg
+
+
+def on_terrain(cfg: TaskCfg, terrain: TerrainCfg) -> None:
+    """Puts a velocity task on `terrain` (whose `exclude_bodies` must hold "base"): a height scan
+    in the policy's observation, an episode that ends when the base touches the terrain, the
+    terrain curriculum on the velocity command, and contact buffers sized for heightfields."""
+    cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
     # The base does not collide with the terrain: touching it ends the episode, which the base
     # site's points below the terrain's surface tell for a fraction of the heightfield collision
     # of the base box (docs/benchmarks.md, "anymal-rough's physics").
-    cfg.terrain = TerrainCfg(border_width=8.0, exclude_bodies=("base",))
+    cfg.terrain = terrain
     touch = TerminationTermCfg(func=terminations.site_touches_terrain, params={"site": "base"})
     cfg.terminations["base_contact"] = touch
     cfg.terrain_command = "base_velocity"
@@ -71,7 +79,6 @@ def anymal_rough_cfg() -> TaskCfg:
     # rollouts with random actions on every sub-terrain use far fewer (test_anymal_rough).
     cfg.sim.nconmax_per_env = 48
     cfg.sim.njmax_per_env = 160
-    return cfg
 
 
 def velocity_cfg(description: str) -> TaskCfg:

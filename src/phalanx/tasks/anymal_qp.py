@@ -18,6 +18,12 @@ EFFORT_LIMIT = 80.0
 def anymal_qp_cfg() -> TaskCfg:
     """Follow a commanded base velocity on flat ground through the QP controller."""
     cfg = velocity_cfg("quadruped tracks a velocity command through a QP body controller (RL over QP)")
+    through_qp(cfg)
+    return cfg
+
+
+def through_qp(cfg: TaskCfg) -> None:
+    """Makes an ANYmal velocity task's actions correct the QP controller's high level."""
     cfg.actuators = [ActuatorCfg(".*", kind="torque", effort_limit=EFFORT_LIMIT)]
     # One physics step per control step: the controller sets the torques at 200 Hz, the policy
     # corrects its command at 50 Hz.
@@ -26,7 +32,6 @@ def anymal_qp_cfg() -> TaskCfg:
     cfg.observations["policy"]["gait_phase"] = ObsTermCfg(func=quadruped_control.gait_phase)
     del cfg.rewards["feet_air_time"]  # the gait clock lifts the feet
     cfg.metrics["qp_infeasible"] = MetricTermCfg(func=quadruped_control.qp_infeasible)
-    return cfg
 
 
 register(

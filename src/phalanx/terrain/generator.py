@@ -81,6 +81,31 @@ def stepping_stones(n: int, scale: float, difficulty: float, rng: np.random.Gene
     return heights
 
 
+def random_stones(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
+    """Stepping stones of random height and spacing over 1 m deep holes, off a 2 m central
+    platform: square stones 0.6 m down to 0.3 m wide, each shifted at random within its cell of
+    the grid so that gaps between stones range from none (the easiest level: blocks of uneven
+    height) up to 10-30 cm, their tops uniform within +-(2 + 13 x difficulty) cm of the
+    platform's (Da and Xie's stones of random heights)."""
+    stone = 0.6 - 0.3 * difficulty
+    gap = 0.1 * difficulty
+    jitter = 0.2 * difficulty  # a stone's shift in its cell: gaps from `gap` up to `gap` + `jitter`
+    rise = 0.02 + 0.13 * difficulty
+    cell = stone + gap + jitter
+    size = n * scale
+    heights = np.full((n, n), -1.0)
+    coords = np.arange(n) * scale
+    for x0 in np.arange(0.0, size, cell):
+        for y0 in np.arange(0.0, size, cell):
+            x, y = x0 + rng.uniform(0, jitter + 1e-9), y0 + rng.uniform(0, jitter + 1e-9)
+            xs = (coords >= x) & (coords < x + stone)
+            ys = (coords >= y) & (coords < y + stone)
+            heights[np.ix_(xs, ys)] = rng.uniform(-rise, rise)
+    center = np.abs(coords - size / 2) < 1.0
+    heights[np.ix_(center, center)] = 0.0
+    return heights
+
+
 SUB_TERRAINS: dict[str, Callable[..., np.ndarray]] = {
     "flat": flat,
     "random_rough": random_rough,
@@ -90,6 +115,7 @@ SUB_TERRAINS: dict[str, Callable[..., np.ndarray]] = {
     "stairs_down": lambda n, s, d, r: pyramid_stairs(n, s, d, r, down=True),
     "discrete_obstacles": discrete_obstacles,
     "stepping_stones": stepping_stones,
+    "random_stones": random_stones,
 }
 
 
