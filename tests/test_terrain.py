@@ -43,8 +43,9 @@ def test_random_stones_get_smaller_sparser_and_more_uneven_with_difficulty() -> 
         h = SUB_TERRAINS["random_stones"](81, 0.1, difficulty, np.random.default_rng(0))
         center = np.abs(np.arange(81) * 0.1 - 4.05) < 1.0
         assert np.all(h[np.ix_(center, center)] == 0.0), "the spawn platform is flat"
-        stones = h > -1.0
-        assert np.all(h[~stones] == -1.0), "between the stones: 1 m deep holes"
+        depth = 0.1 + 0.9 * difficulty
+        stones = h > -depth
+        assert np.all(h[~stones] == -depth), "between the stones: holes, deeper on harder levels"
         rise = 0.02 + 0.13 * difficulty
         assert np.abs(h[stones]).max() <= rise + 1e-12
         coverage.append(stones.mean())
