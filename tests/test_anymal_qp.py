@@ -3,10 +3,13 @@ controller, which drives the torque-controlled ANYmal at every physics step (MuJ
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.envs import LowLevelPolicyCfg
 from phalanx.envs.mdp import quadruped_control, state
+from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
 
 
@@ -61,3 +64,15 @@ def test_the_controller_state_resumes_exactly() -> None:
     again = [env.step(a)[0]["policy"].clone() for a in actions[3:]]
     for x, y in zip(first, again, strict=True):
         torch.testing.assert_close(x, y, rtol=0, atol=0)
+
+
+def test_a_controller_task_refuses_a_low_level_policy_or_a_delay_beside_it() -> None:
+    cfg = env_cfg("anymal-qp")
+    cfg.actions.low_level = LowLevelPolicyCfg(task="anymal-flat")
+    with pytest.raises(ConfigError, match="a low-level policy or a controller, not both") as error:
+        cfg.check()
+    assert error.value.field == "env.actions"
+    cfg = env_cfg("anymal-qp")
+    cfg.actions.delay_range = (0, 2)
+    with pytest.raises(ConfigError, match="not supported with actions.controller"):
+        cfg.check()
