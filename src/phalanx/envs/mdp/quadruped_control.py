@@ -17,7 +17,7 @@ import torch
 from phalanx.control.body import BodyCfg, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
-from phalanx.control.quadruped import QuadrupedCfg, QuadrupedController, QuadrupedState
+from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.envs.cfg import ActionController
 from phalanx.errors import ConfigError
 
@@ -59,8 +59,9 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     forward, lateral, yaw rate) is what the heuristic follows.
 
     Legs are named `legs`; leg L's joints are "{L}_{joint}" for `joints` (hip to foot), its foot
-    the site `foot.format(leg=L)` (a sphere's centre, of radius `foot_radius`), its hip the body
-    `hip.format(leg=L)`. Ground heights come from the env's terrain (or z = 0) under the feet and
+    the site `foot.format(leg=L)` (a sphere at the foot's centre, as large as the foot), its hip the body
+    `hip.format(leg=L)`. The heuristic's footholds assume its fixed `frequency`; a corrected
+    frequency changes the gait clock, not them. Ground heights come from the env's terrain (or z = 0) under the feet and
     the footholds. Once per env step, before the first control step, the poses are recomputed
     from the state (after resets); later control steps read the poses of the physics step
     before, as MuJoCo's step leaves them."""
@@ -153,7 +154,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         com = sim.subtree_com[:, self._root]
         return QuadrupedState(rotation, omega, com, feet, velocity + legs, anchors, axes)
 
-    def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor):
+    def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor) -> QuadrupedCommand:
         sim = env.sim
         d = sim.root_dofadr
         yaw = torch.atan2(robot.rotation[:, 1, 0], robot.rotation[:, 0, 0])
