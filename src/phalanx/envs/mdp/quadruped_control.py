@@ -59,11 +59,12 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     forward, lateral, yaw rate) is what the heuristic follows.
 
     Legs are named `legs`; leg L's joints are "{L}_{joint}" for `joints` (hip to foot), its foot
-    the site `foot.format(leg=L)` (a sphere at the foot's centre, as large as the foot), its hip the body
-    `hip.format(leg=L)`. The heuristic's footholds assume its fixed `frequency`; a corrected
-    frequency changes the gait clock, not them. Ground heights come from the env's terrain (or z = 0) under the feet and
-    the footholds. Once per env step, before the first control step, the poses are recomputed
-    from the state (after resets); later control steps read the poses of the physics step
+    the site `foot.format(leg=L)` (a sphere at the foot's centre, as large as the foot), its hip
+    the body `hip.format(leg=L)`. The heuristic's footholds assume its fixed `frequency`; a
+    corrected frequency changes the gait clock, not them. Ground heights come from the env's
+    terrain (or z = 0) under the feet and the footholds. Once per env step, before the first
+    control step, the poses are recomputed from the state (after resets); later control steps
+    read the poses of the physics step
     before, as MuJoCo's step leaves them."""
 
     def __init__(
