@@ -64,8 +64,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     corrected frequency changes the gait clock, not them. Ground heights come from the env's
     terrain (or z = 0) under the feet and the footholds. Once per env step, before the first
     control step, the poses are recomputed from the state (after resets); later control steps
-    read the poses of the physics step
-    before, as MuJoCo's step leaves them."""
+    read the poses of the physics step before, as MuJoCo's step leaves them."""
 
     def __init__(
         self,
