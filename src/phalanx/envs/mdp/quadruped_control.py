@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-import mujoco
-import mujoco_warp as mjw
 import numpy as np
 import torch
 
@@ -22,6 +20,8 @@ from phalanx.envs.cfg import ActionController
 from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
+    import mujoco
+
     from phalanx.envs.task_env import TaskEnv
 
 
@@ -30,6 +30,8 @@ def standing_body(mjm: mujoco.MjModel, root: str, feet: list[str]) -> tuple[Body
     qpos0) with its lowest foot site on z = 0: the whole robot's mass and its principal moments of
     inertia about the center of mass in the base's frame (diagonal of the composite inertia), and
     the center of mass's height above the feet's sites (m)."""
+    import mujoco  # MuJoCo only once a task builds the controller: `phalanx list` loads none
+
     data = mujoco.MjData(mjm)
     key = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_KEY, "home")
     if key >= 0:
@@ -124,6 +126,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
 
     def _kinematics(self) -> None:
         """Poses and subtree centers of mass from the current qpos (Warp work, `Simulator.launch`)."""
+        import mujoco_warp as mjw
+
         mjw.kinematics(self._sim.model, self._sim.data)
         mjw.com_pos(self._sim.model, self._sim.data)
 
