@@ -5,6 +5,7 @@ m from where it started (past the 1 m spawn platform and 2 m of stones) before f
 distance counts until it falls or the episode ends, at most the 4 m to its tile's edge.
 
     python bench/stones_eval.py TASK [--checkpoint P] [--num-envs N] [--out FILE.json]
+        [--video FILE.mp4 --video-level K]
 
 Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic controller.
 """
@@ -21,6 +22,7 @@ from phalanx.envs.stored_cfg import env_cfg_from_data
 from phalanx.registry import env_cfg, make, play_env_cfg
 from phalanx.rl.checkpoint import load_checkpoint
 from phalanx.rl.play import load_actor
+from phalanx.sim.video import EnvRecorder
 
 
 def main() -> None:
@@ -30,10 +32,15 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=4000)
     parser.add_argument("--speed", type=float, default=0.5, help="forward speed command (m/s)")
     parser.add_argument("--goal", type=float, default=3.0, help="distance from the start that counts as crossed (m)")
+    parser.add_argument("--steps", type=int, default=None, help="env steps (default: one episode's length)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="write the per-level results here as JSON")
+    parser.add_argument("--video", default=None, help="record env --video-level (it stands on that level) to this .mp4")
+    parser.add_argument("--video-level", type=int, default=0)
     args = parser.parse_args()
+    if args.video is not None and not args.video.endswith(".mp4"):
+        parser.error(f"--video: must name an .mp4 file, got {args.video!r}")
 
     checkpoint = None if args.checkpoint is None else load_checkpoint(args.checkpoint, args.task)
     trained = (
@@ -46,6 +53,9 @@ def main() -> None:
     )
     env = make(cfg, num_envs=args.num_envs, device=args.device, seed=args.seed, verbose=False)
     levels = env.terrain.curriculum.num_levels
+    if args.video is not None and not 0 <= args.video_level < min(levels, env.num_envs):
+        parser.error(f"--video-level: must be a level in [0, {min(levels, env.num_envs) - 1}], got {args.video_level}")
+    recorder = None if args.video is None else EnvRecorder(env.sim, env_id=args.video_level)  # env k: level k
     env.terrain.curriculum.levels.copy_(torch.arange(env.num_envs, device=env.device) % levels)
     obs = env.reset()
     if checkpoint is None:
@@ -59,7 +69,9 @@ def main() -> None:
     fell = torch.zeros_like(alive)
     distance = torch.zeros(env.num_envs, device=env.device)
     with torch.inference_mode():
-        for _ in range(env.max_episode_length):
+        for _ in range(args.steps or env.max_episode_length):
+            if recorder is not None:
+                recorder.capture()
             xy_before = state.root_pos_w(env)[:, :2].clone()
             obs, _, terminated, truncated, _ = env.step(act(obs))
             # The step's last pose before a reset: where a falling robot ended (its base at most a step off).
@@ -85,6 +97,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['level']} | {r['envs']} | {r['success']:.2f} | {r['distance_m']:.2f} | {r['fell']:.2f} |")
+    if recorder is not None:
+        print(f"video of level {args.video_level}: {recorder.write(args.video, fps=1.0 / env.step_dt)}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"task": args.task, "policy": who, "speed": args.speed, "goal": args.goal, "levels": rows}, f)
