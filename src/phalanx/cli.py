@@ -100,8 +100,7 @@ def list_tasks(console: Console) -> None:
     for name, spec in registered_tasks().items():
         env = spec.env_cfg()
         step = "model dt" if env.sim.dt is None else f"{env.sim.dt * 1e3:g} ms"
-        low = env.actions.low_level or env.actions.controller
-        substeps = env.sim.decimation * (1 if low is None else low.decimation)
+        substeps = env.sim.decimation * env.actions.low_level_steps()
         table.add_row(
             name,
             f"{substeps} x {step}",

@@ -229,6 +229,12 @@ class ActionCfg:
     drawn uniformly from this inclusive range at every reset (an env reset with a delay holds
     the zero action until its first actions arrive). (0, 0): no delay."""
 
+    def low_level_steps(self) -> int:
+        """Steps of the low level (a frozen policy or a controller) per env step, each of
+        `sim.decimation` physics steps; 1 when the actions drive the actuators themselves."""
+        low = self.low_level or self.controller
+        return 1 if low is None else low.decimation
+
 
 @dataclass(kw_only=True)
 class TaskCfg:

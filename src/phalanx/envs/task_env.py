@@ -74,9 +74,7 @@ class TaskEnv(VecEnv):
         edit = None if self.terrain is None else self.terrain.add_to
         model = build_model(cfg.model, cfg.actuators, edit, cfg.cameras)
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
-        low = cfg.actions.low_level or cfg.actions.controller
-        hierarchy = 1 if low is None else low.decimation
-        self.step_dt = self.sim.dt * cfg.sim.decimation * hierarchy
+        self.step_dt = self.sim.dt * cfg.sim.decimation * cfg.actions.low_level_steps()
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
         self._joint_ids_cache: dict[str, torch.Tensor] = {}
         self._joint_columns_cache: dict[str, slice | torch.Tensor] = {}
