@@ -57,10 +57,16 @@ def anymal_rough_cfg() -> TaskCfg:
     penalty, less air-time reward, no flat-orientation penalty)."""
     cfg = velocity_cfg("quadruped tracks a velocity command on terrain (Isaac-Velocity-Rough-Anymal-C-v0)")
     on_terrain(cfg, TerrainCfg(border_width=8.0, exclude_bodies=("base",)))
+    rough_weights(cfg)
+    return cfg
+
+
+def rough_weights(cfg: TaskCfg) -> None:
+    """Isaac Lab's rough-terrain reward weights on the flat task's terms: a lighter torque
+    penalty, less air-time reward, no flat-orientation penalty."""
     cfg.rewards["dof_torques_l2"].weight = -1.0e-5
     cfg.rewards["feet_air_time"].weight = 0.125
     del cfg.rewards["flat_orientation_l2"]
-    return cfg
 
 
 def on_terrain(cfg: TaskCfg, terrain: TerrainCfg) -> None:

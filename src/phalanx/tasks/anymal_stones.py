@@ -1,5 +1,5 @@
-"""The ANYmal-C-like quadruped on stepping stones of random height and spacing over deep holes
-(Da and Xie's benchmark), with the terrain curriculum and a height scan: walk forward at the
+"""The ANYmal-C-like quadruped on stepping stones of random height and spacing over holes (Da and
+Xie's benchmark), with the terrain curriculum and a height scan: walk forward at the
 commanded speed through the QP controller (`anymal-stones-qp`) or with joint targets as
 anymal-rough does (`anymal-stones`). Played with zero actions, `anymal-stones-qp` is the
 heuristic controller alone: fixed trot, Raibert footholds that do not look at the stones."""
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from phalanx.envs.cfg import TaskCfg
 from phalanx.registry import register
-from phalanx.tasks.anymal import on_terrain, velocity_cfg, velocity_play_cfg, velocity_train_cfg
+from phalanx.tasks.anymal import on_terrain, rough_weights, velocity_cfg, velocity_play_cfg, velocity_train_cfg
 from phalanx.tasks.anymal_qp import through_qp
 from phalanx.terrain.generator import TerrainCfg
 
 
 def stones_terrain() -> TerrainCfg:
-    """Ten levels of random stones (0.6 m stones 5-10 cm apart, +-2 cm, up to 0.3 m stones 5-30
-    cm apart, +-15 cm), four tiles of each."""
+    """Ten levels of random stones (from 0.6 m blocks without gaps, +-2 cm, to 0.3 m stones
+    10-30 cm apart, +-15 cm, over holes 10 cm to 1 m deep), four tiles of each."""
     return TerrainCfg(
         num_rows=10, num_cols=4, proportions={"random_stones": 1.0}, border_width=4.0, exclude_bodies=("base",)
     )
@@ -26,21 +26,20 @@ def _on_stones(cfg: TaskCfg) -> None:
     velocity = cfg.commands["base_velocity"].params
     # Forward over the stones, steering to a heading: no sideways walking, no standing still.
     velocity.update(lin_vel_x=(0.3, 0.8), lin_vel_y=(0.0, 0.0), standing=0.0)
-    del cfg.rewards["flat_orientation_l2"]
 
 
 def anymal_stones_qp_cfg() -> TaskCfg:
     cfg = velocity_cfg("quadruped crosses stepping stones through a QP body controller (RL over QP)")
     through_qp(cfg)
     _on_stones(cfg)
+    del cfg.rewards["flat_orientation_l2"]
     return cfg
 
 
 def anymal_stones_cfg() -> TaskCfg:
     cfg = velocity_cfg("quadruped crosses stepping stones with joint-position actions")
     _on_stones(cfg)
-    cfg.rewards["dof_torques_l2"].weight = -1.0e-5  # anymal-rough's weights
-    cfg.rewards["feet_air_time"].weight = 0.125
+    rough_weights(cfg)
     return cfg
 
 

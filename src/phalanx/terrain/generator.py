@@ -23,6 +23,15 @@ def _border_distance(n: int, scale: float) -> np.ndarray:
     return np.minimum(edge[:, None], edge[None, :])
 
 
+def _clear_platform(heights: np.ndarray, scale: float) -> np.ndarray:
+    """Flattens the 2 m square platform at the center of a tile's (n, n) heights (where envs
+    spawn), in place, and returns the heights."""
+    coords = np.arange(heights.shape[0]) * scale
+    center = np.abs(coords - heights.shape[0] * scale / 2) < 1.0
+    heights[np.ix_(center, center)] = 0.0
+    return heights
+
+
 def flat(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
     return np.zeros((n, n))
 
@@ -57,15 +66,12 @@ def pyramid_stairs(n: int, scale: float, difficulty: float, rng: np.random.Gener
 def discrete_obstacles(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
     """30 boxes of 1-2 m, 5-20 cm high or deep, off a 2 m central platform."""
     heights = np.zeros((n, n))
-    size = n * scale
     h = 0.05 + 0.15 * difficulty
     for _ in range(30):
         w = int(rng.uniform(1.0, 2.0) / scale)
         i, j = rng.integers(0, n - w, 2)
         heights[i : i + w, j : j + w] = rng.choice([-h, h])
-    center = np.abs(np.arange(n) * scale - size / 2) < 1.0
-    heights[np.ix_(center, center)] = 0.0
-    return heights
+    return _clear_platform(heights, scale)
 
 
 def stepping_stones(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
@@ -75,10 +81,7 @@ def stepping_stones(n: int, scale: float, difficulty: float, rng: np.random.Gene
     pitch = stone + gap
     coords = np.arange(n) * scale
     on = (coords % pitch) < stone
-    heights = np.where(on[:, None] & on[None, :], 0.0, -1.0)
-    center = np.abs(coords - n * scale / 2) < 1.0
-    heights[np.ix_(center, center)] = 0.0
-    return heights
+    return _clear_platform(np.where(on[:, None] & on[None, :], 0.0, -1.0), scale)
 
 
 def random_stones(n: int, scale: float, difficulty: float, rng: np.random.Generator) -> np.ndarray:
@@ -102,9 +105,7 @@ def random_stones(n: int, scale: float, difficulty: float, rng: np.random.Genera
             xs = (coords >= x) & (coords < x + stone)
             ys = (coords >= y) & (coords < y + stone)
             heights[np.ix_(xs, ys)] = rng.uniform(-rise, rise)
-    center = np.abs(coords - size / 2) < 1.0
-    heights[np.ix_(center, center)] = 0.0
-    return heights
+    return _clear_platform(heights, scale)
 
 
 SUB_TERRAINS: dict[str, Callable[..., np.ndarray]] = {
