@@ -43,7 +43,7 @@ def test_random_stones_get_smaller_sparser_and_more_uneven_with_difficulty() -> 
         h = SUB_TERRAINS["random_stones"](81, 0.1, difficulty, np.random.default_rng(0))
         center = np.abs(np.arange(81) * 0.1 - 4.05) < 1.0
         assert np.all(h[np.ix_(center, center)] == 0.0), "the spawn platform is flat"
-        depth = 0.1 + 0.9 * difficulty
+        depth = 0.05 + 0.95 * difficulty**2
         stones = h > -depth
         assert np.all(h[~stones] == -depth), "between the stones: holes, deeper on harder levels"
         rise = 0.02 + 0.13 * difficulty

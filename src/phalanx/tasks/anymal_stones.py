@@ -15,9 +15,16 @@ from phalanx.terrain.generator import TerrainCfg
 
 def stones_terrain() -> TerrainCfg:
     """Ten levels of random stones (from 0.6 m blocks without gaps, +-2 cm, to 0.3 m stones
-    10-30 cm apart, +-15 cm, over holes 10 cm to 1 m deep), four tiles of each."""
+    10-30 cm apart, +-15 cm, over holes 5 cm to 1 m deep), four tiles of each, on a 5 cm grid:
+    on the 10 cm grid of the other terrains the first gaps are holes 20 cm wide, the whole step
+    from level 0 to 1."""
     return TerrainCfg(
-        num_rows=10, num_cols=4, proportions={"random_stones": 1.0}, border_width=4.0, exclude_bodies=("base",)
+        num_rows=10,
+        num_cols=4,
+        horizontal_scale=0.05,
+        proportions={"random_stones": 1.0},
+        border_width=4.0,
+        exclude_bodies=("base",),
     )
 
 

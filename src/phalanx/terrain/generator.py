@@ -89,15 +89,17 @@ def random_stones(n: int, scale: float, difficulty: float, rng: np.random.Genera
     square stones 0.6 m down to 0.3 m wide, each shifted at random within its cell of the grid so
     that gaps between stones range from none (the easiest level: blocks of uneven height) up to
     10-30 cm, their tops uniform within +-(2 + 13 x difficulty) cm of the platform's (Da and
-    Xie's stones of random heights). The holes deepen with the difficulty, from 10 cm to 1 m: a
-    foot that misses a stone on the first levels with gaps can still step out."""
+    Xie's stones of random heights). The holes deepen with the square of the difficulty, from 5 cm
+    to 1 m (6 cm on the second of ten levels, 34 cm on the sixth): a foot that misses a stone on
+    the first levels with gaps can still step out. On a grid of `scale` m a gap narrower than
+    `scale` is a hole of one grid point or none; a grid of 5 cm resolves the first gaps."""
     stone = 0.6 - 0.3 * difficulty
     gap = 0.1 * difficulty
     jitter = 0.2 * difficulty  # a stone's shift in its cell: gaps from `gap` up to `gap` + `jitter`
     rise = 0.02 + 0.13 * difficulty
     cell = stone + gap + jitter
     size = n * scale
-    heights = np.full((n, n), -(0.1 + 0.9 * difficulty))
+    heights = np.full((n, n), -(0.05 + 0.95 * difficulty**2))
     coords = np.arange(n) * scale
     for x0 in np.arange(0.0, size, cell):
         for y0 in np.arange(0.0, size, cell):
