@@ -25,6 +25,7 @@ import time
 import torch
 
 from phalanx.control.force_qp import force_distribution_qp
+from phalanx.control.host_qp import proxsuite_problem
 from phalanx.control.qp import BatchedQP, QPSettings
 
 
@@ -83,8 +84,8 @@ def time_proxsuite(count: int = 2000) -> dict | None:
         import proxsuite
     except ImportError:
         return None
-    H, g, A, l, u = (t.double().numpy() for t in problems(count, torch.device("cpu"), seed=1, dtype=torch.float64))
-    l, u = l.clip(-1e20, 1e20), u.clip(-1e20, 1e20)
+    qps = (t.double().numpy() for t in problems(count, torch.device("cpu"), seed=1, dtype=torch.float64))
+    H, g, _, _, A, l, u = proxsuite_problem(*qps)
     start = time.perf_counter()
     for b in range(count):  # A: one matrix for every problem
         proxsuite.proxqp.dense.solve(H[b], g[b], None, None, A, l[b], u[b], eps_abs=1e-6)

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 
 import torch
 
+from phalanx.bench.physics import captured_seconds
 from phalanx.control.body import BodyCfg, yaw_rotation
 from phalanx.control.qp import QPSettings
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
@@ -57,23 +57,6 @@ def robots(batch: int, device: torch.device, seed: int = 0) -> tuple[QuadrupedSt
         return {k: None if v is None else v.to(device).contiguous() for k, v in fields.items()}
 
     return QuadrupedState(**moved(vars(state))), QuadrupedCommand(**moved(vars(command)))
-
-
-def captured_seconds(fn, device: torch.device, replays: int = 50) -> float:
-    """Seconds per replay of `fn` captured in a CUDA graph (after 3 eager warm-up calls)."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        fn()
-    graph.replay()
-    torch.cuda.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(replays):
-        graph.replay()
-    torch.cuda.synchronize(device)
-    return (time.perf_counter() - start) / replays
 
 
 def main() -> None:

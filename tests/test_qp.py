@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from phalanx.control.force_qp import force_distribution_qp, skew
+from phalanx.control.host_qp import proxsuite_problem
 from phalanx.control.qp import BatchedQP, QPSettings, spd_inverse
 from phalanx.errors import ConfigError
 
@@ -24,10 +25,7 @@ INF = float("inf")
 def reference(H, g, A, l, u) -> tuple[np.ndarray, float]:
     """proxsuite's solution and objective of one problem (float64, numpy)."""
     Hn, gn, An, ln, un = (t.double().numpy() for t in (H, g, A, l, u))
-    big = 1e20  # proxsuite's infinite bounds
-    result = proxsuite.proxqp.dense.solve(
-        Hn, gn, None, None, An, np.clip(ln, -big, big), np.clip(un, -big, big), eps_abs=1e-10, eps_rel=0.0
-    )
+    result = proxsuite.proxqp.dense.solve(*proxsuite_problem(Hn, gn, An, ln, un), eps_abs=1e-10, eps_rel=0.0)
     assert result.info.status == proxsuite.proxqp.QPSolverOutput.PROXQP_SOLVED
     x = result.x
     return x, 0.5 * x @ Hn @ x + gn @ x
@@ -116,9 +114,10 @@ def test_float32_meets_the_tolerances_too() -> None:
         assert abs(ours - f_ref) <= 1e-4 * max(1.0, abs(f_ref))
 
 
-def test_infeasible_and_unbounded_problems_are_flagged_never_nan() -> None:
+def infeasible_and_unbounded_qps():
+    """Six problems of 4 variables and 8 rows: 0-1 primal infeasible (x0 >= 1 and x0 <= 0), 2-3
+    unbounded (H = 0, g pulls x0 to -inf, x0 only bounded above), 4-5 feasible."""
     H, g, A, l, u = random_qps(6, 4, 8, seed=3)
-    # Problems 0-1: x0 >= 1 and x0 <= 0. Problems 2-3: H = 0, g pulls x0 to -inf, x0 only bounded above.
     A[:4] = 0.0
     A[:4, 0, 0] = A[:4, 1, 0] = 1.0
     l[:4], u[:4] = -INF, INF
@@ -126,6 +125,11 @@ def test_infeasible_and_unbounded_problems_are_flagged_never_nan() -> None:
     u[2:4, 0] = 0.0
     H[2:4] = 0.0
     g[2:4] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    return H, g, A, l, u
+
+
+def test_infeasible_and_unbounded_problems_are_flagged_never_nan() -> None:
+    H, g, A, l, u = infeasible_and_unbounded_qps()
     solution = BatchedQP(6, 4, 8, dtype=torch.float64).solve(H, g, A, l, u)
     assert solution.primal_infeasible.tolist() == [True, True, False, False, False, False]
     assert solution.dual_infeasible.tolist() == [False, False, True, True, False, False]

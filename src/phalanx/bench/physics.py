@@ -1,4 +1,4 @@
-"""The raw physics limit: MuJoCo Warp stepping a Simulator and nothing else."""
+"""The raw physics limit: MuJoCo Warp stepping a Simulator and nothing else; and the benchmarks' timers."""
 
 from __future__ import annotations
 
@@ -24,6 +24,23 @@ def seconds_per_call(fn: Callable[[], object], calls: int, device: torch.device)
         fn()
     _sync(device)
     return (time.perf_counter() - start) / calls
+
+
+def captured_seconds(fn: Callable[[], object], device: torch.device, replays: int = 50) -> float:
+    """Seconds per replay of `fn` captured in a CUDA graph (after 3 eager warm-up calls)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    graph.replay()
+    torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / replays
 
 
 def physics_steps_per_s(sim: Simulator, calls: int, repeats: int, random_ctrl: bool) -> float:

@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 import torch
 
 from phalanx.control.force_qp import ForceDistributionQP
+from phalanx.control.host_qp import HostQP
 from phalanx.control.qp import BatchedQP, QPSettings, QPSolution
+from phalanx.errors import ConfigError
+
+QP_SOLVERS = ("device", "host")
+"""Where the force QP is solved (`BodyCfg.qp_solver`)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,17 @@ class BodyCfg:
     """Weight of |f|^2: spreads the load and keeps the QP strictly convex."""
     qp: QPSettings = field(default_factory=lambda: QPSettings(iterations=25))
     """The solver's settings: 25 warm-started ADMM steps per control step."""
+    qp_solver: str = "device"
+    """Where the force QP is solved: "device", batched on the tensors' device (`BatchedQP`,
+    graph-safe); "host", each robot's QP one after another on the CPU with proxsuite (`HostQP`,
+    as a CPU-side controller would, to proxsuite's tolerance: `qp` is then unused; not
+    graph-safe, needs proxsuite)."""
+
+
+def check_qp_solver(value: str, field: str) -> None:
+    """Raises ConfigError naming `field` unless `value` is one of `QP_SOLVERS`."""
+    if value not in QP_SOLVERS:
+        raise ConfigError(f"must be one of {', '.join(map(repr, QP_SOLVERS))}, got {value!r}", field)
 
 
 class BodyController:
@@ -41,11 +57,19 @@ class BodyController:
     def __init__(
         self, cfg: BodyCfg, num_envs: int, num_feet: int, device: torch.device | str = "cpu", compile: bool = False
     ):
+        check_qp_solver(cfg.qp_solver, "body.qp_solver")
         self.cfg = cfg
-        self.qp = BatchedQP(num_envs, 3 * num_feet, 5 * num_feet, cfg.qp, compile, device=device)
+        n, m = 3 * num_feet, 5 * num_feet
+        if cfg.qp_solver == "host":
+            self.qp: BatchedQP | HostQP = HostQP(num_envs, n, m, device=device)
+        else:
+            self.qp = BatchedQP(num_envs, n, m, cfg.qp, compile, device=device)
         self.problem = ForceDistributionQP(
             num_feet, cfg.mu, cfg.f_max, cfg.wrench_weights, cfg.regularization, device=device
         )
+        self.last_problem: tuple[torch.Tensor, ...] | None = None
+        """(H, g, A, l, u) the force QP of the last `forces` call (the tensors themselves, no copy):
+        e.g. to time the solver alone on an env's data."""
         self.inertia = torch.diag(torch.tensor(cfg.inertia, device=device))
         self.gravity = torch.tensor((0.0, 0.0, cfg.gravity), device=device)
 
@@ -75,7 +99,8 @@ class BodyController:
         force limits, for feet at `feet` (B, feet, 3) relative to the center of mass and
         standing where `stance` (B, feet); and the QP's solution (residuals, flags)."""
         wrench = self.wrench(rotation, linear_acc, angular_acc)
-        solution = self.qp.solve(*self.problem(feet, wrench, stance))
+        self.last_problem = self.problem(feet, wrench, stance)
+        solution = self.qp.solve(*self.last_problem)
         return solution.x.view(feet.shape) * stance[..., None], solution
 
 

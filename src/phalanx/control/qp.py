@@ -123,7 +123,7 @@ class BatchedQP:
     def solve(self, H: torch.Tensor, g: torch.Tensor, A: torch.Tensor, l: torch.Tensor, u: torch.Tensor) -> QPSolution:
         """Solves every problem; graph-safe (no host reads)."""
         s = self.settings
-        self._check_shapes(H, g, A, l, u)
+        check_shapes("BatchedQP.solve", self.batch, self.n, self.m, H, g, A, l, u)
         Hs, gs, As, ls, us, D, E, c = _scaled(H, g, A, l, u, s.scaling_iterations)
         equality = (u - l).abs() <= 1e-9 * (1.0 + l.abs().nan_to_num(posinf=0.0))
         x, y = self.x / D, c * self.y / E
@@ -146,10 +146,7 @@ class BatchedQP:
         self.x.copy_(x)
         self.y.copy_(y)
         self.rho.copy_(base)
-        Ax = _mv(A, x)
-        primal = (Ax - Ax.clamp(l, u)).abs().amax(-1)
-        dual = (_mv(H, x) + g + _mv(A.mT, y)).abs().amax(-1)
-        return QPSolution(x, y, primal, dual, primal_infeasible, dual_infeasible)
+        return QPSolution(x, y, *residuals(H, g, A, l, u, x, y), primal_infeasible, dual_infeasible)
 
     def _adapted(self, base, H, g, A, x, z, y) -> torch.Tensor:
         """OSQP's rho update: rho * sqrt(relative primal residual / relative dual residual),
@@ -176,13 +173,22 @@ class BatchedQP:
         sigma = (10 * torch.finfo(K.dtype).eps * largest).clamp_min(self.settings.sigma)
         return spd_inverse(K + sigma * torch.eye(self.n, dtype=H.dtype, device=H.device))
 
-    def _check_shapes(self, H, g, A, l, u) -> None:
-        B, n, m = self.batch, self.n, self.m
-        allowed = {"H": [(B, n, n)], "g": [(B, n)], "A": [(B, m, n), (m, n)], "l": [(B, m)], "u": [(B, m)]}
-        for name, value in zip(allowed, (H, g, A, l, u), strict=True):
-            if tuple(value.shape) not in allowed[name]:
-                shapes = " or ".join(str(shape) for shape in allowed[name])
-                raise ValueError(f"BatchedQP.solve: {name} has shape {tuple(value.shape)}, expected {shapes}")
+
+def check_shapes(solver: str, B: int, n: int, m: int, H, g, A, l, u) -> None:
+    """Raises ValueError naming the `solver` and the first input whose shape does not fit a batch
+    of B problems of n variables and m constraints."""
+    allowed = {"H": [(B, n, n)], "g": [(B, n)], "A": [(B, m, n), (m, n)], "l": [(B, m)], "u": [(B, m)]}
+    for name, value in zip(allowed, (H, g, A, l, u), strict=True):
+        if tuple(value.shape) not in allowed[name]:
+            shapes = " or ".join(str(shape) for shape in allowed[name])
+            raise ValueError(f"{solver}: {name} has shape {tuple(value.shape)}, expected {shapes}")
+
+
+def residuals(H, g, A, l, u, x, y) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B,) each problem's primal residual |Ax - clamp(Ax, l, u)|_inf and dual residual
+    |Hx + g + A'y|_inf at `x` (B, n) and `y` (B, m)."""
+    Ax = _mv(A, x)
+    return (Ax - Ax.clamp(l, u)).abs().amax(-1), (_mv(H, x) + g + _mv(A.mT, y)).abs().amax(-1)
 
 
 def spd_inverse(K: torch.Tensor) -> torch.Tensor:

@@ -42,7 +42,8 @@ class TaskEnv(VecEnv):
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
-    (this step's terminal flags), `joints` (the driven actuators and their joints). Terms draw
+    (this step's terminal flags), `joints` (the driven actuators and their joints); and
+    `capture`, whether the step runs as a CUDA graph (known when terms are built). Terms draw
     random numbers with `uniform` and `randint`.
     """
 
@@ -67,6 +68,9 @@ class TaskEnv(VecEnv):
             # CUDA graphs capture on the current device's stream: make it this env's device.
             torch.cuda.set_device(device)
         self.cfg, self.num_envs, self.device, self.seed = cfg, num_envs, device, seed
+        # Known before the terms are built: a term may refuse to run inside a captured step.
+        self.capture = device.type == "cuda" if capture is None else capture
+        self.compile = (self.capture and cfg.compile_step) if compile is None else compile
         self.random = StepRandoms(seed, device)
         self.terrain: TerrainScene | None = None
         if cfg.terrain is not None:
@@ -107,8 +111,6 @@ class TaskEnv(VecEnv):
         self.broken_worlds = BrokenWorlds(num_envs, device)
         self.reward_names, self.metric_names = self.rewards.names, self.metrics.names
 
-        self.capture = device.type == "cuda" if capture is None else capture
-        self.compile = (self.capture and cfg.compile_step) if compile is None else compile
         self.stepper = CapturedStep(
             self._step, (num_envs, self.action_dim), device, self.random.generator, self.capture, self.compile
         )

@@ -6,13 +6,14 @@ actions the robot walks as the heuristic controller alone (the baseline)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from phalanx.control.body import BodyCfg, yaw_rotation
+from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
@@ -66,7 +67,11 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     corrected frequency changes the gait clock, not them. Ground heights come from the env's
     terrain (or z = 0) under the feet and the footholds. Once per env step, before the first
     control step, the poses are recomputed from the state (after resets); later control steps
-    read the poses of the physics step before, as MuJoCo's step leaves them."""
+    read the poses of the physics step before, as MuJoCo's step leaves them.
+
+    `qp_solver` says where the force QP is solved (`BodyCfg.qp_solver`): "device" (batched, the
+    default) or "host" (per robot on the CPU with proxsuite, to compare with a CPU-side
+    controller; only in an env that does not capture its step: `capture=False`)."""
 
     def __init__(
         self,
@@ -82,7 +87,15 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         angular_scale: float = 4.0,
         frequency_scale: float = 0.5,
         foothold_scale: float = 0.1,
+        qp_solver: str = "device",
     ):
+        check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
+        if qp_solver == "host" and env.capture:
+            raise ConfigError(
+                "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
+                "build the env with capture=False",
+                "env.actions.controller.params.qp_solver",
+            )
         sim = env.sim
         if sim.root_dofadr is None:
             raise ConfigError(f"task {env.cfg.name!r}: the quadruped controller needs a free-floating base")
@@ -105,6 +118,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         self._root = int(sim.body_ids([root])[0])
         self.radius = float(sim.mjm.site_size[int(self._feet[0]), 0])
         body, height = standing_body(sim.mjm, root, feet)
+        body = dataclasses.replace(body, qp_solver=qp_solver)
         self.controller = QuadrupedController(QuadrupedCfg(body), env.num_envs, len(legs), env.device)
         self.heuristic = HeuristicCfg(height=height, frequency=frequency)
         self.command = command
