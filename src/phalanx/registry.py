@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from phalanx.rl.config import TrainCfg
 
 ENTRY_POINT_GROUP = "phalanx.tasks"
-BUILTIN = ("cartpole", "locomotion", "anymal", "anymal_qp", "anymal_stones", "shadow_hand")
+BUILTIN = ("cartpole", "locomotion", "anymal", "anymal_qp", "anymal_stones", "shadow_hand", "franka")
 """phalanx's own task modules (`phalanx.tasks.*`), in the order `phalanx list` shows them."""
 TASK_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 

@@ -34,6 +34,11 @@ def joint_vel_l1(env: TaskEnv, joints: str) -> torch.Tensor:
     return state.joint_vel(env)[:, env.joint_columns(joints)].abs().sum(dim=1)
 
 
+def joint_vel_l2(env: TaskEnv, joints: str = ".*") -> torch.Tensor:
+    """Sum of squared velocities of the joints matching `joints`."""
+    return state.joint_vel(env)[:, env.joint_columns(joints)].square().sum(dim=1)
+
+
 def action_l2(env: TaskEnv) -> torch.Tensor:
     """Sum of squared actions."""
     return env.action.square().sum(dim=1)

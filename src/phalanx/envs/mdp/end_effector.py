@@ -1,0 +1,106 @@
+"""Terms for an arm's end effector (Isaac Lab's reach task in spirit): a pose command in the frame
+of the arm's base, and the errors of a site's position and orientation from it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from phalanx.envs.cfg import CommandTerm
+from phalanx.envs.mdp.math import quat_mul
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+
+
+def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+    """(..., 4) quaternions (w, x, y, z) of rotations about the fixed x, then y, then z axes."""
+
+    def about(axis: int, angle: torch.Tensor) -> torch.Tensor:
+        q = torch.zeros(*angle.shape, 4, dtype=angle.dtype, device=angle.device)
+        q[..., 0], q[..., 1 + axis] = torch.cos(angle / 2), torch.sin(angle / 2)
+        return q
+
+    return quat_mul(about(2, yaw), quat_mul(about(1, pitch), about(0, roll)))
+
+
+def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
+    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) (w, x, y, z)."""
+    w, x, y, z = q.unbind(-1)
+    rows = (
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    )  # fmt: skip
+    return torch.stack(rows, dim=-1).unflatten(-1, (3, 3))
+
+
+def rotation_angle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(...) the angle (rad, in [0, pi]) between rotation matrices (..., 3, 3) `a` and `b`."""
+    r = a.mT @ b
+    sin = 0.5 * torch.stack((r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]), -1)
+    cos = 0.5 * (r.diagonal(dim1=-2, dim2=-1).sum(-1) - 1.0)
+    return torch.atan2(sin.norm(dim=-1), cos)
+
+
+class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
+    """(num_envs, 7) a pose in the frame of the body `base`: a position uniform in `pos_x` x
+    `pos_y` x `pos_z` (m) and an orientation of `roll`, `pitch`, `yaw` each uniform in its range
+    (rad; about the fixed x, y, z axes), as a quaternion (w, x, y, z) (Isaac Lab's
+    UniformPoseCommand). `goal_w` gives it in the world."""
+
+    def __init__(
+        self,
+        env: TaskEnv,
+        base: str,
+        pos_x: tuple[float, float],
+        pos_y: tuple[float, float],
+        pos_z: tuple[float, float],
+        roll: tuple[float, float] = (0.0, 0.0),
+        pitch: tuple[float, float] = (0.0, 0.0),
+        yaw: tuple[float, float] = (0.0, 0.0),
+    ):
+        self.base = int(env.sim.body_ids([base])[0])
+        self.ranges = torch.tensor([pos_x, pos_y, pos_z, roll, pitch, yaw], dtype=torch.float32, device=env.device)
+        self.command = torch.zeros(env.num_envs, 7, device=env.device)
+        self.command[:, 3] = 1.0
+
+    def resample(self, env: TaskEnv, mask: torch.Tensor) -> None:
+        draw = env.uniform((env.num_envs, 6), self.ranges[:, 0], self.ranges[:, 1])
+        pose = torch.cat((draw[:, :3], quat_from_euler_xyz(*draw[:, 3:].unbind(1))), dim=1)
+        self.command.copy_(torch.where(mask[:, None], pose, self.command))
+
+    def goal_w(self, env: TaskEnv) -> tuple[torch.Tensor, torch.Tensor]:
+        """(num_envs, 3) the commanded position and (num_envs, 3, 3) orientation in the world."""
+        rotation = env.sim.xmat[:, self.base]
+        position = env.sim.xpos[:, self.base] + (rotation @ self.command[:, :3, None]).squeeze(-1)
+        return position, rotation @ matrix_from_quat(self.command[:, 3:])
+
+
+def _pose_term(env: TaskEnv, command: str) -> uniform_pose:
+    term = env.command_term(command)
+    if not isinstance(term, uniform_pose):
+        raise ValueError(f"task {env.cfg.name!r}: command {command!r} is not a uniform_pose")
+    return term
+
+
+def _site(env: TaskEnv, site: str) -> int:
+    return int(env.sim.site_ids([site])[0])
+
+
+def site_position_error(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
+    """(num_envs,) the distance (m) of the site `site` from the commanded position."""
+    position, _ = _pose_term(env, command).goal_w(env)
+    return (env.sim.site_xpos[:, _site(env, site)] - position).norm(dim=-1)
+
+
+def site_position_error_tanh(env: TaskEnv, site: str, std: float, command: str = "ee_pose") -> torch.Tensor:
+    """(num_envs,) 1 - tanh(distance / `std`): near 1 within a few `std` of the commanded position."""
+    return 1.0 - torch.tanh(site_position_error(env, site, command) / std)
+
+
+def site_orientation_error(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
+    """(num_envs,) the angle (rad) of the rotation from the site's orientation to the commanded one."""
+    _, rotation = _pose_term(env, command).goal_w(env)
+    return rotation_angle(env.sim.site_xmat[:, _site(env, site)], rotation)

@@ -1,0 +1,130 @@
+"""A Franka-Panda-like arm on a table (phalanx/assets/franka.xml): reach a commanded pose with the
+end effector (Isaac-Reach-Franka-v0 with joint-position actions, Isaac-Reach-Franka-IK-Rel-v0
+with differential IK)."""
+
+from __future__ import annotations
+
+import math
+
+from phalanx.assets import asset_path
+from phalanx.envs.cfg import (
+    ActionCfg,
+    CommandTermCfg,
+    ControllerCfg,
+    EventTermCfg,
+    MetricTermCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TaskCfg,
+    TerminationTermCfg,
+)
+from phalanx.envs.mdp import end_effector, events, observations, rewards, terminations, velocity_rewards
+from phalanx.envs.mdp.differential_ik import differential_ik
+from phalanx.registry import register
+from phalanx.rl.config import PolicyCfg, TrainCfg
+from phalanx.rl.ppo import PPOCfg
+from phalanx.sim.actuators import ActuatorCfg
+from phalanx.sim.cfg import SimCfg
+
+ARM = "panda_joint[1-7]"
+EE = "ee"
+SHOULDER, FOREARM = "panda_joint[1-4]", "panda_joint[5-7]"
+
+
+def arm_actuators(kp: float, kd: float) -> list[ActuatorCfg]:
+    """Position actuators on the arm at Franka's torque limits (87 N m shoulder, 12 N m forearm;
+    Isaac Lab's FRANKA_PANDA_CFG gains are 80 and 4, its high-PD variant for IK 400 and 80)."""
+    return [
+        ActuatorCfg(SHOULDER, kp=kp, kd=kd, effort_limit=87.0),
+        ActuatorCfg(FOREARM, kp=kp, kd=kd, effort_limit=12.0),
+    ]
+
+
+def franka_reach_cfg() -> TaskCfg:
+    """Move the end effector to a pose drawn every 4 s in front of the robot (0.35-0.65 m ahead,
+    +-0.2 m aside, 0.15-0.5 m up, pointing down, any yaw), with joint-position targets around the
+    home pose (0.5 rad per unit). Rewards (Isaac Lab's weights): -0.2 x the distance, 0.1 x (1 -
+    tanh(distance / 0.1)), -0.1 x the orientation error (rad), -1e-4 x the action rate and the
+    joint velocities squared. 12 s episodes at 30 Hz, three commands each; `final_position_error`
+    is the error at an episode's end, 4 s after its last command."""
+    pose = {"site": EE, "command": "ee_pose"}
+    noisy = {"noise": 0.01}
+    return TaskCfg(
+        description="a 7-DoF arm moves its end effector to commanded poses (Isaac-Reach-Franka-v0)",
+        model=asset_path("franka.xml"),
+        episode_length_s=12.0,
+        sim=SimCfg(dt=0.005, decimation=6),
+        actuators=arm_actuators(kp=80.0, kd=4.0),
+        actions=ActionCfg(actuators="panda_joint[1-7]", scale=0.5, use_default_offset=True),
+        observations={
+            "policy": {
+                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel, **noisy),
+                "joint_vel": ObsTermCfg(func=observations.joint_vel, **noisy),
+                "pose_command": ObsTermCfg(func=observations.generated_commands, params={"command": "ee_pose"}),
+                "actions": ObsTermCfg(func=observations.last_action),
+            }
+        },
+        commands={
+            "ee_pose": CommandTermCfg(
+                func=end_effector.uniform_pose,
+                resampling_time_range_s=(4.0, 4.0),
+                params={
+                    "base": "panda_link0",
+                    "pos_x": (0.35, 0.65),
+                    "pos_y": (-0.2, 0.2),
+                    "pos_z": (0.15, 0.5),
+                    "pitch": (math.pi, math.pi),
+                    "yaw": (-math.pi, math.pi),
+                },
+            ),
+        },
+        rewards={
+            "position": RewardTermCfg(func=end_effector.site_position_error, weight=-0.2, params=pose),
+            "position_fine": RewardTermCfg(
+                func=end_effector.site_position_error_tanh, weight=0.1, params=pose | {"std": 0.1}
+            ),
+            "orientation": RewardTermCfg(func=end_effector.site_orientation_error, weight=-0.1, params=pose),
+            "action_rate": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-1e-4),
+            "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
+        },
+        terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
+        metrics={
+            "position_error": MetricTermCfg(func=end_effector.site_position_error, params=pose),
+            "orientation_error": MetricTermCfg(func=end_effector.site_orientation_error, params=pose),
+            # At an episode's end: 4 s after its last command, where the reach is judged.
+            "final_position_error": MetricTermCfg(func=end_effector.site_position_error, params=pose, final=True),
+            "final_orientation_error": MetricTermCfg(func=end_effector.site_orientation_error, params=pose, final=True),
+        },
+        events={
+            "reset_arm": EventTermCfg(
+                func=events.reset_joints_by_scale, mode="reset", params={"joints": ARM, "position_range": (0.5, 1.5)}
+            ),
+        },
+        num_envs=4096,
+    )
+
+
+def franka_reach_ik_cfg() -> TaskCfg:
+    """franka-reach with differential IK actions: end-effector pose deltas (5 cm and 0.1 rad per
+    unit, base frame) turned into joint targets by damped least squares every env step, on stiffer
+    joints (Isaac Lab's high-PD Franka: 400 and 80)."""
+    cfg = franka_reach_cfg()
+    cfg.description = "franka-reach with end-effector pose deltas, differential IK (Isaac-Reach-Franka-IK-Rel-v0)"
+    cfg.actuators = arm_actuators(kp=400.0, kd=80.0)
+    cfg.actions = ActionCfg(controller=ControllerCfg(func=differential_ik, decimation=1))
+    return cfg
+
+
+def franka_train_cfg() -> TrainCfg:
+    """rsl_rl's FrankaReachPPORunnerCfg: 64-64 ELU networks, 24-step rollouts."""
+    return TrainCfg(
+        max_iterations=1000,
+        num_steps_per_env=24,
+        cpu_num_envs=256,
+        policy=PolicyCfg(actor_hidden_dims=(64, 64), critic_hidden_dims=(64, 64)),
+        algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.001),
+    )
+
+
+register("franka-reach", env_cfg=franka_reach_cfg, train_cfg=franka_train_cfg)
+register("franka-reach-ik", env_cfg=franka_reach_ik_cfg, train_cfg=franka_train_cfg)

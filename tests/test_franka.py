@@ -1,0 +1,89 @@
+"""The Franka arm's tasks: differential IK (damped least squares on MuJoCo Warp's Jacobian)
+reaches reachable targets and stays within the joint ranges on unreachable ones; the pose
+command and its errors (MuJoCo Warp, CPU)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from helpers import make_cpu
+from phalanx.envs.mdp import end_effector
+from phalanx.envs.mdp.differential_ik import damped_least_squares
+from phalanx.registry import env_cfg
+
+
+def test_damped_least_squares_is_the_pseudo_inverse_step_when_undamped_and_bounded_when_damped() -> None:
+    g = torch.Generator().manual_seed(0)
+    jacobian = torch.randn(5, 6, 7, generator=g, dtype=torch.float64)
+    error = torch.randn(5, 6, generator=g, dtype=torch.float64)
+    step = damped_least_squares(jacobian, error, damping=1e-6)
+    expected = np.linalg.pinv(jacobian.numpy()) @ error.numpy()[..., None]
+    np.testing.assert_allclose(step.numpy(), expected[..., 0], atol=1e-8)
+    # Out of reach: a huge error gives a step of at most |e| / (2 damping), not a huge one.
+    far = damped_least_squares(jacobian, 1e3 * error, damping=1.0)
+    assert (far.norm(dim=1) <= 1e3 * error.norm(dim=1) / 2.0 + 1e-9).all()
+
+
+def _ik_env(num_envs: int):
+    cfg = env_cfg("franka-reach-ik")
+    cfg.events = {}  # start at the home pose
+    return make_cpu(cfg, num_envs=num_envs)
+
+
+def _follow(env, targets: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Commands the end effector toward `targets` (num_envs, 3, world) by position deltas as large
+    as the actions allow, orientation held; returns the distances left after every step (steps,
+    num_envs) and the arm's joint positions after every step (steps, num_envs, 7)."""
+    controller = env.low_level
+    site = env.sim.site_names.index("ee")
+    scale = controller.command_layout[0][2]
+    distances, joints = [], []
+    for _ in range(steps):
+        action = torch.zeros(env.num_envs, env.action_dim)
+        action[:, :3] = ((targets - env.sim.site_xpos[:, site]) / scale).clamp(-1.0, 1.0)
+        env.step(action)
+        distances.append((targets - env.sim.site_xpos[:, site]).norm(dim=1))
+        joints.append(env.sim.qpos[:, controller._qpos].clone())
+    return torch.stack(distances), torch.stack(joints)
+
+
+def test_ik_reaches_reachable_targets_and_stays_within_the_joint_ranges_on_unreachable_ones() -> None:
+    env = _ik_env(3)
+    env.reset()
+    env.step(torch.zeros(3, env.action_dim))  # poses are read after a step
+    start = env.sim.site_xpos[:, env.sim.site_names.index("ee")].clone()
+    targets = start + torch.tensor([[0.1, -0.1, -0.1], [-0.05, 0.15, 0.05], [2.0, 0.0, 0.0]])
+    distances, joints = _follow(env, targets, steps=90)  # 3 s
+    assert torch.isfinite(joints).all()
+    assert (distances[-1, :2] < 0.005).all(), distances[-1]
+    # 2 m ahead is out of reach (the arm spans under 1 m): it stretches toward it and stops.
+    reach = (
+        env.sim.site_xpos[2, env.sim.site_names.index("ee")] - env.sim.xpos[2, env.sim.body_names.index("panda_link0")]
+    )
+    assert distances[-1, 2] < distances[0, 2] - 0.2 and reach.norm() < 1.2, (distances[:, 2], reach)
+    low, high = env.low_level._range.unbind(1)
+    assert ((joints >= low - 0.02) & (joints <= high + 0.02)).all(), "within the joint ranges"
+
+
+def test_the_pose_command_and_its_errors() -> None:
+    q = end_effector.quat_from_euler_xyz(torch.tensor([0.3]), torch.tensor([math.pi]), torch.tensor([-1.0]))
+    rotation = end_effector.matrix_from_quat(q)[0]
+    assert torch.allclose(rotation @ rotation.T, torch.eye(3), atol=1e-6)
+    assert torch.allclose(rotation[:, 2] @ torch.tensor([0.0, 0.0, 1.0]), torch.tensor(-math.cos(0.3)), atol=1e-6)
+    turn = end_effector.matrix_from_quat(torch.tensor([math.cos(0.35), 0.0, math.sin(0.35), 0.0]))
+    assert torch.isclose(end_effector.rotation_angle(rotation, rotation @ turn), torch.tensor(0.7), atol=1e-5)
+
+    env = make_cpu("franka-reach", num_envs=4)
+    env.reset()
+    env.step(torch.zeros(4, env.action_dim))
+    term = env.command_term("ee_pose")
+    position, orientation = term.goal_w(env)
+    x, y, z = position.unbind(1)
+    assert ((0.35 <= x) & (x <= 0.65) & (y.abs() <= 0.2) & (0.15 <= z) & (z <= 0.5)).all(), position
+    assert torch.allclose(orientation[:, :, 2], torch.tensor([0.0, 0.0, -1.0]).expand(4, 3), atol=1e-5), "down"
+    site = env.sim.site_names.index("ee")
+    error = end_effector.site_position_error(env, "ee")
+    assert torch.allclose(error, (env.sim.site_xpos[:, site] - position).norm(dim=1))
