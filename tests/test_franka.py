@@ -87,3 +87,20 @@ def test_the_pose_command_and_its_errors() -> None:
     site = env.sim.site_names.index("ee")
     error = end_effector.site_position_error(env, "ee")
     assert torch.allclose(error, (env.sim.site_xpos[:, site] - position).norm(dim=1))
+
+
+def test_the_pose_error_observation_points_from_the_site_to_the_goal() -> None:
+    """Turning the site by the observed rotation vector and moving it by the observed offset (base
+    frame; the base is the world here) lands on the commanded pose."""
+    env = make_cpu("franka-reach", num_envs=4)
+    env.reset()
+    env.step(torch.zeros(4, env.action_dim))
+    error = end_effector.site_pose_error_b(env, "ee")
+    position, rotation = env.command_term("ee_pose").goal_w(env)
+    site = env.sim.site_names.index("ee")
+    assert torch.allclose(env.sim.site_xpos[:, site] + error[:, :3], position, atol=1e-5)
+    angle = error[:, 3:].norm(dim=1, keepdim=True)
+    axis = error[:, 3:] / angle
+    half = torch.cat((torch.cos(angle / 2), axis * torch.sin(angle / 2)), dim=1)
+    turned = end_effector.matrix_from_quat(half) @ env.sim.site_xmat[:, site]
+    assert torch.allclose(turned, rotation, atol=1e-4)

@@ -43,10 +43,13 @@ def arm_actuators(kp: float, kd: float) -> list[ActuatorCfg]:
 def franka_reach_cfg() -> TaskCfg:
     """Move the end effector to a pose drawn every 4 s in front of the robot (0.35-0.65 m ahead,
     +-0.2 m aside, 0.15-0.5 m up, pointing down, any yaw), with joint-position targets around the
-    home pose (0.5 rad per unit). Rewards (Isaac Lab's weights): -0.2 x the distance, 0.1 x (1 -
-    tanh(distance / 0.1)), -0.1 x the orientation error (rad), -1e-4 x the action rate and the
-    joint velocities squared. 12 s episodes at 30 Hz, three commands each; `final_position_error`
-    is the error at an episode's end, 4 s after its last command."""
+    home pose (0.5 rad per unit, unclipped as Isaac Lab's). The policy sees the joints, the command,
+    the end effector's error from it (position and rotation vector, base frame: the arm's forward
+    kinematics, which a real arm's controller knows) and its last action. Rewards (Isaac Lab's
+    weights): -0.2 x the distance, 0.1 x (1 - tanh(distance / 0.1)), -0.1 x the orientation error
+    (rad), -1e-4 x the action rate and the joint velocities squared. 12 s episodes at 30 Hz, three
+    commands each; `final_position_error` is the error at an episode's end, 4 s after its last
+    command."""
     pose = {"site": EE, "command": "ee_pose"}
     noisy = {"noise": 0.01}
     return TaskCfg(
@@ -55,12 +58,13 @@ def franka_reach_cfg() -> TaskCfg:
         episode_length_s=12.0,
         sim=SimCfg(dt=0.005, decimation=6),
         actuators=arm_actuators(kp=80.0, kd=4.0),
-        actions=ActionCfg(actuators="panda_joint[1-7]", scale=0.5, use_default_offset=True),
+        actions=ActionCfg(actuators=ARM, scale=0.5, use_default_offset=True, clip=None),
         observations={
             "policy": {
                 "joint_pos": ObsTermCfg(func=observations.joint_pos_rel, **noisy),
                 "joint_vel": ObsTermCfg(func=observations.joint_vel, **noisy),
                 "pose_command": ObsTermCfg(func=observations.generated_commands, params={"command": "ee_pose"}),
+                "pose_error": ObsTermCfg(func=end_effector.site_pose_error_b, params=pose),
                 "actions": ObsTermCfg(func=observations.last_action),
             }
         },

@@ -36,12 +36,24 @@ def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
     return torch.stack(rows, dim=-1).unflatten(-1, (3, 3))
 
 
+def _sin_cos(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """sin(angle) x axis (..., 3) and cos(angle) (...) of rotation matrices `r` (..., 3, 3)."""
+    sin = 0.5 * torch.stack((r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]), -1)
+    return sin, 0.5 * (r.diagonal(dim1=-2, dim2=-1).sum(-1) - 1.0)
+
+
 def rotation_angle(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """(...) the angle (rad, in [0, pi]) between rotation matrices (..., 3, 3) `a` and `b`."""
-    r = a.mT @ b
-    sin = 0.5 * torch.stack((r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]), -1)
-    cos = 0.5 * (r.diagonal(dim1=-2, dim2=-1).sum(-1) - 1.0)
+    sin, cos = _sin_cos(a.mT @ b)
     return torch.atan2(sin.norm(dim=-1), cos)
+
+
+def rotation_vector(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(..., 3) the rotation vector (axis x angle, rad) of the rotation that turns `a` into `b`
+    (rotation matrices (..., 3, 3)), in `a`'s frame; its axis is arbitrary at exactly pi."""
+    sin, cos = _sin_cos(a.mT @ b)
+    norm = sin.norm(dim=-1, keepdim=True)
+    return sin / norm.clamp_min(1e-9) * torch.atan2(norm, cos[..., None])
 
 
 class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
@@ -61,7 +73,7 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
         pitch: tuple[float, float] = (0.0, 0.0),
         yaw: tuple[float, float] = (0.0, 0.0),
     ):
-        self.base = int(env.sim.body_ids([base])[0])
+        self.base = env.sim.body_names.index(base)
         self.ranges = torch.tensor([pos_x, pos_y, pos_z, roll, pitch, yaw], dtype=torch.float32, device=env.device)
         self.command = torch.zeros(env.num_envs, 7, device=env.device)
         self.command[:, 3] = 1.0
@@ -86,7 +98,20 @@ def _pose_term(env: TaskEnv, command: str) -> uniform_pose:
 
 
 def _site(env: TaskEnv, site: str) -> int:
-    return int(env.sim.site_ids([site])[0])
+    return env.sim.site_names.index(site)  # a Python int: no device read inside a captured step
+
+
+def site_pose_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
+    """(num_envs, 6) from the site `site` to the commanded pose, in the frame of the command's base:
+    the position difference (m), then the rotation vector (rad)."""
+    term = _pose_term(env, command)
+    position, rotation = term.goal_w(env)
+    base = env.sim.xmat[:, term.base]
+    index = _site(env, site)
+    offset = (base.mT @ (position - env.sim.site_xpos[:, index])[..., None]).squeeze(-1)
+    site_rotation = env.sim.site_xmat[:, index]
+    turn = (base.mT @ site_rotation @ rotation_vector(site_rotation, rotation)[..., None]).squeeze(-1)
+    return torch.cat((offset, turn), dim=-1)
 
 
 def site_position_error(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
