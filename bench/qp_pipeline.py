@@ -30,6 +30,7 @@ from phalanx.bench.machine import machine_info
 from phalanx.bench.physics import captured_seconds, seconds_per_call
 from phalanx.envs.mdp.quadruped_control import quadruped_control
 from phalanx.envs.task_env import TaskEnv
+from phalanx.files import write_text_atomic
 from phalanx.registry import env_cfg, make
 
 
@@ -156,8 +157,7 @@ def main() -> None:
         f"uncaptured {result['speedup_uncaptured_over_host']:.1f}x"
     )
     if args.out:
-        with open(args.out, "w") as file:
-            json.dump(result, file, indent=1)
+        write_text_atomic(args.out, json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

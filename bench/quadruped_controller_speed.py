@@ -23,6 +23,7 @@ from phalanx.bench.physics import captured_seconds
 from phalanx.control.body import BodyCfg, yaw_rotation
 from phalanx.control.qp import QPSettings
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
+from phalanx.files import write_text_atomic
 
 BODY = BodyCfg(mass=49.4, inertia=(1.0, 3.0, 3.5))
 
@@ -92,8 +93,7 @@ def main() -> None:
         print(json.dumps(row))
     if args.out:
         info = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__, "rows": rows}
-        with open(args.out, "w") as file:
-            json.dump(info, file, indent=1)
+        write_text_atomic(args.out, json.dumps(info, indent=1))
 
 
 if __name__ == "__main__":

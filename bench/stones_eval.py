@@ -19,6 +19,7 @@ import torch
 
 from phalanx.envs.mdp import state
 from phalanx.envs.stored_cfg import env_cfg_from_data
+from phalanx.files import write_text_atomic
 from phalanx.registry import env_cfg, make, play_env_cfg
 from phalanx.rl.checkpoint import load_checkpoint
 from phalanx.rl.play import load_actor
@@ -100,8 +101,8 @@ def main() -> None:
     if recorder is not None:
         print(f"video of level {args.video_level}: {recorder.write(args.video, fps=1.0 / env.step_dt)}")
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"task": args.task, "policy": who, "speed": args.speed, "goal": args.goal, "levels": rows}, f)
+        result = {"task": args.task, "policy": who, "speed": args.speed, "goal": args.goal, "levels": rows}
+        write_text_atomic(args.out, json.dumps(result))
 
 
 if __name__ == "__main__":
