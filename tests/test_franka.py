@@ -104,3 +104,19 @@ def test_the_pose_error_observation_points_from_the_site_to_the_goal() -> None:
     half = torch.cat((torch.cos(angle / 2), axis * torch.sin(angle / 2)), dim=1)
     turned = end_effector.matrix_from_quat(half) @ env.sim.site_xmat[:, site]
     assert torch.allclose(turned, rotation, atol=1e-4)
+
+
+def test_the_ik_action_opens_and_closes_the_gripper_by_the_sign_of_its_last_part() -> None:
+    cfg = env_cfg("franka-reach-ik")
+    cfg.events = {}
+    cfg.actions.controller.params["gripper"] = "gripper"
+    env = make_cpu(cfg, num_envs=2)
+    assert env.action_dim == 7
+    env.reset()
+    fingers = env.sim.joint_qposadr[env.joint_ids("panda_finger_joint[12]")]
+    action = torch.zeros(2, 7)
+    action[:, 6] = torch.tensor([-1.0, 1.0])  # env 0 closes, env 1 opens
+    for _ in range(20):  # 0.6 s
+        env.step(action)
+    opening = env.sim.qpos[:, fingers]
+    assert (opening[0] < 0.002).all() and (opening[1] > 0.038).all(), opening

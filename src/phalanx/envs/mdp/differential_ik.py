@@ -84,7 +84,7 @@ class differential_ik(ActionController):  # noqa: N801 (terms are named like fun
         self.actuator_ids = torch.tensor(ids, dtype=torch.long, device=env.device)
         self.scales = torch.tensor([position_scale] * 3 + [rotation_scale] * 3, device=env.device)
         self.damping = damping
-        self.gripper_ctrl = (gripper_closed, gripper_open)
+        self.gripper_ctrl = None if gripper is None else (gripper_closed, gripper_open)
         self._site = sim.site_names.index(site)
         self._base = sim.body_names.index(base)
         body = int(sim.mjm.site_bodyid[self._site])
@@ -126,7 +126,7 @@ class differential_ik(ActionController):  # noqa: N801 (terms are named like fun
         step = damped_least_squares(jacobian, error, self.damping)
         q = sim.qpos[:, self._qpos] + step
         target = torch.minimum(torch.maximum(q, self._range[:, 0]), self._range[:, 1])
-        if len(self.command_layout) == 3:  # the gripper's ctrl by the sign of its action
+        if self.gripper_ctrl is not None:  # the gripper's ctrl by the sign of its action
             closed, opened = self.gripper_ctrl
             target = torch.cat((target, torch.where(command[:, 6:] >= 0, opened, closed)), dim=1)
         sim.ctrl[:, self.actuator_ids] = target
