@@ -25,6 +25,7 @@ from phalanx.terrain.generator import TerrainCfg
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
+    from phalanx.sim.simulator import Simulator
 
 
 class Term:
@@ -183,6 +184,16 @@ class ActionController(Term):
     @property
     def command_dim(self) -> int:
         return sum(width for _, width, _ in self.command_layout)
+
+    @staticmethod
+    def actuators_of(sim: Simulator, joints: list[int]) -> list[int]:
+        """The actuator that drives each of `joints` (indices into `sim.joint_names`); a joint
+        without one is a ConfigError naming `env.actuators`."""
+        actuated = sim.actuator_joint_ids.tolist()
+        undriven = [sim.joint_names[j] for j in joints if j not in actuated]
+        if undriven:
+            raise ConfigError(f"joints {undriven} have no actuator", "env.actuators")
+        return [actuated.index(j) for j in joints]
 
     def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
         raise NotImplementedError

@@ -62,15 +62,11 @@ class differential_ik(ActionController):  # noqa: N801 (terms are named like fun
         arm = [j for j, name in enumerate(sim.joint_names) if re.fullmatch(joints, name)]
         if not arm:
             raise ConfigError(f"matches no hinge or slide joint of {sim.joint_names}", f"{field}.joints")
-        actuated = sim.actuator_joint_ids.tolist()
-        undriven = [sim.joint_names[j] for j in arm if j not in actuated]
-        if undriven:
-            raise ConfigError(f"joints {undriven} have no actuator", "env.actuators")
+        ids = self.actuators_of(sim, arm)
         if site not in sim.site_names:
             raise ConfigError(f"{site!r} is not a site of the model", f"{field}.site")
         if base not in sim.body_names:
             raise ConfigError(f"{base!r} is not a body of the model", f"{field}.base")
-        ids = [actuated.index(j) for j in arm]
         self._joints = torch.tensor(arm, dtype=torch.long, device=env.device)
         self._qpos = sim.joint_qposadr[self._joints]
         self._dofs = sim.joint_dofadr[self._joints]

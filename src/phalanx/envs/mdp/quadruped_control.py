@@ -104,11 +104,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         if missing:
             raise ConfigError(f"joints {missing} not in the model", "env.actions.controller.params.joints")
         joint_ids = [sim.joint_names.index(n) for n in names]
-        actuated = sim.actuator_joint_ids.tolist()
-        undriven = [n for n, j in zip(names, joint_ids, strict=True) if j not in actuated]
-        if undriven:
-            raise ConfigError(f"joints {undriven} have no actuator", "env.actuators")
-        self.actuator_ids = torch.tensor([actuated.index(j) for j in joint_ids], dtype=torch.long, device=env.device)
+        self.actuator_ids = torch.tensor(self.actuators_of(sim, joint_ids), dtype=torch.long, device=env.device)
         mj_joints = [sim.mjm.joint(n).id for n in names]
         self._joint_ids = torch.tensor(mj_joints, dtype=torch.long, device=env.device).view(len(legs), len(joints))
         self._dofs = sim.joint_dofadr[torch.tensor(joint_ids, device=env.device)].view(len(legs), len(joints))
