@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from helpers import make_cpu
 from phalanx.envs.mdp import end_effector
 from phalanx.envs.mdp.differential_ik import damped_least_squares
+from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
 
 
@@ -120,3 +122,11 @@ def test_the_ik_action_opens_and_closes_the_gripper_by_the_sign_of_its_last_part
         env.step(action)
     opening = env.sim.qpos[:, fingers]
     assert (opening[0] < 0.002).all() and (opening[1] > 0.038).all(), opening
+
+
+def test_ik_refuses_arm_joints_without_an_actuator() -> None:
+    cfg = env_cfg("franka-reach-ik")
+    cfg.actuators = cfg.actuators[:1]  # the shoulder's only
+    undriven = r"joints \['panda_joint5', 'panda_joint6', 'panda_joint7'\] have no actuator"
+    with pytest.raises(ConfigError, match=undriven):
+        make_cpu(cfg, num_envs=1)
