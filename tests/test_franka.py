@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.envs.cfg import GripperCfg
 from phalanx.envs.mdp import end_effector
 from phalanx.envs.mdp.differential_ik import damped_least_squares
 from phalanx.errors import ConfigError
@@ -108,10 +109,10 @@ def test_the_pose_error_observation_points_from_the_site_to_the_goal() -> None:
     assert torch.allclose(turned, rotation, atol=1e-4)
 
 
-def test_the_ik_action_opens_and_closes_the_gripper_by_the_sign_of_its_last_part() -> None:
+def test_a_gripper_action_after_the_ik_command_opens_and_closes_by_its_sign() -> None:
     cfg = env_cfg("franka-reach-ik")
     cfg.events = {}
-    cfg.actions.controller.params["gripper"] = "gripper"
+    cfg.actions.gripper = GripperCfg("gripper", open=0.04, closed=0.0)
     env = make_cpu(cfg, num_envs=2)
     assert env.action_dim == 7
     env.reset()
@@ -122,6 +123,28 @@ def test_the_ik_action_opens_and_closes_the_gripper_by_the_sign_of_its_last_part
         env.step(action)
     opening = env.sim.qpos[:, fingers]
     assert (opening[0] < 0.002).all() and (opening[1] > 0.038).all(), opening
+
+
+@pytest.mark.parametrize(
+    ("actuator", "driven", "message"),
+    [
+        ("hand", "panda_joint[1-7]", r"env.actions.gripper.actuator: 'hand' is not an actuator of \["),
+        ("gripper", ".*", "env.actions.gripper.actuator: 'gripper' is driven by env.actions.actuators as well"),
+    ],
+)
+def test_a_gripper_that_is_no_actuator_or_also_a_joint_target_is_refused(actuator, driven, message) -> None:
+    cfg = env_cfg("franka-reach")
+    cfg.actions.actuators, cfg.actions.use_default_offset = driven, False
+    cfg.actions.gripper = GripperCfg(actuator, open=0.04, closed=0.0)
+    with pytest.raises(ConfigError, match=message):
+        make_cpu(cfg, num_envs=1)
+
+
+def test_a_gripper_beside_a_low_level_policy_is_refused() -> None:
+    cfg = env_cfg("anymal-nav")
+    cfg.actions.gripper = GripperCfg("gripper", open=0.04, closed=0.0)
+    with pytest.raises(ConfigError, match="env.actions.gripper: not supported with actions.low_level"):
+        cfg.check()
 
 
 def test_ik_refuses_arm_joints_without_an_actuator() -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from phalanx.envs.cfg import ActionCfg
+from phalanx.envs.cfg import ActionCfg, GripperCfg
 from phalanx.envs.names import matching_ids
 from phalanx.envs.tensor_state import load_checked
 from phalanx.errors import ConfigError
@@ -53,17 +53,41 @@ class JointTargets:
         sim.step()
 
 
+class Gripper:
+    """The `GripperCfg`'s actuator, opened or closed by the sign of the last action."""
+
+    def __init__(self, sim: Simulator, cfg: GripperCfg, driven: torch.Tensor, driver: str):
+        field = "env.actions.gripper.actuator"
+        if cfg.actuator not in sim.actuator_names:
+            raise ConfigError(f"{cfg.actuator!r} is not an actuator of {sim.actuator_names}", field)
+        self.id = sim.actuator_names.index(cfg.actuator)
+        if self.id in driven.tolist():
+            raise ConfigError(f"{cfg.actuator!r} is driven by {driver} as well; give it to one of them", field)
+        self.open, self.closed = cfg.open, cfg.closed
+
+    def drive(self, sim: Simulator, action: torch.Tensor) -> torch.Tensor:
+        """Sets the gripper's ctrl from the last column of `action` and returns the other columns."""
+        sim.ctrl[:, self.id] = torch.where(action[:, -1] >= 0, self.open, self.closed)
+        return action[:, :-1]
+
+
 class Actions:
     """Non-finite actions become 0 (documented), then clip and scale as the `ActionCfg` says;
     `last` keeps the clipped action (terms read it as `env.action`). Without a low level (a
     frozen policy or a controller) the action drives `joints`, after the env's drawn delay; with
-    one it is its command."""
+    one it is its command. With a `GripperCfg` the last action opens or closes the gripper."""
 
     def __init__(
         self, env: TaskEnv, cfg: ActionCfg, joints: JointTargets, low_level: LowLevelPolicy | ActionController | None
     ):
         self.cfg, self.joints, self.low_level = cfg, joints, low_level
         self.dim = joints.dim if low_level is None else low_level.command_dim
+        self.gripper = None
+        if cfg.gripper is not None:
+            driver = "env.actions.actuators" if low_level is None else "env.actions.controller"
+            driven = (joints if low_level is None else low_level).actuator_ids
+            self.gripper = Gripper(env.sim, cfg.gripper, driven, driver)
+            self.dim += 1
         n = env.num_envs
         self.last = torch.zeros(n, self.dim, device=env.device)
         _, high = cfg.delay_range
@@ -78,9 +102,13 @@ class Actions:
             action = action.clamp(-self.cfg.clip, self.cfg.clip)
         self.last.copy_(action)
         if self.low_level is None:
-            self.joints.drive(env.sim, self.cfg.scale * self._delayed(action))
+            self.joints.drive(env.sim, self.cfg.scale * self._grip(env, self._delayed(action)))
         else:
-            self.low_level.drive(env, self.cfg.scale * action)
+            self.low_level.drive(env, self.cfg.scale * self._grip(env, action))
+
+    def _grip(self, env: TaskEnv, action: torch.Tensor) -> torch.Tensor:
+        """The action without its gripper part, which opens or closes the gripper."""
+        return action if self.gripper is None else self.gripper.drive(env.sim, action)
 
     def _delayed(self, action: torch.Tensor) -> torch.Tensor:
         """The action each env applies now: this step's, or with a delay the one from `delay` steps ago."""

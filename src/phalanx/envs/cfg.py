@@ -211,6 +211,17 @@ class ControllerCfg:
 
 
 @dataclass
+class GripperCfg:
+    """One more action, the last, opens or closes a gripper (Isaac Lab's BinaryJointPositionAction):
+    >= 0 sets the actuator's ctrl to `open`, < 0 to `closed`."""
+
+    actuator: str
+    """The gripper's actuator, by name (one the other actions do not drive)."""
+    open: float
+    closed: float
+
+
+@dataclass
 class ActionCfg:
     """Actions drive actuators: ctrl = offset + scale * clip(action, -clip, clip), plus the driven
     joints' default positions with `use_default_offset` (position actuators: actions are offsets
@@ -235,6 +246,9 @@ class ActionCfg:
     controller: ControllerCfg | None = None
     """Actions command a model-based controller instead of driving actuators (see
     `ControllerCfg`); `scale`/`clip` shape the command, the controller picks its actuators."""
+    gripper: GripperCfg | None = None
+    """A last action that opens or closes a gripper, besides the joint targets or the controller's
+    command (see `GripperCfg`)."""
     delay_range: tuple[int, int] = (0, 0)
     """Actuation delay in env steps: each env applies the action of `delay` steps ago, `delay`
     drawn uniformly from this inclusive range at every reset (an env reset with a delay holds
@@ -319,3 +333,5 @@ class TaskCfg:
                     raise ConfigError(f"not supported with actions.{kind}", "env.actions.delay_range")
         if self.actions.low_level is not None and self.actions.controller is not None:
             raise ConfigError("a task's actions command a low-level policy or a controller, not both", "env.actions")
+        if self.actions.low_level is not None and self.actions.gripper is not None:
+            raise ConfigError("not supported with actions.low_level", "env.actions.gripper")

@@ -93,6 +93,7 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
         )
         rows = [[name, str(width), f"{scale:g}"] for name, width, scale in env.low_level.command_layout]
         console.print(_table(title, ["#", "part", "dim", "scale"], rows))
+        _print_gripper(actions, console)
         names = ", ".join(env.sim.actuator_names[i] for i in env.low_level.actuator_ids.tolist())
         console.print(f"The controller drives the actuators {names}")
         return
@@ -109,3 +110,13 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
         title = f"Low-level actions (dim {env.joints.dim}, ctrl = offset + scale * clip(action))"
     rows = [[name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""] for name in names]
     console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], rows))
+    _print_gripper(env.cfg.actions, console)
+
+
+def _print_gripper(actions, console: Console) -> None:
+    gripper = actions.gripper
+    if gripper is not None:
+        console.print(
+            f"The last action opens the gripper {gripper.actuator!r} (ctrl {gripper.open:g}) when >= 0 "
+            f"and closes it (ctrl {gripper.closed:g}) when < 0"
+        )

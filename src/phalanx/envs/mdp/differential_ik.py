@@ -1,8 +1,8 @@
 """An arm's actions as end-effector pose deltas (Isaac Lab's differential IK action): once per env
 step, MuJoCo Warp's Jacobian of the end-effector site, then damped least squares on the GPU for
 the joint step that moves the site by the commanded delta, and the arm's position actuators
-aimed at the current joint positions plus that step (within the joint ranges); optionally a
-gripper opened or closed by the sign of one more action."""
+aimed at the current joint positions plus that step (within the joint ranges). (A gripper is
+`ActionCfg.gripper`, one more action beside the controller's command.)"""
 
 from __future__ import annotations
 
@@ -32,8 +32,7 @@ def damped_least_squares(jacobian: torch.Tensor, error: torch.Tensor, damping: f
 class differential_ik(ActionController):  # noqa: N801 (terms are named like functions)
     """The env's actions move the site `site` by a pose delta, in the frame of the body `base`:
     3 of position (`position_scale` m per unit) and 3 of rotation (a rotation vector,
-    `rotation_scale` rad per unit), then, with `gripper` (an actuator's name), one that opens it
-    (>= 0: ctrl `gripper_open`) or closes it (< 0: `gripper_closed`).
+    `rotation_scale` rad per unit).
 
     The arm is the joints matching the regular expression `joints` (hinges or slides, each with a
     position actuator). Once per env step the poses and MuJoCo Warp's Jacobian of the site are
@@ -50,9 +49,6 @@ class differential_ik(ActionController):  # noqa: N801 (terms are named like fun
         position_scale: float = 0.05,
         rotation_scale: float = 0.1,
         damping: float = 0.05,
-        gripper: str | None = None,
-        gripper_open: float = 0.04,
-        gripper_closed: float = 0.0,
     ):
         import mujoco_warp as mjw  # MuJoCo Warp only once a task builds the controller
         import warp as wp
@@ -72,15 +68,9 @@ class differential_ik(ActionController):  # noqa: N801 (terms are named like fun
         self._dofs = sim.joint_dofadr[self._joints]
         self._range = sim.joint_range[self._joints]
         self.command_layout = [("position", 3, position_scale), ("rotation", 3, rotation_scale)]
-        if gripper is not None:
-            if gripper not in sim.actuator_names:
-                raise ConfigError(f"{gripper!r} is not an actuator of {sim.actuator_names}", f"{field}.gripper")
-            ids.append(sim.actuator_names.index(gripper))
-            self.command_layout.append(("gripper", 1, 1.0))
         self.actuator_ids = torch.tensor(ids, dtype=torch.long, device=env.device)
         self.scales = torch.tensor([position_scale] * 3 + [rotation_scale] * 3, device=env.device)
         self.damping = damping
-        self.gripper_ctrl = None if gripper is None else (gripper_closed, gripper_open)
         self._site = sim.site_names.index(site)
         self._base = sim.body_names.index(base)
         body = int(sim.mjm.site_bodyid[self._site])
@@ -117,14 +107,10 @@ class differential_ik(ActionController):  # noqa: N801 (terms are named like fun
         sim = env.sim
         jacobian = self.jacobian()
         rotation = sim.xmat[:, self._base]  # base -> world, of the poses just recomputed
-        delta = (self.scales * command[:, :6]).view(-1, 2, 3)
+        delta = (self.scales * command).view(-1, 2, 3)
         error = (rotation[:, None] @ delta[..., None]).flatten(1)  # (n, 6) world axes
         step = damped_least_squares(jacobian, error, self.damping)
         q = sim.qpos[:, self._qpos] + step
-        target = torch.minimum(torch.maximum(q, self._range[:, 0]), self._range[:, 1])
-        if self.gripper_ctrl is not None:  # the gripper's ctrl by the sign of its action
-            closed, opened = self.gripper_ctrl
-            target = torch.cat((target, torch.where(command[:, 6:] >= 0, opened, closed)), dim=1)
-        sim.ctrl[:, self.actuator_ids] = target
+        sim.ctrl[:, self.actuator_ids] = torch.minimum(torch.maximum(q, self._range[:, 0]), self._range[:, 1])
         for _ in range(env.cfg.actions.controller.decimation):
             sim.step()
