@@ -6,6 +6,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import mujoco
+import numpy as np
 import torch
 
 import phalanx
@@ -30,3 +32,25 @@ def signal_after_iterations(command: list[str], run_dir: Path, sig: int, iterati
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     return proc.returncode, out, err
+
+
+def site_ik(
+    model: mujoco.MjModel, qpos: np.ndarray, joints: np.ndarray, dofs: np.ndarray, target: np.ndarray, axes: np.ndarray
+) -> np.ndarray:
+    """The positions of the joints (qpos addresses `joints`, dof addresses `dofs`) that put the
+    site "ee" at `target` (world) with its axes the columns of `axes`, by damped least squares
+    from `qpos` (MuJoCo C): a scripted arm's joint targets."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    site = model.site("ee").id
+    for _ in range(100):
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+        mujoco.mj_jacSite(model, data, jacp, jacr, site)
+        rotation = data.site_xmat[site].reshape(3, 3)
+        turn = 0.5 * np.cross(rotation, axes, axis=0).sum(axis=1)
+        error = np.concatenate((target - data.site_xpos[site], turn))
+        jacobian = np.vstack((jacp, jacr))[:, dofs]
+        data.qpos[joints] += jacobian.T @ np.linalg.solve(jacobian @ jacobian.T + 1e-4 * np.eye(6), error)
+    return data.qpos[joints].copy()

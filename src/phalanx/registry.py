@@ -29,7 +29,17 @@ if TYPE_CHECKING:
     from phalanx.rl.config import TrainCfg
 
 ENTRY_POINT_GROUP = "phalanx.tasks"
-BUILTIN = ("cartpole", "locomotion", "anymal", "anymal_qp", "anymal_stones", "shadow_hand", "franka")
+BUILTIN = (
+    "cartpole",
+    "locomotion",
+    "anymal",
+    "anymal_qp",
+    "anymal_stones",
+    "shadow_hand",
+    "franka",
+    "franka_lift",
+    "franka_cabinet",
+)
 """phalanx's own task modules (`phalanx.tasks.*`), in the order `phalanx list` shows them."""
 TASK_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 

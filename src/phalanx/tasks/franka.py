@@ -28,6 +28,7 @@ from phalanx.sim.cfg import SimCfg
 
 ARM = "panda_joint[1-7]"
 EE = "ee"
+BASE = "panda_link0"
 SHOULDER, FOREARM = "panda_joint[1-4]", "panda_joint[5-7]"
 
 
@@ -73,7 +74,7 @@ def franka_reach_cfg() -> TaskCfg:
                 func=end_effector.uniform_pose,
                 resampling_time_range_s=(4.0, 4.0),
                 params={
-                    "base": "panda_link0",
+                    "base": BASE,
                     "pos_x": (0.35, 0.65),
                     "pos_y": (-0.2, 0.2),
                     "pos_z": (0.15, 0.5),

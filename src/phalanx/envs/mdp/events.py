@@ -67,13 +67,16 @@ def reset_root_state_uniform(
     xy_range: tuple[float, float] = (0.0, 0.0),
     yaw_range: tuple[float, float] = (0.0, 0.0),
     velocity_range: tuple[float, float] = (0.0, 0.0),
+    y_range: tuple[float, float] | None = None,
 ) -> None:
-    """Moves the (just reset) root by a uniform xy offset, turns it by a uniform yaw, and gives it
-    uniform linear and angular velocities (each component from `velocity_range`)."""
+    """Moves the (just reset) root by a uniform xy offset (x from `xy_range`, y from `y_range`,
+    None: `xy_range` too), turns it by a uniform yaw, and gives it uniform linear and angular
+    velocities (each component from `velocity_range`)."""
     a, d = state.root_addresses(env)
     n = env.num_envs
     root = env.sim.qpos[:, a : a + 7]
-    pos = root[:, :3] + torch.cat((env.uniform((n, 2), *xy_range), torch.zeros(n, 1, device=env.device)), dim=1)
+    low, high = (env.constant(bounds) for bounds in zip(xy_range, y_range or xy_range, strict=True))
+    pos = root[:, :3] + torch.cat((env.uniform((n, 2), low, high), torch.zeros(n, 1, device=env.device)), dim=1)
     half = 0.5 * env.uniform((n,), *yaw_range)
     yaw_quat = torch.stack((half.cos(), torch.zeros_like(half), torch.zeros_like(half), half.sin()), dim=1)
     quat = quat_mul(yaw_quat, root[:, 3:])

@@ -1,0 +1,120 @@
+"""The Franka-like arm grasps a cube on its table and lifts it to a commanded position
+(phalanx/assets/franka_lift.xml; Isaac-Lift-Cube-Franka-v0 in spirit)."""
+
+from __future__ import annotations
+
+from phalanx.assets import asset_path
+from phalanx.envs.cfg import (
+    ActionCfg,
+    CommandTermCfg,
+    EventTermCfg,
+    GripperCfg,
+    MetricTermCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TaskCfg,
+    TerminationTermCfg,
+)
+from phalanx.envs.mdp import bodies, end_effector, events, lift, observations, rewards, terminations, velocity_rewards
+from phalanx.registry import register
+from phalanx.rl.config import PolicyCfg, TrainCfg
+from phalanx.rl.ppo import PPOCfg
+from phalanx.sim.cfg import SimCfg
+from phalanx.tasks.franka import ARM, BASE, EE, arm_actuators
+
+CUBE = "cube"
+LIFTED = 0.04
+"""The cube's center above the table (m) that counts as lifted: 1.5 cm off it."""
+
+
+def franka_lift_cfg() -> TaskCfg:
+    """Grasp the 5 cm cube, placed at random in front of the robot (0.4-0.6 m ahead, +-0.25 m
+    aside), and hold it at a position drawn per episode (0.4-0.6 m ahead, +-0.25 m aside,
+    0.25-0.5 m up). Actions: joint-position targets around the home pose (0.5 rad per unit,
+    unclipped) and the gripper, open or closed by the sign of the last action. The policy sees
+    the joints, the cube's position and the goal in the robot's frame, and its last action.
+    Rewards (Isaac Lab's weights): the end effector near the cube (1 x (1 - tanh(d / 0.1))),
+    the cube lifted (15), the lifted cube near the goal (16 x (1 - tanh(d / 0.3)) and 5 x (1 -
+    tanh(d / 0.05))), -1e-4 x the action rate and the joint velocities squared. 5 s episodes at
+    50 Hz on 5 ms physics steps (grasps need them). `success`: the cube within 5 cm of the goal
+    at an episode's end."""
+    cube = {"site": CUBE}
+    goal = cube | {"command": "object_pose"}
+    return TaskCfg(
+        description="a 7-DoF arm grasps a cube and lifts it to a commanded position (Isaac-Lift-Cube-Franka-v0)",
+        model=asset_path("franka_lift.xml"),
+        episode_length_s=5.0,
+        # Buffers from measurement: a grasp of the cube holds 12 contacts and 49 constraint rows
+        # (the bound from the model's geom pairs is 124 and 512).
+        sim=SimCfg(dt=0.005, decimation=4, nconmax_per_env=32, njmax_per_env=128),
+        actuators=arm_actuators(kp=80.0, kd=4.0),
+        actions=ActionCfg(
+            actuators=ARM,
+            scale=0.5,
+            use_default_offset=True,
+            clip=None,
+            gripper=GripperCfg("gripper", open=0.04, closed=0.0),
+        ),
+        observations={
+            "policy": {
+                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
+                "joint_vel": ObsTermCfg(func=observations.joint_vel),
+                "object_position": ObsTermCfg(func=bodies.site_pos_b, params={"sites": [CUBE], "base": BASE}),
+                "target_position": ObsTermCfg(func=observations.generated_commands, params={"command": "object_pose"}),
+                "actions": ObsTermCfg(func=observations.last_action),
+            }
+        },
+        commands={
+            "object_pose": CommandTermCfg(
+                func=end_effector.uniform_pose,
+                resampling_time_range_s=(5.0, 5.0),
+                params={"base": BASE, "pos_x": (0.4, 0.6), "pos_y": (-0.25, 0.25), "pos_z": (0.25, 0.5)},
+            ),
+        },
+        rewards={
+            "reaching_object": RewardTermCfg(
+                func=lift.site_distance_tanh, weight=1.0, params={"site": EE, "to_site": CUBE, "std": 0.1}
+            ),
+            "lifting_object": RewardTermCfg(
+                func=lift.site_lifted, weight=15.0, params=cube | {"minimal_height": LIFTED}
+            ),
+            "object_goal_tracking": RewardTermCfg(
+                func=lift.lifted_site_goal_tanh, weight=16.0, params=goal | {"minimal_height": LIFTED, "std": 0.3}
+            ),
+            "object_goal_tracking_fine": RewardTermCfg(
+                func=lift.lifted_site_goal_tanh, weight=5.0, params=goal | {"minimal_height": LIFTED, "std": 0.05}
+            ),
+            "action_rate": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-1e-4),
+            "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
+        },
+        terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
+        metrics={
+            "ee_object_distance": MetricTermCfg(func=lift.site_distance, params={"site": EE, "to_site": CUBE}),
+            "lifted": MetricTermCfg(func=lift.site_lifted, params=cube | {"minimal_height": LIFTED}, final=True),
+            "goal_distance": MetricTermCfg(func=end_effector.site_position_error, params=goal, final=True),
+            "success": MetricTermCfg(func=lift.site_at_goal, params=goal | {"tolerance": 0.05}, final=True),
+        },
+        events={
+            # The cube is the model's only free joint: the env's root.
+            "reset_cube": EventTermCfg(
+                func=events.reset_root_state_uniform,
+                mode="reset",
+                params={"xy_range": (-0.1, 0.1), "y_range": (-0.25, 0.25)},
+            ),
+        },
+        num_envs=4096,
+    )
+
+
+def franka_lift_train_cfg() -> TrainCfg:
+    """rsl_rl's LiftCubePPORunnerCfg: 256-128-64 ELU networks, 24-step rollouts, gamma 0.98."""
+    return TrainCfg(
+        max_iterations=1500,
+        num_steps_per_env=24,
+        cpu_num_envs=256,
+        policy=PolicyCfg(actor_hidden_dims=(256, 128, 64), critic_hidden_dims=(256, 128, 64)),
+        algo=PPOCfg(learning_rate=1e-4, entropy_coef=0.006, gamma=0.98, lam=0.95, desired_kl=0.01),
+    )
+
+
+register("franka-lift", env_cfg=franka_lift_cfg, train_cfg=franka_lift_train_cfg)
