@@ -4,6 +4,7 @@ env (MuJoCo Warp, CPU, the task's own contacts and time step), and the task's te
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from helpers import make_cpu, site_ik
@@ -60,3 +61,22 @@ def test_the_cube_is_placed_at_random_within_its_ranges() -> None:
     x, y, z = position.unbind(1)
     assert ((0.4 <= x) & (x <= 0.6) & (y.abs() <= 0.25) & (z == 0.025)).all(), position
     assert x.std() > 0.04 and y.std() > 0.1, "spread over the ranges"
+
+
+def test_the_action_penalties_grow_after_the_curriculum_steps_and_a_cube_off_the_table_ends_its_episode() -> None:
+    cfg = env_cfg("franka-lift")
+    for term in cfg.curriculum.values():
+        term.params["num_steps"] = 3
+    env = make_cpu(cfg, num_envs=2)
+    env.reset()
+    dt = env.step_dt
+    action_rate = env.rewards.names.index("action_rate")
+    zero = torch.zeros(2, env.action_dim)
+    for _ in range(2):
+        env.step(zero)
+    assert env.rewards.weights[action_rate].item() == pytest.approx(-1e-4 * dt)
+    # The cube of env 1 pushed off the table's far edge.
+    env.sim.qpos[1, env.sim.root_qposadr] = 1.2
+    _, _, terminated, truncated, _ = env.step(zero)
+    assert terminated.tolist() == [False, True] and not truncated.any()
+    assert env.rewards.weights[action_rate].item() == pytest.approx(-1e-1 * dt), "switched at step 3's reset"

@@ -7,6 +7,7 @@ from phalanx.assets import asset_path
 from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
+    CurriculumTermCfg,
     EventTermCfg,
     GripperCfg,
     MetricTermCfg,
@@ -15,7 +16,17 @@ from phalanx.envs.cfg import (
     TaskCfg,
     TerminationTermCfg,
 )
-from phalanx.envs.mdp import bodies, end_effector, events, lift, observations, rewards, terminations, velocity_rewards
+from phalanx.envs.mdp import (
+    bodies,
+    curriculum,
+    end_effector,
+    events,
+    lift,
+    observations,
+    rewards,
+    terminations,
+    velocity_rewards,
+)
 from phalanx.registry import register
 from phalanx.rl.config import PolicyCfg, TrainCfg
 from phalanx.rl.ppo import PPOCfg
@@ -36,8 +47,9 @@ def franka_lift_cfg() -> TaskCfg:
     Rewards (Isaac Lab's weights): the end effector near the cube (1 x (1 - tanh(d / 0.1))),
     the cube lifted (15), the lifted cube near the goal (16 x (1 - tanh(d / 0.3)) and 5 x (1 -
     tanh(d / 0.05))), -1e-4 x the action rate and the joint velocities squared. 5 s episodes at
-    50 Hz on 5 ms physics steps (grasps need them). `success`: the cube within 5 cm of the goal
-    at an episode's end."""
+    50 Hz on 5 ms physics steps (grasps need them); an episode ends early when the cube leaves the
+    table. After 10,000 env steps the action-rate and joint-velocity weights become -0.1 (Isaac
+    Lab's curriculum). `success`: the cube within 5 cm of the goal at an episode's end."""
     cube = {"site": CUBE}
     goal = cube | {"command": "object_pose"}
     return TaskCfg(
@@ -87,7 +99,21 @@ def franka_lift_cfg() -> TaskCfg:
             "action_rate": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-1e-4),
             "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
         },
-        terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
+        terminations={
+            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            # Off a 0.9 m x 1 m table in front of the robot (the scene's plane has no edge).
+            "object_off_table": TerminationTermCfg(
+                func=terminations.site_outside, params={"site": CUBE, "low": (0.1, -0.5, 0.0), "high": (1.0, 0.5, 2.0)}
+            ),
+        },
+        curriculum={
+            # Once the task is learned the arm must move smoothly: action rate and joint
+            # velocities weigh 1000 times more from 10,000 env steps (about 400 iterations) on.
+            name: CurriculumTermCfg(
+                func=curriculum.reward_weight, params={"reward": name, "weight": -1e-1, "num_steps": 10_000}
+            )
+            for name in ("action_rate", "joint_vel")
+        },
         metrics={
             "ee_object_distance": MetricTermCfg(func=lift.site_distance, params={"site": EE, "to_site": CUBE}),
             "lifted": MetricTermCfg(func=lift.site_lifted, params=cube | {"minimal_height": LIFTED}, final=True),

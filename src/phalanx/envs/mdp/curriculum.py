@@ -40,3 +40,16 @@ def command_velocity_levels(
     wider = torch.stack([low, high])
     ranges[0] = torch.where(harder, wider, ranges[0])
     return ranges[0, 1]
+
+
+def reward_weight(env: TaskEnv, mask: torch.Tensor, reward: str, weight: float, num_steps: int) -> torch.Tensor:
+    """Isaac Lab's modify_reward_weight: from `num_steps` env steps on (`env.step_count`, counted
+    once per step of all envs), the reward term `reward` weighs `weight` instead of its configured
+    weight (e.g. action penalties that grow once a task is learned). Returns the weight in force.
+    Graph-safe: the switch stays on the device."""
+    del mask
+    index = env.rewards.names.index(reward)
+    scale = env.step_dt if env.cfg.reward_scale_by_dt else 1.0
+    weights = env.rewards.weights
+    weights[index] = torch.where(env.step_count >= num_steps, weight * scale, weights[index])
+    return weights[index] / scale

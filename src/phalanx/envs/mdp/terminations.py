@@ -72,3 +72,11 @@ class site_touches_terrain(Term):  # noqa: N801 (terms are named like functions)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {}  # no per-env state
+
+
+def site_outside(
+    env: TaskEnv, site: str, low: tuple[float, float, float], high: tuple[float, float, float]
+) -> torch.Tensor:
+    """The site left the box `low`-`high` (world, m): e.g. an object pushed off its table."""
+    position = env.sim.site_xpos[:, env.sim.site_names.index(site)]
+    return ((position < env.constant(low)) | (position > env.constant(high))).any(dim=1)
