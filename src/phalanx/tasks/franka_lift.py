@@ -43,7 +43,8 @@ def franka_lift_cfg() -> TaskCfg:
     aside), and hold it at a position drawn per episode (0.4-0.6 m ahead, +-0.25 m aside,
     0.25-0.5 m up). Actions: joint-position targets around the home pose (0.5 rad per unit,
     unclipped) and the gripper, open or closed by the sign of the last action. The policy sees
-    the joints, the cube's position and the goal in the robot's frame, and its last action.
+    the joints, the cube's position, the goal and the offset from the cube to it in the robot's
+    frame, and its last action.
     Rewards (Isaac Lab's weights): the end effector near the cube (1 x (1 - tanh(d / 0.1))),
     the cube lifted (15), the lifted cube near the goal (16 x (1 - tanh(d / 0.3)) and 5 x (1 -
     tanh(d / 0.05))), -1e-4 x the action rate and the joint velocities squared. 5 s episodes at
@@ -73,6 +74,7 @@ def franka_lift_cfg() -> TaskCfg:
                 "joint_vel": ObsTermCfg(func=observations.joint_vel),
                 "object_position": ObsTermCfg(func=bodies.site_pos_b, params={"sites": [CUBE], "base": BASE}),
                 "target_position": ObsTermCfg(func=observations.generated_commands, params={"command": "object_pose"}),
+                "object_to_target": ObsTermCfg(func=end_effector.site_position_error_b, params=goal),
                 "actions": ObsTermCfg(func=observations.last_action),
             }
         },

@@ -101,14 +101,23 @@ def _site(env: TaskEnv, site: str) -> int:
     return env.sim.site_names.index(site)  # a Python int: no device read inside a captured step
 
 
+def site_position_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
+    """(num_envs, 3) from the site `site` to the commanded position, in the frame of the command's
+    base (m)."""
+    term = _pose_term(env, command)
+    position, _ = term.goal_w(env)
+    offset = position - env.sim.site_xpos[:, _site(env, site)]
+    return (env.sim.xmat[:, term.base].mT @ offset[..., None]).squeeze(-1)
+
+
 def site_pose_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
     """(num_envs, 6) from the site `site` to the commanded pose, in the frame of the command's base:
     the position difference (m), then the rotation vector (rad)."""
     term = _pose_term(env, command)
-    position, rotation = term.goal_w(env)
+    _, rotation = term.goal_w(env)
     base = env.sim.xmat[:, term.base]
     index = _site(env, site)
-    offset = (base.mT @ (position - env.sim.site_xpos[:, index])[..., None]).squeeze(-1)
+    offset = site_position_error_b(env, site, command)
     site_rotation = env.sim.site_xmat[:, index]
     turn = (base.mT @ site_rotation @ rotation_vector(site_rotation, rotation)[..., None]).squeeze(-1)
     return torch.cat((offset, turn), dim=-1)
