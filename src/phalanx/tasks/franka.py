@@ -12,6 +12,7 @@ from phalanx.envs.cfg import (
     CommandTermCfg,
     ControllerCfg,
     EventTermCfg,
+    GripperCfg,
     MetricTermCfg,
     ObsTermCfg,
     RewardTermCfg,
@@ -39,6 +40,18 @@ def arm_actuators(kp: float, kd: float) -> list[ActuatorCfg]:
         ActuatorCfg(SHOULDER, kp=kp, kd=kd, effort_limit=87.0),
         ActuatorCfg(FOREARM, kp=kp, kd=kd, effort_limit=12.0),
     ]
+
+
+def arm_and_gripper_actions(scale: float) -> ActionCfg:
+    """Joint-position targets for the arm around the home pose (`scale` rad per unit, unclipped as
+    Isaac Lab's) and one more action that opens (>= 0) or closes (< 0) the gripper."""
+    return ActionCfg(
+        actuators=ARM,
+        scale=scale,
+        use_default_offset=True,
+        clip=None,
+        gripper=GripperCfg("gripper", open=0.04, closed=0.0),
+    )
 
 
 def franka_reach_cfg() -> TaskCfg:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from phalanx.assets import asset_path
 from phalanx.envs.cfg import (
-    ActionCfg,
     EventTermCfg,
-    GripperCfg,
     MetricTermCfg,
     ObsTermCfg,
     RewardTermCfg,
@@ -19,7 +17,7 @@ from phalanx.registry import register
 from phalanx.rl.config import PolicyCfg, TrainCfg
 from phalanx.rl.ppo import PPOCfg
 from phalanx.sim.cfg import SimCfg
-from phalanx.tasks.franka import ARM, EE, arm_actuators
+from phalanx.tasks.franka import ARM, EE, arm_actuators, arm_and_gripper_actions
 
 OPENED = 0.2
 """The opening (m) at which the drawer counts as opened."""
@@ -45,13 +43,7 @@ def franka_cabinet_cfg() -> TaskCfg:
         # (the bound from the model's geom pairs is 964 and 3872).
         sim=SimCfg(dt=0.005, decimation=4, nconmax_per_env=24, njmax_per_env=96),
         actuators=arm_actuators(kp=80.0, kd=4.0),
-        actions=ActionCfg(
-            actuators=ARM,
-            scale=1.0,
-            use_default_offset=True,
-            clip=None,
-            gripper=GripperCfg("gripper", open=0.04, closed=0.0),
-        ),
+        actions=arm_and_gripper_actions(scale=1.0),
         observations={
             "policy": {
                 "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),

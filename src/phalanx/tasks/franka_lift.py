@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from phalanx.assets import asset_path
 from phalanx.envs.cfg import (
-    ActionCfg,
     CommandTermCfg,
     CurriculumTermCfg,
     EventTermCfg,
-    GripperCfg,
     MetricTermCfg,
     ObsTermCfg,
     RewardTermCfg,
@@ -31,7 +29,7 @@ from phalanx.registry import register
 from phalanx.rl.config import PolicyCfg, TrainCfg
 from phalanx.rl.ppo import PPOCfg
 from phalanx.sim.cfg import SimCfg
-from phalanx.tasks.franka import ARM, BASE, EE, arm_actuators
+from phalanx.tasks.franka import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
 
 CUBE = "cube"
 LIFTED = 0.04
@@ -61,13 +59,7 @@ def franka_lift_cfg() -> TaskCfg:
         # (the bound from the model's geom pairs is 124 and 512).
         sim=SimCfg(dt=0.005, decimation=4, nconmax_per_env=32, njmax_per_env=128),
         actuators=arm_actuators(kp=80.0, kd=4.0),
-        actions=ActionCfg(
-            actuators=ARM,
-            scale=0.5,
-            use_default_offset=True,
-            clip=None,
-            gripper=GripperCfg("gripper", open=0.04, closed=0.0),
-        ),
+        actions=arm_and_gripper_actions(scale=0.5),
         observations={
             "policy": {
                 "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
