@@ -280,6 +280,14 @@ class Simulator:
             raise ValueError(f"sites {missing} not in the model; it has {self.site_names}")
         return torch.tensor([self.site_names.index(n) for n in names], dtype=torch.long, device=self.device)
 
+    def site_index(self, name: str) -> int:
+        """The named site's index, a Python int (indexing with it reads nothing back from the
+        device, so terms that use it can be captured); a missing name raises with the model's
+        site names."""
+        if name not in self.site_names:
+            raise ValueError(f"sites {[name]} not in the model; it has {self.site_names}")
+        return self.site_names.index(name)
+
     def body_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named bodies; a missing name raises with the model's body names."""
         missing = [n for n in names if n not in self.body_names]

@@ -18,10 +18,6 @@ if TYPE_CHECKING:
 FINGERTIPS = ("left_fingertip", "right_fingertip")
 
 
-def _site(env: TaskEnv, site: str) -> int:
-    return env.sim.site_names.index(site)  # a Python index: no device read in a captured step
-
-
 def approach_handle(env: TaskEnv, threshold: float, site: str = "ee", handle: str = "handle") -> torch.Tensor:
     """(num_envs,) 1 / (1 + d^2)^2 of the distance d (m) from the gripper to the handle, doubled
     within `threshold`."""
@@ -35,15 +31,15 @@ def align_with_handle(env: TaskEnv, site: str = "ee", handle: str = "handle") ->
     gripper's approach axis (z) and the handle's inward direction (-x), and b that between the
     gripper's x and the handle's -y: 1 when the gripper faces the drawer with its fingers closing
     across the bar."""
-    gripper, bar = env.sim.site_xmat[:, _site(env, site)], env.sim.site_xmat[:, _site(env, handle)]
+    gripper, bar = env.sim.site_xmat[:, env.sim.site_index(site)], env.sim.site_xmat[:, env.sim.site_index(handle)]
     a = -(gripper[:, :, 2] * bar[:, :, 0]).sum(dim=1)
     b = -(gripper[:, :, 0] * bar[:, :, 1]).sum(dim=1)
     return 0.5 * (torch.sign(a) * a**2 + torch.sign(b) * b**2)
 
 
 def _fingertip_heights(env: TaskEnv, handle: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    left, right = (env.sim.site_xpos[:, _site(env, tip), 2] for tip in FINGERTIPS)
-    return left, right, env.sim.site_xpos[:, _site(env, handle), 2]
+    left, right = (env.sim.site_xpos[:, env.sim.site_index(tip), 2] for tip in FINGERTIPS)
+    return left, right, env.sim.site_xpos[:, env.sim.site_index(handle), 2]
 
 
 def grasped_around_handle(env: TaskEnv, handle: str = "handle") -> torch.Tensor:

@@ -97,16 +97,12 @@ def _pose_term(env: TaskEnv, command: str) -> uniform_pose:
     return term
 
 
-def _site(env: TaskEnv, site: str) -> int:
-    return env.sim.site_names.index(site)  # a Python int: no device read inside a captured step
-
-
 def site_position_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
     """(num_envs, 3) from the site `site` to the commanded position, in the frame of the command's
     base (m)."""
     term = _pose_term(env, command)
     position, _ = term.goal_w(env)
-    offset = position - env.sim.site_xpos[:, _site(env, site)]
+    offset = position - env.sim.site_xpos[:, env.sim.site_index(site)]
     return (env.sim.xmat[:, term.base].mT @ offset[..., None]).squeeze(-1)
 
 
@@ -116,7 +112,7 @@ def site_pose_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torc
     term = _pose_term(env, command)
     _, rotation = term.goal_w(env)
     base = env.sim.xmat[:, term.base]
-    index = _site(env, site)
+    index = env.sim.site_index(site)
     offset = site_position_error_b(env, site, command)
     site_rotation = env.sim.site_xmat[:, index]
     turn = (base.mT @ site_rotation @ rotation_vector(site_rotation, rotation)[..., None]).squeeze(-1)
@@ -126,7 +122,7 @@ def site_pose_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torc
 def site_position_error(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
     """(num_envs,) the distance (m) of the site `site` from the commanded position."""
     position, _ = _pose_term(env, command).goal_w(env)
-    return (env.sim.site_xpos[:, _site(env, site)] - position).norm(dim=-1)
+    return (env.sim.site_xpos[:, env.sim.site_index(site)] - position).norm(dim=-1)
 
 
 def site_position_error_tanh(env: TaskEnv, site: str, std: float, command: str = "ee_pose") -> torch.Tensor:
@@ -137,4 +133,4 @@ def site_position_error_tanh(env: TaskEnv, site: str, std: float, command: str =
 def site_orientation_error(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
     """(num_envs,) the angle (rad) of the rotation from the site's orientation to the commanded one."""
     _, rotation = _pose_term(env, command).goal_w(env)
-    return rotation_angle(env.sim.site_xmat[:, _site(env, site)], rotation)
+    return rotation_angle(env.sim.site_xmat[:, env.sim.site_index(site)], rotation)

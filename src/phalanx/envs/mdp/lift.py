@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def _site_pos(env: TaskEnv, site: str) -> torch.Tensor:
-    return env.sim.site_xpos[:, env.sim.site_names.index(site)]  # a Python index: no device read in a captured step
+    return env.sim.site_xpos[:, env.sim.site_index(site)]
 
 
 def site_offset_w(env: TaskEnv, site: str, to_site: str) -> torch.Tensor:

@@ -78,5 +78,5 @@ def site_outside(
     env: TaskEnv, site: str, low: tuple[float, float, float], high: tuple[float, float, float]
 ) -> torch.Tensor:
     """The site left the box `low`-`high` (world, m): e.g. an object pushed off its table."""
-    position = env.sim.site_xpos[:, env.sim.site_names.index(site)]
+    position = env.sim.site_xpos[:, env.sim.site_index(site)]
     return ((position < env.constant(low)) | (position > env.constant(high))).any(dim=1)
