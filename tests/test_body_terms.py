@@ -11,7 +11,7 @@ import torch
 
 from helpers import make_cpu
 from phalanx.envs.cfg import ObsTermCfg, RewardTermCfg, TaskCfg
-from phalanx.envs.mdp import bodies, lift, observations, rewards
+from phalanx.envs.mdp import bodies, observations, rewards
 from phalanx.errors import ConfigError
 from phalanx.sim import SimCfg, Simulator, load_model
 
@@ -123,7 +123,7 @@ def test_the_default_base_of_a_floating_robot_is_its_free_root_body() -> None:
         (bodies.site_pos_b, {"sites": ["tip"], "base": "pedestal"}, r"bodies \['pedestal'\] not in the model"),
         (bodies.body_pos_w, {"bodies": ["hand"]}, r"bodies \['hand'\] not in the model; it has \['world', 'base'"),
         (bodies.sensor, {"sensors": ["force"]}, r"sensors \['force'\] not in the model; it has \['elbow_pos'"),
-        (lift.site_distance, {"site": "tip", "to_site": "wrist"}, r"sites \['wrist'\] not in the model; it has"),
+        (bodies.site_distance, {"site": "tip", "to_site": "wrist"}, r"sites \['wrist'\] not in the model; it has"),
     ],
 )
 def test_unknown_names_raise_with_the_models_names(stepped, term, params, says: str) -> None:

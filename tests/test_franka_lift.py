@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from helpers import make_cpu, site_ik
-from phalanx.envs.mdp import lift
+from phalanx.envs.mdp import bodies, lift
 from phalanx.registry import env_cfg
 
 DOWN = np.diag([1.0, -1.0, -1.0])
@@ -44,10 +44,11 @@ def test_a_scripted_grasp_lifts_the_cube_to_the_goal_and_the_terms_see_it() -> N
         env.step(act(at_cube + (target - at_cube) * min(1.0, (k + 1) / 50), -1.0))
     assert (sim.site_xpos[:, cube, 2] > 0.2).all(), sim.site_xpos[:, cube]
     assert lift.site_lifted(env, "cube", 0.04).tolist() == [1.0, 1.0]
-    assert lift.site_at_goal(env, "cube", tolerance=0.05).tolist() == [1.0, 1.0], lift.site_distance(env, "cube", "ee")
+    at_goal = lift.site_at_goal(env, "cube", tolerance=0.05)
+    assert at_goal.tolist() == [1.0, 1.0], bodies.site_distance(env, "cube", "ee")
     reward = lift.lifted_site_goal_tanh(env, "cube", minimal_height=0.04, std=0.3)
     assert (reward > 0.8).all(), reward
-    assert (lift.site_distance(env, "ee", "cube") < 0.02).all(), "held between the finger pads"
+    assert (bodies.site_distance(env, "ee", "cube") < 0.02).all(), "held between the finger pads"
     for _ in range(20):  # 0.4 s: open, and it falls
         env.step(act(target, 1.0))
     assert (sim.site_xpos[:, cube, 2] < 0.04).all(), sim.site_xpos[:, cube]

@@ -335,3 +335,9 @@ class TaskCfg:
             raise ConfigError("a task's actions command a low-level policy or a controller, not both", "env.actions")
         if self.actions.low_level is not None and self.actions.gripper is not None:
             raise ConfigError("not supported with actions.low_level", "env.actions.gripper")
+
+
+def exact_policy_observations(cfg: TaskCfg) -> None:
+    """A play config: the policy's observations without their noise (Isaac Lab's PLAY variants)."""
+    for term in cfg.observations["policy"].values():
+        term.noise = None

@@ -18,6 +18,7 @@ from phalanx.envs.cfg import (
     RewardTermCfg,
     TaskCfg,
     TerminationTermCfg,
+    exact_policy_observations,
 )
 from phalanx.envs.mdp import (
     commands,
@@ -245,8 +246,7 @@ def _fall_or_time_out() -> dict[str, TerminationTermCfg]:
 
 def velocity_play_cfg(cfg: TaskCfg) -> None:
     """Playing a walking policy: exact observations and no pushes (Isaac Lab's PLAY variants)."""
-    for term in cfg.observations["policy"].values():
-        term.noise = None
+    exact_policy_observations(cfg)
     cfg.events.pop("push_robot", None)
 
 

@@ -18,6 +18,7 @@ from phalanx.envs.cfg import (
     RewardTermCfg,
     TaskCfg,
     TerminationTermCfg,
+    exact_policy_observations,
 )
 from phalanx.envs.mdp import end_effector, events, observations, rewards, terminations, velocity_rewards
 from phalanx.envs.mdp.differential_ik import differential_ik
@@ -133,12 +134,6 @@ def franka_reach_ik_cfg() -> TaskCfg:
     return cfg
 
 
-def reach_play_cfg(cfg: TaskCfg) -> None:
-    """Playing a reaching policy: exact joint readings (Isaac Lab's PLAY variant)."""
-    for term in cfg.observations["policy"].values():
-        term.noise = None
-
-
 def franka_train_cfg() -> TrainCfg:
     """rsl_rl's FrankaReachPPORunnerCfg: 64-64 ELU networks, 24-step rollouts."""
     return TrainCfg(
@@ -150,5 +145,5 @@ def franka_train_cfg() -> TrainCfg:
     )
 
 
-register("franka-reach", env_cfg=franka_reach_cfg, train_cfg=franka_train_cfg, play_cfg=reach_play_cfg)
-register("franka-reach-ik", env_cfg=franka_reach_ik_cfg, train_cfg=franka_train_cfg, play_cfg=reach_play_cfg)
+register("franka-reach", env_cfg=franka_reach_cfg, train_cfg=franka_train_cfg, play_cfg=exact_policy_observations)
+register("franka-reach-ik", env_cfg=franka_reach_ik_cfg, train_cfg=franka_train_cfg, play_cfg=exact_policy_observations)

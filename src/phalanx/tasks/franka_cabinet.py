@@ -12,7 +12,7 @@ from phalanx.envs.cfg import (
     TaskCfg,
     TerminationTermCfg,
 )
-from phalanx.envs.mdp import drawer, events, lift, observations, rewards, terminations, velocity_rewards
+from phalanx.envs.mdp import bodies, drawer, events, observations, rewards, terminations, velocity_rewards
 from phalanx.registry import register
 from phalanx.rl.config import PolicyCfg, TrainCfg
 from phalanx.rl.ppo import PPOCfg
@@ -48,7 +48,7 @@ def franka_cabinet_cfg() -> TaskCfg:
             "policy": {
                 "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
                 "joint_vel": ObsTermCfg(func=observations.joint_vel),
-                "to_handle": ObsTermCfg(func=lift.site_offset_w, params={"site": EE, "to_site": "handle"}),
+                "to_handle": ObsTermCfg(func=bodies.site_offset_w, params={"site": EE, "to_site": "handle"}),
                 "actions": ObsTermCfg(func=observations.last_action),
             }
         },
@@ -71,7 +71,7 @@ def franka_cabinet_cfg() -> TaskCfg:
         },
         terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
         metrics={
-            "handle_distance": MetricTermCfg(func=lift.site_distance, params={"site": EE, "to_site": "handle"}),
+            "handle_distance": MetricTermCfg(func=bodies.site_distance, params={"site": EE, "to_site": "handle"}),
             "drawer_opening": MetricTermCfg(func=drawer.drawer_opening, final=True),
             "opened": MetricTermCfg(func=drawer.drawer_opened, params={"distance": OPENED}, final=True),
         },

@@ -79,7 +79,7 @@ def franka_lift_cfg() -> TaskCfg:
         },
         rewards={
             "reaching_object": RewardTermCfg(
-                func=lift.site_distance_tanh, weight=1.0, params={"site": EE, "to_site": CUBE, "std": 0.1}
+                func=bodies.site_distance_tanh, weight=1.0, params={"site": EE, "to_site": CUBE, "std": 0.1}
             ),
             "lifting_object": RewardTermCfg(
                 func=lift.site_lifted, weight=15.0, params=cube | {"minimal_height": LIFTED}
@@ -109,7 +109,7 @@ def franka_lift_cfg() -> TaskCfg:
             for name in ("action_rate", "joint_vel")
         },
         metrics={
-            "ee_object_distance": MetricTermCfg(func=lift.site_distance, params={"site": EE, "to_site": CUBE}),
+            "ee_object_distance": MetricTermCfg(func=bodies.site_distance, params={"site": EE, "to_site": CUBE}),
             "lifted": MetricTermCfg(func=lift.site_lifted, params=cube | {"minimal_height": LIFTED}, final=True),
             "goal_distance": MetricTermCfg(func=end_effector.site_position_error, params=goal, final=True),
             "success": MetricTermCfg(func=lift.site_at_goal, params=goal | {"tolerance": 0.05}, final=True),

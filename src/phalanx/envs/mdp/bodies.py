@@ -1,6 +1,7 @@
 """Observation terms of named bodies, sites and sensors, for end effectors and fixed-base robots
-(arms) as well as floating ones. Each returns (num_envs, d) float32; names are resolved when the
-term is built, so a missing one raises then, with the names the model has.
+(arms) as well as floating ones. Each returns (num_envs, d) float32 (the distances between two
+sites (num_envs,), for rewards and metrics); names are resolved when the term is built, so a
+missing one raises then, with the names the model has.
 
 They read MuJoCo's derived quantities (xpos, xquat, site_xpos, cvel, sensordata), which come from
 the last physics substep's forward pass: the state one substep before `sim.qpos`.
@@ -55,6 +56,21 @@ class site_pos_b(Term):  # noqa: N801 (terms are named like functions)
         sim = env.sim
         offset_w = sim.site_xpos[:, self.ids] - sim.xpos[:, self.base, None]  # (num_envs, S, 3)
         return (offset_w @ sim.xmat[:, self.base]).flatten(1)  # rows of R^T offset_w
+
+
+def site_offset_w(env: TaskEnv, site: str, to_site: str) -> torch.Tensor:
+    """(num_envs, 3) from the site `site` to the site `to_site`, world axes (m)."""
+    return env.sim.site_xpos[:, env.sim.site_index(to_site)] - env.sim.site_xpos[:, env.sim.site_index(site)]
+
+
+def site_distance(env: TaskEnv, site: str, to_site: str) -> torch.Tensor:
+    """(num_envs,) the distance (m) between two sites."""
+    return site_offset_w(env, site, to_site).norm(dim=-1)
+
+
+def site_distance_tanh(env: TaskEnv, site: str, to_site: str, std: float) -> torch.Tensor:
+    """(num_envs,) 1 - tanh(distance / `std`) between two sites: e.g. an end effector reaching an object."""
+    return 1.0 - torch.tanh(site_distance(env, site, to_site) / std)
 
 
 class body_pos_w(Term):  # noqa: N801 (terms are named like functions)

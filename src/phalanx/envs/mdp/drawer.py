@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from phalanx.envs.mdp import lift, state
+from phalanx.envs.mdp import bodies, state
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -21,7 +21,7 @@ FINGERTIPS = ("left_fingertip", "right_fingertip")
 def approach_handle(env: TaskEnv, threshold: float, site: str = "ee", handle: str = "handle") -> torch.Tensor:
     """(num_envs,) 1 / (1 + d^2)^2 of the distance d (m) from the gripper to the handle, doubled
     within `threshold`."""
-    distance = lift.site_distance(env, site, handle)
+    distance = bodies.site_distance(env, site, handle)
     reward = (1.0 + distance**2) ** -2
     return torch.where(distance <= threshold, 2.0 * reward, reward)
 
@@ -60,32 +60,28 @@ def close_on_handle(
 ) -> torch.Tensor:
     """(num_envs,) within `threshold` (m) of the handle, how far the fingers (the joints matching
     `fingers`, 0 closed) are from `open_position`, summed: closing the gripper on the handle."""
-    near = lift.site_distance(env, site, handle) <= threshold
+    near = bodies.site_distance(env, site, handle) <= threshold
     closed = (open_position - state.joint_pos(env)[:, env.joint_columns(fingers)]).sum(dim=1)
     return near * closed
 
 
-def _opening(env: TaskEnv, joint: str) -> torch.Tensor:
-    return state.joint_pos(env)[:, env.joint_columns(joint)][:, 0]
-
-
 def drawer_opening(env: TaskEnv, joint: str = "drawer_joint") -> torch.Tensor:
     """(num_envs,) how far the drawer is open (m): its slide joint's position."""
-    return _opening(env, joint)
+    return state.joint_pos(env)[:, env.joint_columns(joint)][:, 0]
 
 
 def open_drawer_bonus(env: TaskEnv, joint: str = "drawer_joint", handle: str = "handle") -> torch.Tensor:
     """(num_envs,) the drawer's opening (m), doubled while the handle is grasped around."""
-    return (grasped_around_handle(env, handle) + 1.0) * _opening(env, joint)
+    return (grasped_around_handle(env, handle) + 1.0) * drawer_opening(env, joint)
 
 
 def drawer_stages(env: TaskEnv, joint: str = "drawer_joint", handle: str = "handle") -> torch.Tensor:
     """(num_envs,) 0.5 once the drawer is open 1 cm, then 1 more each beyond 20 cm and 30 cm
     while the handle is grasped around."""
-    opening, grasped = _opening(env, joint), grasped_around_handle(env, handle)
+    opening, grasped = drawer_opening(env, joint), grasped_around_handle(env, handle)
     return 0.5 * (opening > 0.01) + grasped * ((opening > 0.2).float() + (opening > 0.3).float())
 
 
 def drawer_opened(env: TaskEnv, distance: float, joint: str = "drawer_joint") -> torch.Tensor:
     """(num_envs,) 1.0 where the drawer is open at least `distance` (m)."""
-    return (_opening(env, joint) >= distance).float()
+    return (drawer_opening(env, joint) >= distance).float()

@@ -97,26 +97,29 @@ def _pose_term(env: TaskEnv, command: str) -> uniform_pose:
     return term
 
 
+def _in_base(env: TaskEnv, term: uniform_pose, vector_w: torch.Tensor) -> torch.Tensor:
+    """(num_envs, 3) world-axis vectors in the frame of the command's base."""
+    return (env.sim.xmat[:, term.base].mT @ vector_w[..., None]).squeeze(-1)
+
+
 def site_position_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
     """(num_envs, 3) from the site `site` to the commanded position, in the frame of the command's
     base (m)."""
     term = _pose_term(env, command)
     position, _ = term.goal_w(env)
-    offset = position - env.sim.site_xpos[:, env.sim.site_index(site)]
-    return (env.sim.xmat[:, term.base].mT @ offset[..., None]).squeeze(-1)
+    return _in_base(env, term, position - env.sim.site_xpos[:, env.sim.site_index(site)])
 
 
 def site_pose_error_b(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:
     """(num_envs, 6) from the site `site` to the commanded pose, in the frame of the command's base:
     the position difference (m), then the rotation vector (rad)."""
     term = _pose_term(env, command)
-    _, rotation = term.goal_w(env)
-    base = env.sim.xmat[:, term.base]
+    position, rotation = term.goal_w(env)
     index = env.sim.site_index(site)
-    offset = site_position_error_b(env, site, command)
     site_rotation = env.sim.site_xmat[:, index]
-    turn = (base.mT @ site_rotation @ rotation_vector(site_rotation, rotation)[..., None]).squeeze(-1)
-    return torch.cat((offset, turn), dim=-1)
+    turn_w = (site_rotation @ rotation_vector(site_rotation, rotation)[..., None]).squeeze(-1)
+    offset_w = position - env.sim.site_xpos[:, index]
+    return torch.cat((_in_base(env, term, offset_w), _in_base(env, term, turn_w)), dim=-1)
 
 
 def site_position_error(env: TaskEnv, site: str, command: str = "ee_pose") -> torch.Tensor:

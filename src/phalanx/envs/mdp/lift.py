@@ -15,28 +15,9 @@ if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
 
-def _site_pos(env: TaskEnv, site: str) -> torch.Tensor:
-    return env.sim.site_xpos[:, env.sim.site_index(site)]
-
-
-def site_offset_w(env: TaskEnv, site: str, to_site: str) -> torch.Tensor:
-    """(num_envs, 3) from the site `site` to the site `to_site`, world axes (m)."""
-    return _site_pos(env, to_site) - _site_pos(env, site)
-
-
-def site_distance(env: TaskEnv, site: str, to_site: str) -> torch.Tensor:
-    """(num_envs,) the distance (m) between two sites."""
-    return site_offset_w(env, site, to_site).norm(dim=-1)
-
-
-def site_distance_tanh(env: TaskEnv, site: str, to_site: str, std: float) -> torch.Tensor:
-    """(num_envs,) 1 - tanh(distance / `std`) between two sites: the end effector reaching the object."""
-    return 1.0 - torch.tanh(site_distance(env, site, to_site) / std)
-
-
 def site_lifted(env: TaskEnv, site: str, minimal_height: float) -> torch.Tensor:
     """(num_envs,) 1.0 where the site is higher than `minimal_height` (m), else 0.0."""
-    return (_site_pos(env, site)[:, 2] > minimal_height).float()
+    return (env.sim.site_xpos[:, env.sim.site_index(site), 2] > minimal_height).float()
 
 
 def lifted_site_goal_tanh(
