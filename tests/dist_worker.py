@@ -7,8 +7,9 @@ DEVICE 'cuda' trains on cuda:LOCAL_RANK with NCCL and the trainer's CUDA graphs;
 python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py cli WHAT -- TRAIN_FLAGS
 
 runs `phalanx train TRAIN_FLAGS` on every rank with WHAT: rank 1 hangs forever building its env
-('hang-env') or in its first env step ('hang-step'), or rank 0 takes 8 s to write its first
-checkpoint ('slow-save').
+('hang-env') or in its first env step ('hang-step'), rank 0 takes 8 s to write its first
+checkpoint ('slow-save'), or an RL library's job runs on the CPU ('library-on-gloo': the NCCL
+group the library starts becomes a gloo group, and each rank takes the CPU instead of its GPU).
 """
 
 from __future__ import annotations
@@ -95,7 +96,20 @@ def cli(what: str, flags: list[str]) -> int:
             write(path, state)
 
         trainer.save_checkpoint = slow_first_save
+    elif what == "library-on-gloo":
+        _library_on_gloo()
     return cli.main(["train", *flags])
+
+
+def _library_on_gloo() -> None:
+    import phalanx.dist
+    from phalanx.dist import DistContext
+
+    start_group = torch.distributed.init_process_group
+    torch.distributed.init_process_group = lambda backend=None, *args, **kwargs: start_group("gloo", *args, **kwargs)
+    torch.cuda.set_device = lambda device: None
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    phalanx.dist.library_rank = lambda trainer: (DistContext(rank=rank, world_size=world), "cpu")
 
 
 def main() -> None:

@@ -87,3 +87,27 @@ def test_images_are_refused() -> None:
     env = SkrlEnv(phalanx.make("cartpole", num_envs=2, device="cpu"))
     with pytest.raises(ConfigError, match="vector observations only"):
         ppo_cfg(phalanx.train_cfg("cartpole-rgb"), env)
+
+
+def test_skrl_trains_under_torchrun_and_rank_0_alone_writes_checkpoints(tmp_path: Path) -> None:
+    """`--trainer skrl` as a torchrun job of two CPU ranks (gloo in place of the NCCL group skrl
+    starts): both ranks finish, the run holds one row per iteration with both ranks' frames, and
+    rank 0 writes the last checkpoint. skrl makes no checkpoint directory on other ranks: rank 1's
+    own last checkpoint once failed there and left rank 0 waiting in its last collective."""
+    import json
+    import subprocess
+    import sys
+
+    worker = str(Path(__file__).with_name("dist_worker.py"))
+    flags = ["cartpole", "--trainer", "skrl", "--num-envs", "16", "--max-iterations", "3", "--distributed"]
+    flags += ["--logger", "none", "--run-dir", str(tmp_path / "run")]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    run = subprocess.run(
+        [*command, worker, "cli", "library-on-gloo", "--", *flags], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    steps = phalanx.train_cfg("cartpole").num_steps_per_env
+    assert [row["frames"] for row in rows] == [2 * 16 * steps * i for i in (1, 2, 3)]
+    saved = [path.name for path in (tmp_path / "run" / "checkpoints" / "checkpoints").iterdir()]
+    assert saved == [f"agent_{3 * steps}.pt"]

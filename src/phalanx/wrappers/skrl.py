@@ -219,5 +219,7 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
         timesteps=timesteps, headless=True, disable_progressbar=True, close_environment_at_exit=False
     )
     SequentialTrainer(env=skrl_env, agents=agent, cfg=trainer_cfg).train()
-    if train.max_iterations % train.save_interval:  # skrl wrote the last one if it fell on the interval
+    # Under torchrun skrl writes checkpoints on rank 0 alone: it zeroes the other ranks' interval
+    # and makes no checkpoint directory for them. It wrote the last one if it fell on the interval.
+    if agent.checkpoint_interval > 0 and train.max_iterations % train.save_interval:
         agent.write_checkpoint(timestep=timesteps, timesteps=timesteps)
