@@ -31,12 +31,23 @@ class JointTargets:
         self.gear = sim.actuator_gear[self.actuator_ids]  # (dim,)
         self.offset = torch.full((self.dim,), cfg.offset, device=device)
         self.span = torch.ones(self.dim, device=device)  # ctrl per unit of scaled action
+        self.relative_qposadr = self._relative(sim, cfg) if cfg.relative else None
         if cfg.ctrl_range:
             self._span_ctrl_ranges(sim, cfg)
         elif cfg.use_default_offset:
             if (self.joint_ids < 0).any():
                 raise ConfigError("actions.use_default_offset: every driven actuator must drive a 1-dof joint")
             self.offset += sim.default_qpos[sim.joint_qposadr[self.joint_ids]]
+
+    def _relative(self, sim: Simulator, cfg: ActionCfg) -> torch.Tensor:
+        """The qpos address of each driven joint, whose position the targets are relative to."""
+        if cfg.offset or cfg.use_default_offset or cfg.ctrl_range:
+            raise ConfigError(
+                "actions.relative: targets are relative to the joint positions; drop offset, use_default_offset, ctrl_range"
+            )
+        if (self.joint_ids < 0).any():
+            raise ConfigError("actions.relative: every driven actuator must drive a 1-dof joint")
+        return sim.joint_qposadr[self.joint_ids]
 
     def _span_ctrl_ranges(self, sim: Simulator, cfg: ActionCfg) -> None:
         if cfg.offset or cfg.use_default_offset:
@@ -49,7 +60,8 @@ class JointTargets:
         self.offset, self.span = (low + high) / 2, (high - low) / 2
 
     def drive(self, sim: Simulator, scaled_action: torch.Tensor) -> None:
-        sim.ctrl[:, self.actuator_ids] = self.offset + self.span * scaled_action
+        offset = self.offset if self.relative_qposadr is None else sim.qpos[:, self.relative_qposadr]
+        sim.ctrl[:, self.actuator_ids] = offset + self.span * scaled_action
         sim.step()
 
 

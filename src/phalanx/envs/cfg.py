@@ -233,6 +233,12 @@ class ActionCfg:
     offset: float = 0.0
     use_default_offset: bool = False
     """Add each driven joint's default position (the "home" keyframe, else qpos0) to its ctrl."""
+    relative: bool = False
+    """Targets relative to the driven joints' positions (in the spirit of Isaac Lab's
+    RelativeJointPositionAction): ctrl = joint position at the env step's start + scale *
+    clip(action), held through the step's physics steps. A zero action holds the joints where they
+    are, and a policy that keeps acting on a remaining error keeps moving (integral action);
+    `offset`, `use_default_offset` and `ctrl_range` then do not apply."""
     clip: float | None = 1.0
     """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
     ctrl_range: bool = False

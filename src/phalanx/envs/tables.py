@@ -98,7 +98,8 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
         console.print(f"The controller drives the actuators {names}")
         return
     names = [env.sim.actuator_names[i] for i in env.joints.actuator_ids.tolist()]
-    title = f"Actions (dim {env.action_dim}, ctrl = offset + scale * clip(action){_delay_note(actions)})"
+    base = "joint position" if actions.relative else "offset"
+    title = f"Actions (dim {env.action_dim}, ctrl = {base} + scale * clip(action){_delay_note(actions)})"
     if actions.low_level is not None:
         low = actions.low_level
         source = low.checkpoint or "untrained: no checkpoint given"
