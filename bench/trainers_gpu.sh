@@ -15,17 +15,29 @@ python3 -m compileall -q -j 0 /tmp/site > /dev/null 2>&1  # the RL libraries' by
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 nvidia-smi topo -m > "$out/topology.txt" 2>&1
 git rev-parse HEAD 2>/dev/null | tee "$out/commit.txt"
+# What a compare has so far (bench.json is rewritten after each trainer, metrics.jsonl after each
+# iteration) goes to $OUT/TASK.tgz every 30 s, so a device call cut short still returns it.
+pack() {
+  local task=$1 dir=$2 tmp
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/$task"
+  cp "$dir"/bench.json "$dir"/report.md "$dir"/compare.png "$dir"/warm-up.log "$tmp/$task/" 2>/dev/null
+  for t in "$dir"/*/; do
+    name=$(basename "$t")
+    [ -f "$t/train.log" ] && tail -c 3000 "$t/train.log" > "$tmp/$task/$name.log"
+    [ -f "$t/run/metrics.jsonl" ] && cp "$t/run/metrics.jsonl" "$tmp/$task/$name.jsonl"
+  done
+  tar -C "$tmp" -czf "$out/$task.tgz.tmp" "$task" && mv "$out/$task.tgz.tmp" "$out/$task.tgz"
+  rm -rf "$tmp"
+}
 for pair in ${TASKS:-cartpole:150}; do
   task=${pair%%:*}; iters=${pair##*:}
   dir=/tmp/compare-$task
   python3 -m phalanx bench compare "$task" --trainers "${TRAINERS:-phalanx,rsl_rl,rl_games,skrl,sb3}" \
-    --num-envs "${ENVS:-4096}" --iterations "$iters" --run-dir "$dir" ${EXTRA:-} 2>&1 | tail -15 | tee "$out/$task.log"
-  mkdir -p "$out/$task"
-  cp "$dir"/bench.json "$dir"/report.md "$dir"/compare.png "$out/$task/" 2>/dev/null
-  for t in "$dir"/*/; do
-    name=$(basename "$t")
-    [ -f "$t/train.log" ] && tail -c 3000 "$t/train.log" > "$out/$task/$name.log"
-    [ -f "$t/run/metrics.jsonl" ] && cp "$t/run/metrics.jsonl" "$out/$task/$name.jsonl"
-  done
-  tar -C "$out" -czf "$out/$task.tgz" "$task" && rm -rf "${out:?}/$task"
+    --num-envs "${ENVS:-4096}" --iterations "$iters" --run-dir "$dir" ${EXTRA:-} > "$out/$task.log" 2>&1 &
+  job=$!
+  while kill -0 $job 2>/dev/null; do sleep 30; pack "$task" "$dir"; done
+  wait $job
+  pack "$task" "$dir"
+  tail -n 15 "$out/$task.log"
 done

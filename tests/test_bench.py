@@ -111,6 +111,10 @@ def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> N
             "--gpus: expected comma-separated positive integers, got '1,0'",
         ),
         (
+            ["bench", "compare", "cartpole", "--stall-timeout-s", "0"],
+            "--stall-timeout-s: must be a finite number > 0 s, got 0.0",
+        ),
+        (
             ["bench", "scaling", "cartpole", "--gpus", "1,x"],
             "--gpus: expected comma-separated positive integers, got '1,x'",
         ),
@@ -141,6 +145,30 @@ def test_bench_compare_trains_each_trainer_in_its_own_process(tmp_path: Path) ->
     report = (tmp_path / "report.md").read_text()
     assert "| rsl_rl | 1 |" in report and "| phalanx | 2 |" in report and "speed-up" in report
     assert (tmp_path / "compare.png").is_file()
+
+
+def test_a_trainer_that_stops_writing_rows_is_stopped_and_reported(tmp_path: Path, monkeypatch) -> None:
+    """A trainer whose job writes its first rows, then hangs (as a torchrun rank can, waiting in a
+    collective for a peer that left) is stopped `stall_timeout_s` after its last row, long before
+    `job_timeout_s`."""
+    import sys
+    import time
+
+    from phalanx.bench import trainers
+    from phalanx.bench.command import CompareCfg
+
+    def two_rows_then_hang(cfg, trainer, device, iterations, run_dir, gpus=1) -> list[str]:
+        rows = "\n".join(json.dumps({"iteration": i}) for i in range(2))
+        script = f"import pathlib, time; p = pathlib.Path({str(run_dir)!r}); p.mkdir(parents=True)\n"
+        script += f"(p / 'metrics.jsonl').write_text({rows + chr(10)!r}); time.sleep(600)"
+        return [sys.executable, "-c", script]
+
+    monkeypatch.setattr(trainers, "_train_command", two_rows_then_hang)
+    cfg = CompareCfg(task="cartpole", iterations=5, stall_timeout_s=1.0, metric="mean_reward", threshold=1.0)
+    start = time.time()
+    r = trainers.run_trainer(cfg, "skrl", "cpu", tmp_path, gpus=2)
+    assert not r["valid"] and r["reason"] == "stalled: no metrics row for 1 s after iteration 1"
+    assert time.time() - start < 60  # stop_job: SIGTERM, which the sleeping script does not outlive
 
 
 def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import torch
 import tyro
 from rich.console import Console
 
-from phalanx.errors import ConfigError, check_int
+from phalanx.errors import ConfigError, check_int, check_positive
 from phalanx.flags import parse_flags, task_and_flags
 
 SWEEP = "256,512,1024,2048,4096,8192,16384,32768,65536"
@@ -129,8 +129,12 @@ class CompareCfg:
     torch's compile caches are warm for every trainer alike; off: the first trainer pays them."""
     job_timeout_s: float = 1800.0
     """Stop a trainer's process that runs longer than this and report it."""
+    stall_timeout_s: float = 120.0
+    """Stop a trainer's process whose metrics.jsonl gets no new row for this long once its first
+    row is in (before it, start-up's compiles are bounded by `job_timeout_s` alone) and report it."""
     run_dir: str | None = None
-    """Where bench.json, report.md, compare.png and each trainer's run go."""
+    """Where bench.json, report.md, compare.png and each trainer's run go; bench.json and
+    report.md are rewritten after each trainer, so a compare cut short keeps what it measured."""
 
 
 @dataclass
@@ -295,6 +299,8 @@ def run_compare(args: list[str], console: Console) -> None:
         cfg.threshold = threshold if cfg.threshold is None else cfg.threshold
     for name in ("num_envs", "iterations"):
         check_int(name, getattr(cfg, name))
+    for name in ("job_timeout_s", "stall_timeout_s"):
+        check_positive(name, getattr(cfg, name), " s")
     counts = _counts(cfg.gpus, "gpus")
     check_int("warmup", cfg.warmup, minimum=0)
     device = resolve_device(cfg.device)
@@ -313,7 +319,7 @@ def run_compare(args: list[str], console: Console) -> None:
             results.append(r)
             status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
             console.print(f"{task} --trainer {name} on {gpus} GPU(s): {status}")
-    _save("compare", task, args, str(device), cfg, results, None, run_dir)
+            _save("compare", task, args, str(device), cfg, results, None, run_dir)
     console.print(trainers.table(results))
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 

@@ -88,6 +88,7 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
     metrics = out / "run" / "metrics.jsonl"
     log = out / "train.log"
     launch = time.time()
+    last_row = launch
     with log.open("w") as stream:
         job = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, start_new_session=True)
         try:
@@ -95,12 +96,18 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
                 done = job.poll() is not None
                 used = memory.used_mib()
                 peak = used if peak is None or used is None else max(peak, used)
-                _read_new_rows(metrics, rows, time.time() - launch)
+                now = time.time()
+                if _read_new_rows(metrics, rows, now - launch):
+                    last_row = now
                 if done:
                     break
-                if time.time() - launch > cfg.job_timeout_s:
-                    stop_job(job)
+                reason = None
+                if now - launch > cfg.job_timeout_s:
                     reason = f"timed out after {cfg.job_timeout_s:.0f} s"
+                elif rows and now - last_row > cfg.stall_timeout_s:
+                    reason = f"stalled: no metrics row for {cfg.stall_timeout_s:.0f} s after iteration {len(rows) - 1}"
+                if reason is not None:
+                    stop_job(job)
                     return {"trainer": trainer, "gpus": gpus, "valid": False, "reason": reason}
                 time.sleep(0.1)
         except BaseException:
@@ -112,14 +119,17 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
     return summarize(cfg, trainer, rows, None if before is None else peak - before) | {"gpus": gpus}
 
 
-def _read_new_rows(metrics: Path, rows: list[dict[str, Any]], now: float) -> None:
-    """Appends the rows written since the last read, each stamped with `now` (seconds from launch)."""
+def _read_new_rows(metrics: Path, rows: list[dict[str, Any]], now: float) -> bool:
+    """Appends the rows written since the last read, each stamped with `now` (seconds from
+    launch); whether there were any."""
     if not metrics.exists():
-        return
-    for line in metrics.read_text().splitlines()[len(rows) :]:
+        return False
+    count = len(rows)
+    for line in metrics.read_text().splitlines()[count:]:
         if not line.endswith("}"):
             break  # a row still being written
         rows.append(json.loads(line) | {"from_launch_s": now})
+    return len(rows) > count
 
 
 def summarize(cfg: CompareCfg, trainer: str, rows: list[dict[str, Any]], memory_mib: float | None) -> dict[str, Any]:
