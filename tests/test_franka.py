@@ -16,6 +16,7 @@ from phalanx.envs.mdp import end_effector
 from phalanx.envs.mdp.differential_ik import damped_least_squares
 from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
+from phalanx.rl.export import drive
 
 
 def test_damped_least_squares_is_the_pseudo_inverse_step_when_undamped_and_bounded_when_damped() -> None:
@@ -152,4 +153,32 @@ def test_ik_refuses_arm_joints_without_an_actuator() -> None:
     cfg.actuators = cfg.actuators[:1]  # the shoulder's only
     undriven = r"joints \['panda_joint5', 'panda_joint6', 'panda_joint7'\] have no actuator"
     with pytest.raises(ConfigError, match=undriven):
+        make_cpu(cfg, num_envs=1)
+
+
+def test_relative_joint_targets_start_from_the_joints_positions_and_hold_them_at_zero() -> None:
+    cfg = env_cfg("franka-reach")
+    cfg.actions.relative, cfg.actions.use_default_offset, cfg.actions.scale = True, False, 0.1
+    env = make_cpu(cfg, num_envs=2)
+    env.reset()
+    joints = env.joints.relative_qposadr
+    before = env.sim.qpos[:, joints].clone()
+    action = torch.tensor([[1.0] * 7, [0.0] * 7])
+    env.step(action)
+    ctrl = env.sim.ctrl[:, env.joints.actuator_ids]
+    torch.testing.assert_close(ctrl, before + 0.1 * action)  # the step's targets: where it started + scale x action
+    moved = env.sim.qpos[:, joints] - before
+    assert ((moved[0] > 0) & (moved[0] < 0.1)).all(), moved[0]  # every joint heads for its target
+    for _ in range(20):
+        env.step(torch.zeros(2, 7))  # zero actions: each step's target is where the joints are
+    held = env.sim.qpos[1, joints] - before[1]
+    assert held.abs().max() < 2e-3, held  # the gravity-compensated arm stays put
+    formula = drive(env, 0.1, None)["formula"]
+    assert formula == "ctrl[i] = joint_pos[i] + span[i] * scale * clamp(action[i], -clip, clip)"
+
+
+def test_relative_joint_targets_refuse_offsets() -> None:
+    cfg = env_cfg("franka-reach")
+    cfg.actions.relative = True  # beside use_default_offset, which franka-reach sets
+    with pytest.raises(ConfigError, match="actions.relative: the joint positions are the offsets"):
         make_cpu(cfg, num_envs=1)

@@ -43,7 +43,7 @@ class JointTargets:
         """The qpos address of each driven joint, whose position the targets are relative to."""
         if cfg.offset or cfg.use_default_offset or cfg.ctrl_range:
             raise ConfigError(
-                "actions.relative: targets are relative to the joint positions; drop offset, use_default_offset, ctrl_range"
+                "actions.relative: the joint positions are the offsets; drop offset, use_default_offset, ctrl_range"
             )
         if (self.joint_ids < 0).any():
             raise ConfigError("actions.relative: every driven actuator must drive a 1-dof joint")
