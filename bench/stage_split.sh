@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Re-packs what ../shared/device/stage.sh staged (.device/a, .device/b) into carries that fit the
+# device tool's 64 MiB per call beside this checkout's tracked files, which grow with docs/results:
+# .device/s1 .. .device/sN, each sent by one call in turn, the last holding the wheels (mujoco,
+# mujoco-warp and the extra NAME==VERSION wheels stage.sh was given) and install.sh.
+#   bash ../shared/device/stage.sh [NAME==VERSION ...] && bash bench/stage_split.sh
+# Device calls (the same machine, back to back):
+#   carry [".device/s1"]: mkdir -p /tmp/stage && cp .device/s1/* /tmp/stage/
+#   ...   (each .device/sK but the last the same way)
+#   carry [".device/sN"]: bash .device/sN/install.sh && export PYTHONPATH=/tmp/site:$PWD/src && COMMAND
+set -euo pipefail
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+[ -f .device/a/warp.txz.part-a ] && [ -f .device/b/warp.txz.part-b ] || { echo "run ../shared/device/stage.sh first" >&2; exit 2; }
+tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
+room=$((64 * 1024 * 1024 - tree - 4 * 1024 * 1024))  # 4 MiB for the transfer's own overhead
+[ "$room" -gt $((8 * 1024 * 1024)) ] || { echo "the tracked tree ($tree bytes) leaves no room to carry" >&2; exit 2; }
+wheels=$(mktemp -d)
+cp .device/b/*.whl "$wheels/"
+cat .device/a/warp.txz.part-a .device/b/warp.txz.part-b > "$wheels/warp.txz"
+rm -rf .device/s[0-9]*
+split -b "$room" -d -a 1 "$wheels/warp.txz" "$wheels/warp.txz.part-"
+rm "$wheels/warp.txz"
+n=0
+for part in "$wheels"/warp.txz.part-*; do
+  n=$((n + 1)); mkdir -p ".device/s$n"; mv "$part" ".device/s$n/"
+done
+last=".device/s$n"
+if [ $(( $(du -cb "$last"/* "$wheels"/*.whl | tail -1 | cut -f1) )) -gt "$room" ]; then
+  n=$((n + 1)); last=".device/s$n"; mkdir -p "$last"
+fi
+mv "$wheels"/*.whl "$last/"
+rm -rf "$wheels"
+cat > "$last/install.sh" <<'EOS'
+#!/usr/bin/env bash
+# Joins warp's parts (the earlier ones in /tmp/stage, a last one here if any) and installs it and
+# the wheels beside this script into /tmp/site.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p /tmp/stage
+cp "$here"/warp.txz.part-* /tmp/stage/ 2>/dev/null || true
+parts=(/tmp/stage/warp.txz.part-*)
+[ -f "${parts[0]}" ] || { echo "stage: no warp parts in /tmp/stage: send the earlier .device/sK first" >&2; exit 3; }
+mkdir -p /tmp/site
+cat "${parts[@]}" | xz -d | tar -C /tmp/site -xf -
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$here"/*.whl
+python3 -c "import sys; sys.path.insert(0, '/tmp/site'); import warp, mujoco, mujoco_warp; print('stage: warp', warp.__version__, 'mujoco', mujoco.__version__, 'ready in /tmp/site')"
+EOS
+chmod +x "$last/install.sh"
+du -sb .device/s[0-9]* | sed "s#^#carry ($((tree / 1048576)) MiB of tracked files beside each): #"
