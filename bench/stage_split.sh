@@ -5,22 +5,24 @@
 # mujoco-warp and the extra NAME==VERSION wheels stage.sh was given) and install.sh.
 #   bash ../shared/device/stage.sh [NAME==VERSION ...] && bash bench/stage_split.sh
 # Device calls (the same machine, back to back):
-#   carry [".device/s1"]: mkdir -p /tmp/stage && cp .device/s1/* /tmp/stage/
-#   ...   (each .device/sK but the last the same way)
+#   carry [".device/s1"]: rm -rf /tmp/stage && mkdir -p /tmp/stage && cp .device/s1/* /tmp/stage/
+#   carry [".device/sK"]: cp .device/sK/* /tmp/stage/   (each .device/sK but the first and the last)
 #   carry [".device/sN"]: bash .device/sN/install.sh && export PYTHONPATH=/tmp/site:$PWD/src && COMMAND
 set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 [ -f .device/a/warp.txz.part-a ] && [ -f .device/b/warp.txz.part-b ] || { echo "run ../shared/device/stage.sh first" >&2; exit 2; }
-tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
+# What travels beside a carry: the tracked files and the untracked ones git does not ignore.
+tree=$(git ls-files -z -co --exclude-standard | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
 room=$((64 * 1024 * 1024 - tree - 4 * 1024 * 1024))  # 4 MiB for the transfer's own overhead
 [ "$room" -gt $((8 * 1024 * 1024)) ] || { echo "the tracked tree ($tree bytes) leaves no room to carry" >&2; exit 2; }
 wheels=$(mktemp -d)
 cp .device/b/*.whl "$wheels/"
 cat .device/a/warp.txz.part-a .device/b/warp.txz.part-b > "$wheels/warp.txz"
-rm -rf .device/s[0-9]*
-split -b "$room" -d -a 1 "$wheels/warp.txz" "$wheels/warp.txz.part-"
+split -b "$room" -d -a 2 "$wheels/warp.txz" "$wheels/warp.txz.part-"
 rm "$wheels/warp.txz"
+parts=$(ls "$wheels"/warp.txz.part-* | wc -l)
+rm -rf .device/s[0-9]*
 n=0
 for part in "$wheels"/warp.txz.part-*; do
   n=$((n + 1)); mkdir -p ".device/s$n"; mv "$part" ".device/s$n/"
@@ -31,6 +33,7 @@ if [ $(( $(du -cb "$last"/* "$wheels"/*.whl | tail -1 | cut -f1) )) -gt "$room" 
 fi
 mv "$wheels"/*.whl "$last/"
 rm -rf "$wheels"
+echo "$parts" > "$last/warp-parts"
 cat > "$last/install.sh" <<'EOS'
 #!/usr/bin/env bash
 # Joins warp's parts (the earlier ones in /tmp/stage, a last one here if any) and installs it and
@@ -39,8 +42,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p /tmp/stage
 cp "$here"/warp.txz.part-* /tmp/stage/ 2>/dev/null || true
+shopt -s nullglob
 parts=(/tmp/stage/warp.txz.part-*)
-[ -f "${parts[0]}" ] || { echo "stage: no warp parts in /tmp/stage: send the earlier .device/sK first" >&2; exit 3; }
+if [ "${#parts[@]}" -ne "$(cat "$here/warp-parts")" ]; then
+  echo "stage: /tmp/stage holds ${#parts[@]} of $(cat "$here/warp-parts") warp parts: send .device/s1 (which clears it) and the others first" >&2
+  exit 3
+fi
 mkdir -p /tmp/site
 cat "${parts[@]}" | xz -d | tar -C /tmp/site -xf -
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$here"/*.whl

@@ -33,11 +33,19 @@ pack() {
 for pair in ${TASKS:-cartpole:150}; do
   task=${pair%%:*}; iters=${pair##*:}
   dir=/tmp/compare-$task
+  rm -rf "$dir"  # an earlier call's compare on a warm machine
   python3 -m phalanx bench compare "$task" --trainers "${TRAINERS:-phalanx,rsl_rl,rl_games,skrl,sb3}" \
     --num-envs "${ENVS:-4096}" --iterations "$iters" --run-dir "$dir" ${EXTRA:-} > "$out/$task.log" 2>&1 &
   job=$!
-  while kill -0 $job 2>/dev/null; do sleep 30; pack "$task" "$dir"; done
+  waited=0
+  while kill -0 $job 2>/dev/null; do
+    sleep 1
+    waited=$((waited + 1))
+    [ $((waited % 30)) -eq 0 ] && pack "$task" "$dir"
+  done
   wait $job
+  rc=$?
   pack "$task" "$dir"
   tail -n 15 "$out/$task.log"
+  echo "bench compare $task: exit status $rc"
 done

@@ -173,12 +173,23 @@ def test_relative_joint_targets_start_from_the_joints_positions_and_hold_them_at
         env.step(torch.zeros(2, 7))  # zero actions: each step's target is where the joints are
     held = env.sim.qpos[1, joints] - before[1]
     assert held.abs().max() < 2e-3, held  # the gravity-compensated arm stays put
-    formula = drive(env, 0.1, None)["formula"]
-    assert formula == "ctrl[i] = joint_pos[i] + span[i] * scale * clamp(action[i], -clip, clip)"
+    sidecar = drive(env, 0.1, None)
+    assert sidecar["relative"] and sidecar["offset"] is None
+    assert (
+        sidecar["formula"]
+        == "ctrl[i] = actuator_gear[i] * joint_pos[i] + span[i] * scale * clamp(action[i], -clip, clip)"
+    )
 
 
-def test_relative_joint_targets_refuse_offsets() -> None:
-    cfg = env_cfg("franka-reach")
-    cfg.actions.relative = True  # beside use_default_offset, which franka-reach sets
-    with pytest.raises(ConfigError, match="actions.relative: the joint positions are the offsets"):
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ("franka-reach", "actions.relative: the joint positions are the offsets"),  # beside use_default_offset
+        ("franka-reach-ik", "env.actions.relative: joint targets only, not with actions.controller"),
+    ],
+)
+def test_relative_joint_targets_refuse_offsets_and_controllers(task: str, message: str) -> None:
+    cfg = env_cfg(task)
+    cfg.actions.relative = True
+    with pytest.raises(ConfigError, match=message):
         make_cpu(cfg, num_envs=1)

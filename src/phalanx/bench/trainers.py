@@ -104,7 +104,7 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
                 reason = None
                 if now - launch > cfg.job_timeout_s:
                     reason = f"timed out after {cfg.job_timeout_s:.0f} s"
-                elif rows and now - last_row > cfg.stall_timeout_s:
+                elif 0 < len(rows) < cfg.iterations and now - last_row > cfg.stall_timeout_s:
                     reason = f"stalled: no metrics row for {cfg.stall_timeout_s:.0f} s after iteration {len(rows) - 1}"
                 if reason is not None:
                     stop_job(job)

@@ -40,7 +40,8 @@ class JointTargets:
             self.offset += sim.default_qpos[sim.joint_qposadr[self.joint_ids]]
 
     def _relative(self, sim: Simulator, cfg: ActionCfg) -> torch.Tensor:
-        """The qpos address of each driven joint, whose position the targets are relative to."""
+        """The qpos address of each driven joint, whose position (times the actuator's gear: a
+        position actuator's ctrl is in its length units) the targets are relative to."""
         if cfg.offset or cfg.use_default_offset or cfg.ctrl_range:
             raise ConfigError(
                 "actions.relative: the joint positions are the offsets; drop offset, use_default_offset, ctrl_range"
@@ -60,7 +61,7 @@ class JointTargets:
         self.offset, self.span = (low + high) / 2, (high - low) / 2
 
     def drive(self, sim: Simulator, scaled_action: torch.Tensor) -> None:
-        offset = self.offset if self.relative_qposadr is None else sim.qpos[:, self.relative_qposadr]
+        offset = self.offset if self.relative_qposadr is None else self.gear * sim.qpos[:, self.relative_qposadr]
         sim.ctrl[:, self.actuator_ids] = offset + self.span * scaled_action
         sim.step()
 

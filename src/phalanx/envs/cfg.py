@@ -235,10 +235,11 @@ class ActionCfg:
     """Add each driven joint's default position (the "home" keyframe, else qpos0) to its ctrl."""
     relative: bool = False
     """Targets relative to the driven joints' positions (in the spirit of Isaac Lab's
-    RelativeJointPositionAction): ctrl = joint position at the env step's start + scale *
+    RelativeJointPositionAction): ctrl = gear x joint position at the env step's start + scale x
     clip(action), held through the step's physics steps. A zero action holds the joints where they
     are, and a policy that keeps acting on a remaining error keeps moving (integral action);
-    `offset`, `use_default_offset` and `ctrl_range` then do not apply."""
+    joint targets only (no low level, no controller); `offset`, `use_default_offset` and
+    `ctrl_range` then do not apply."""
     clip: float | None = 1.0
     """Actions are clamped to [-clip, clip] before scaling; None: no clamp."""
     ctrl_range: bool = False
@@ -337,6 +338,8 @@ class TaskCfg:
                 check_int(f"env.actions.{kind}.decimation", low.decimation)
                 if self.actions.delay_range != (0, 0):
                     raise ConfigError(f"not supported with actions.{kind}", "env.actions.delay_range")
+                if self.actions.relative:
+                    raise ConfigError(f"joint targets only, not with actions.{kind}", "env.actions.relative")
         if self.actions.low_level is not None and self.actions.controller is not None:
             raise ConfigError("a task's actions command a low-level policy or a controller, not both", "env.actions")
         if self.actions.low_level is not None and self.actions.gripper is not None:

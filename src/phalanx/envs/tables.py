@@ -98,8 +98,7 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
         console.print(f"The controller drives the actuators {names}")
         return
     names = [env.sim.actuator_names[i] for i in env.joints.actuator_ids.tolist()]
-    base = "joint position" if actions.relative else "offset"
-    title = f"Actions (dim {env.action_dim}, ctrl = {base} + scale * clip(action){_delay_note(actions)})"
+    title = f"Actions (dim {env.action_dim}, ctrl = {_base(actions)} + scale * clip(action){_delay_note(actions)})"
     if actions.low_level is not None:
         low = actions.low_level
         source = low.checkpoint or "untrained: no checkpoint given"
@@ -108,10 +107,15 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
             f"of a frozen {low.task} policy ({source}), {low.decimation} low-level steps per env step"
         )
         actions = env.low_level.actions
-        title = f"Low-level actions (dim {env.joints.dim}, ctrl = offset + scale * clip(action))"
+        title = f"Low-level actions (dim {env.joints.dim}, ctrl = {_base(actions)} + scale * clip(action))"
     rows = [[name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""] for name in names]
     console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], rows))
     _print_gripper(env.cfg.actions, console)
+
+
+def _base(actions) -> str:
+    """What the scaled actions are added to."""
+    return "gear x joint position" if actions.relative else "offset"
 
 
 def _print_gripper(actions, console: Console) -> None:

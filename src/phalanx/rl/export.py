@@ -149,15 +149,18 @@ def term_layout(terms: dict[str, ObsTermCfg], widths: list[int], axis: str) -> l
 def drive(env: TaskEnv, scale: float, clip: float | None) -> dict[str, Any]:
     """What an action drives: ctrl = offset + span * scale * clip(action) for the env's driven
     actuators (span 1, or each actuator's half-range with `ActionCfg.ctrl_range`); with
-    `ActionCfg.relative`, the joint's position when the action comes in takes the offset's place."""
+    `ActionCfg.relative`, the joint's position when the action comes in (times the gear) takes
+    the offset's place."""
     joints, sim = env.joints, env.sim
     ids = joints.joint_ids.tolist()
-    base = "joint_pos[i]" if joints.relative_qposadr is not None else "offset[i]"
+    relative = joints.relative_qposadr is not None
+    base = "actuator_gear[i] * joint_pos[i]" if relative else "offset[i]"
     return {
         "formula": f"ctrl[i] = {base} + span[i] * scale * clamp(action[i], -clip, clip)",
         "scale": scale,
         "clip": clip,
-        "offset": joints.offset.tolist(),
+        "relative": relative,
+        "offset": None if relative else joints.offset.tolist(),
         "span": joints.span.tolist(),
         "actuators": [sim.actuator_names[i] for i in joints.actuator_ids.tolist()],
         "joints": [sim.joint_names[j] if j >= 0 else None for j in ids],
