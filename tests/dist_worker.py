@@ -9,7 +9,8 @@ python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py cli WHAT
 runs `phalanx train TRAIN_FLAGS` on every rank with WHAT: rank 1 hangs forever building its env
 ('hang-env') or in its first env step ('hang-step'), rank 0 takes 8 s to write its first
 checkpoint ('slow-save'), or an RL library's job runs on the CPU ('library-on-gloo': the NCCL
-group the library starts becomes a gloo group, and each rank takes the CPU instead of its GPU).
+group the library starts becomes a gloo group, and each rank takes the CPU instead of its GPU;
+'library-on-gloo-hang': the same, and rank 1 hangs forever in its 20th env step).
 """
 
 from __future__ import annotations
@@ -96,20 +97,30 @@ def cli(what: str, flags: list[str]) -> int:
             write(path, state)
 
         trainer.save_checkpoint = slow_first_save
-    elif what == "library-on-gloo":
+    elif what.startswith("library-on-gloo"):
         _library_on_gloo()
+        if what == "library-on-gloo-hang" and rank == 1:
+            step, calls = TaskEnv.step, []
+
+            def hang_in_step_20(self, actions):
+                calls.append(None)
+                if len(calls) == 20:
+                    time.sleep(3600)
+                return step(self, actions)
+
+            TaskEnv.step = hang_in_step_20
     return cli.main(["train", *flags])
 
 
 def _library_on_gloo() -> None:
     import phalanx.dist
-    from phalanx.dist import DistContext
+    from phalanx.dist.context import library_context
 
     start_group = torch.distributed.init_process_group
     torch.distributed.init_process_group = lambda backend=None, *args, **kwargs: start_group("gloo", *args, **kwargs)
     torch.cuda.set_device = lambda device: None
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    phalanx.dist.library_rank = lambda trainer: (DistContext(rank=rank, world_size=world), "cpu")
+    ranks = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), int(os.environ["WORLD_SIZE"])
+    phalanx.dist.library_rank = lambda trainer, timeout_s: (library_context(*ranks, timeout_s), "cpu")
 
 
 def main() -> None:

@@ -4,6 +4,10 @@ contract holds."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -89,25 +93,35 @@ def test_images_are_refused() -> None:
         ppo_cfg(phalanx.train_cfg("cartpole-rgb"), env)
 
 
-def test_skrl_trains_under_torchrun_and_rank_0_alone_writes_checkpoints(tmp_path: Path) -> None:
-    """`--trainer skrl` as a torchrun job of two CPU ranks (gloo in place of the NCCL group skrl
-    starts): both ranks finish, the run holds one row per iteration with both ranks' frames, and
-    rank 0 writes the last checkpoint. skrl makes no checkpoint directory on other ranks: rank 1's
-    own last checkpoint once failed there and left rank 0 waiting in its last collective."""
-    import json
-    import subprocess
-    import sys
-
+def _skrl_on_two_cpu_ranks(what: str, flags: list[str]) -> subprocess.CompletedProcess:
+    """`phalanx train cartpole --trainer skrl FLAGS` as a torchrun job of two CPU ranks (gloo in
+    place of the NCCL group skrl starts; tests/dist_worker.py's WHAT)."""
     worker = str(Path(__file__).with_name("dist_worker.py"))
-    flags = ["cartpole", "--trainer", "skrl", "--num-envs", "16", "--max-iterations", "3", "--distributed"]
-    flags += ["--logger", "none", "--run-dir", str(tmp_path / "run")]
+    flags = ["cartpole", "--trainer", "skrl", "--num-envs", "16", "--distributed", "--logger", "none", *flags]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    run = subprocess.run(
-        [*command, worker, "cli", "library-on-gloo", "--", *flags], capture_output=True, text=True, timeout=600
-    )
+    return subprocess.run([*command, worker, "cli", what, "--", *flags], capture_output=True, text=True, timeout=600)
+
+
+def test_skrl_trains_under_torchrun_and_rank_0_alone_writes_checkpoints(tmp_path: Path) -> None:
+    """Both ranks finish, the run holds one row per iteration with both ranks' frames, and rank 0
+    writes the last checkpoint. skrl makes no checkpoint directory on other ranks: rank 1's own
+    last checkpoint once failed there and left rank 0 waiting in its last collective."""
+    run = _skrl_on_two_cpu_ranks("library-on-gloo", ["--max-iterations", "3", "--run-dir", str(tmp_path / "run")])
     assert run.returncode == 0, run.stderr[-3000:]
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = phalanx.train_cfg("cartpole").num_steps_per_env
     assert [row["frames"] for row in rows] == [2 * 16 * steps * i for i in (1, 2, 3)]
     saved = [path.name for path in (tmp_path / "run" / "checkpoints" / "checkpoints").iterdir()]
     assert saved == [f"agent_{3 * steps}.pt"]
+
+
+def test_a_library_rank_that_hangs_is_named_and_the_job_stops(tmp_path: Path) -> None:
+    """Rank 1 hangs in its 20th env step (iteration 1) while rank 0 waits for it in skrl's update:
+    the stall watchdog names rank 1 and where it is, and torchrun stops the job, as in phalanx's
+    own runs, instead of both waiting for the backend's timeout."""
+    flags = ["--max-iterations", "50", "--stall-timeout-s", "5", "--run-dir", str(tmp_path / "run")]
+    start = time.time()
+    run = _skrl_on_two_cpu_ranks("library-on-gloo-hang", flags)
+    assert run.returncode != 0
+    assert time.time() - start < 90
+    assert "rank(s) 1 stopped behind the others (rank 1 in 'iteration 1')" in run.stderr, run.stderr[-3000:]

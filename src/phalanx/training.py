@@ -69,10 +69,11 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
     check_low_level(cfg.env)
     dist = DistContext()
     if cfg.distributed:
+        store_timeout_s = cfg.startup_timeout_s + 2 * cfg.stall_timeout_s
         if cfg.trainer != "phalanx":
-            dist, cfg.device = library_rank(cfg.trainer)
+            dist, cfg.device = library_rank(cfg.trainer, timeout_s=store_timeout_s)
         else:  # collectives time out only behind the stall watchdog, which names the stuck rank
-            dist, cfg.device = init_distributed(cfg.device, timeout_s=cfg.startup_timeout_s + 2 * cfg.stall_timeout_s)
+            dist, cfg.device = init_distributed(cfg.device, timeout_s=store_timeout_s)
         if not dist.is_main:
             console = Console(quiet=True)
     device = resolve_device(cfg.device)

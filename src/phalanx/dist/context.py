@@ -138,17 +138,15 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
     else:
         device = "cpu"
     timeout = timedelta(seconds=timeout_s)
-    prefix = f"phalanx/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"  # an earlier attempt's keys stay apart
     host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-    store = dist.PrefixStore(prefix, _job_store(host, port, rank, world, timeout))
+    store = dist.PrefixStore(_key_prefix(), _job_store(host, port, rank, world, timeout))
     backend = "nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
-    # The watchdog gets a connection of its own: a blocking get on the group's would delay it.
-    monitor = dist.PrefixStore(prefix, dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
+    monitor = _watchdog_store(world, timeout)
     return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor), device
 
 
-def library_rank(trainer: str) -> tuple[DistContext, str]:
+def library_rank(trainer: str, timeout_s: float = 120.0) -> tuple[DistContext, str]:
     """This process's place in a torchrun job whose process group the RL library `trainer` starts
     itself (rsl_rl, rl_games and skrl each join it over NCCL from torchrun's environment), and
     its device, cuda:LOCAL_RANK. The context's collectives work once the library has joined."""
@@ -160,7 +158,28 @@ def library_rank(trainer: str) -> tuple[DistContext, str]:
             "gpus",
         )
     torch.cuda.set_device(local_rank)
-    return DistContext(rank=rank, local_rank=local_rank, world_size=world), f"cuda:{local_rank}"
+    return library_context(rank, local_rank, world, timeout_s), f"cuda:{local_rank}"
+
+
+def library_context(rank: int, local_rank: int, world: int, timeout_s: float) -> DistContext:
+    """The context of a rank whose RL library starts the process group, with a connection to
+    the job's store for the stall watchdog where torchrun's agent hosts that store (elsewhere
+    the library's own rendezvous makes it later: then no watchdog)."""
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    monitor = _watchdog_store(world, timedelta(seconds=timeout_s)) if agent_store else None
+    return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor)
+
+
+def _key_prefix() -> str:
+    """The job's keys under this attempt's prefix: an earlier attempt's keys stay apart."""
+    return f"phalanx/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+
+
+def _watchdog_store(world: int, timeout: timedelta) -> dist.Store:
+    """A connection of the stall watchdog's own to the job's store (a blocking get on the process
+    group's would delay it)."""
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    return dist.PrefixStore(_key_prefix(), dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
 
 
 def _torchrun_ranks() -> tuple[int, int, int]:

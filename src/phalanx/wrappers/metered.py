@@ -12,7 +12,9 @@ rollout, then its update). The meter times, with CUDA events and no host sync in
 An iteration's row is written when the next one starts (one host sync per iteration), the last
 one when training ends (`finish`). Under torchrun each rank meters its own envs and the row holds
 the figures of all ranks (fps and episode counts summed, as phalanx's trainer reports them; env
-logs averaged): one all-reduce per iteration on the process group the library joined."""
+logs averaged): one all-reduce per iteration on the process group the library joined, and each
+step counts as progress for the stall watchdog (the first iteration as a slow phase: the
+library's and the env's compiles)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import torch
 
-from phalanx.dist import DistContext
+from phalanx.dist import DistContext, Progress
 from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.episode_stats import EpisodeStats
 from phalanx.rl.logger import RunLogger
@@ -39,9 +41,11 @@ class MeteredEnv:
         logger: RunLogger,
         max_iterations: int,
         dist: DistContext | None = None,
+        progress: Progress | None = None,
     ):
         self.env, self.steps_per_iteration = env, steps_per_iteration
         self.dist = dist or DistContext()
+        self.progress = progress or Progress()
         self.logger, self.max_iterations = logger, max_iterations
         self.stats = EpisodeStats(env.reward_names, env.metric_names, env.device)
         self.iteration = 0
@@ -63,6 +67,7 @@ class MeteredEnv:
             self._log_iteration()
         if self._steps == 0:
             self._begin_iteration()
+        self.progress.tick()  # on entering a step: a rank blocked inside it has counted it
         step_timer, collect_timer = self._timers
         step_timer.begin()
         out = self.env.step(actions)
@@ -81,6 +86,7 @@ class MeteredEnv:
             self._log_iteration()
 
     def _begin_iteration(self) -> None:
+        self.progress.enter(f"iteration {self.iteration}", slow=self.iteration == 0)
         if self.env.device.type == "cuda":
             torch.cuda.synchronize(self.env.device)
         self._start = time.perf_counter()

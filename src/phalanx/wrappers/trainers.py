@@ -19,7 +19,7 @@ import torch
 from rich.console import Console
 
 from phalanx.config_data import to_data
-from phalanx.dist import DistContext
+from phalanx.dist import DistContext, Progress, StallWatchdog
 from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
@@ -48,7 +48,9 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
     run_dir resolved); returns the exit status. Under torchrun (`dist`, from `library_rank`) every
     rank trains its own envs (seed + rank) and the library averages the gradients; rank 0 writes
     the run directory, with fps and episode figures over all ranks, the others write nothing
-    (whatever the library writes on them goes to a temporary directory)."""
+    (whatever the library writes on them goes to a temporary directory). The stall watchdog
+    watches every rank's env steps, as in phalanx's own runs: a rank stuck for `stall_timeout_s`
+    (`startup_timeout_s` until its first iteration is done) is named and the job stops."""
     from phalanx.envs.tables import print_term_tables, sim_summary
     from phalanx.registry import make
     from phalanx.wrappers.metered import MeteredEnv
@@ -56,7 +58,9 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
     dist = dist or DistContext()
     learn = adapter(cfg.trainer).learn
     run_dir = Path(cfg.run_dir)
+    progress = Progress()
     with contextlib.ExitStack() as stack:
+        stack.enter_context(StallWatchdog(dist, progress, cfg.stall_timeout_s, cfg.startup_timeout_s))
         if dist.is_main:
             run = stack.enter_context(RunDir(run_dir, console))
             run.check_owner(None, False)
@@ -65,6 +69,7 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
         else:
             checkpoints = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="phalanx-rank-"))) / "checkpoints"
             checkpoints.mkdir()
+        progress.enter("building the env", slow=True)
         env = make(cfg.env, num_envs=cfg.num_envs, device=torch.device(cfg.device), seed=cfg.seed + dist.rank)
         print_term_tables(env)
         ranks = f" x {dist.world_size} ranks" if dist.active else ""
@@ -77,7 +82,8 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
         # action noise, which rsl_rl and skrl draw from torch's global generators.
         torch.manual_seed(cfg.seed + dist.rank)
         logger = RunLogger(run_dir if dist.is_main else None, console, logger=cfg.logger, config=config)
-        metered = MeteredEnv(env, cfg.num_steps_per_env, logger, cfg.max_iterations, dist)
+        progress.enter("starting the library", slow=True)
+        metered = MeteredEnv(env, cfg.num_steps_per_env, logger, cfg.max_iterations, dist, progress)
         try:
             learn(cfg, metered, checkpoints)
             metered.finish()
