@@ -200,3 +200,25 @@ def test_strong_scaling_says_when_envs_do_not_split() -> None:
 
     assert envs_per_rank("strong", 4096, 4) == 1024 and envs_per_rank("weak", 4096, 4) == 4096
     assert envs_per_rank("strong", 33, 2) is None
+
+
+def test_the_commit_says_when_the_measured_code_is_not_the_commits(tmp_path: Path, monkeypatch) -> None:
+    import subprocess
+
+    from phalanx.bench.machine import git_commit
+
+    monkeypatch.delenv("PHALANX_COMMIT", raising=False)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "step.py").write_text("fast = True\n")
+    subprocess.run([*git, "add", "step.py"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    short = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "notes.txt").write_text("untracked files do not count\n")
+    assert git_commit(tmp_path) == short
+    (tmp_path / "step.py").write_text("fast = False\n")
+    assert git_commit(tmp_path) == short + "+dirty"
+    monkeypatch.setenv("PHALANX_COMMIT", "abc1234")
+    assert git_commit(tmp_path) == "abc1234"
+    monkeypatch.delenv("PHALANX_COMMIT")
+    assert git_commit(tmp_path.parent / "no-checkout-here") == "unknown"

@@ -32,22 +32,31 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def git_commit() -> str:
-    """Short commit of the phalanx checkout; outside a git checkout (a copy on a benchmark
-    machine) the PHALANX_COMMIT environment variable, else "unknown"."""
+def git_commit(checkout: Path | None = None) -> str:
+    """Short commit of the phalanx checkout (`checkout`: this package's), with "+dirty" where its
+    tracked files differ from that commit (the code measured is not the commit's; a copy whose
+    git metadata is older than its files reads so too); outside a git checkout the
+    PHALANX_COMMIT environment variable, else "unknown"."""
     if os.environ.get("PHALANX_COMMIT"):
         return os.environ["PHALANX_COMMIT"]
+    cwd = checkout or Path(__file__).resolve().parent
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10, cwd=cwd
+        )
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
             capture_output=True,
             text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parent,
+            timeout=30,
+            cwd=cwd,
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-    return out.stdout.strip() or "unknown"
+    commit = head.stdout.strip()
+    if not commit:
+        return "unknown"
+    return commit + ("+dirty" if changed.returncode == 0 and changed.stdout.strip() else "")
 
 
 def machine_info() -> dict[str, Any]:
