@@ -147,6 +147,13 @@ def test_bench_compare_trains_each_trainer_in_its_own_process(tmp_path: Path) ->
     assert (tmp_path / "compare.png").is_file()
 
 
+def test_bench_compare_with_every_trainer_left_out_still_writes_its_report(tmp_path: Path) -> None:
+    args = ["bench", "compare", "cartpole", "--trainers", "sb3", "--gpus", "2", "--device", "cpu", "--no-warm-caches"]
+    assert main([*args, "--run-dir", str(tmp_path)]) == 0  # Stable-Baselines3 trains on one device only
+    assert json.loads((tmp_path / "bench.json").read_text())["results"] == []
+    assert (tmp_path / "report.md").is_file()
+
+
 def test_a_trainer_that_stops_writing_rows_is_stopped_and_reported(tmp_path: Path, monkeypatch) -> None:
     """A trainer whose job writes its first rows, then hangs (as a torchrun rank can, waiting in a
     collective for a peer that left) is stopped `stall_timeout_s` after its last row, long before

@@ -310,6 +310,7 @@ def run_compare(args: list[str], console: Console) -> None:
         console.print(f"{task}: one iteration of phalanx train to warm the compile caches")
         trainers.warm_caches(cfg, str(device), run_dir)
     results = []
+    _save("compare", task, args, str(device), cfg, results, None, run_dir)  # then after each trainer
     for gpus in counts:
         for name in names:
             if gpus > 1 and name not in MULTI_GPU_TRAINERS:
@@ -320,7 +321,6 @@ def run_compare(args: list[str], console: Console) -> None:
             status = f"fps total {r['fps_total']:,.0f}" if r["valid"] else f"invalid: {r['reason']}"
             console.print(f"{task} --trainer {name} on {gpus} GPU(s): {status}")
             _save("compare", task, args, str(device), cfg, results, None, run_dir)
-    _save("compare", task, args, str(device), cfg, results, None, run_dir)
     console.print(trainers.table(results))
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
 

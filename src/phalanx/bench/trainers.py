@@ -182,9 +182,10 @@ def table(results: list[dict[str, Any]]) -> str:
         mib = r["gpu_memory_mib"]
         rest = [f"{r['startup_s']:.1f} s", when, f"{r['final_metric']:.1f}", "" if mib is None else f"{mib:,.0f} MiB"]
         rows.append([*first, *fps, *rest])
+    threshold = next((r["threshold"] for r in results if r["valid"]), "")
     note = (
         f"Medians over the iterations after the warm-up; times from launch; {metric} is reached at "
-        f">= {results[0].get('threshold', '')} (or never, within the run)."
+        f">= {threshold} (or never, within the run)."
     )
     if multi:
         note += " With N GPUs: N processes of the same env count each, fps summed over them, GPU memory over all N."
