@@ -154,6 +154,31 @@ def test_bench_compare_with_every_trainer_left_out_still_writes_its_report(tmp_p
     assert (tmp_path / "report.md").is_file()
 
 
+def test_bench_compare_warms_the_caches_on_each_gpu_count(tmp_path: Path, monkeypatch) -> None:
+    """A job on two GPUs compiles graphs a one-GPU job does not (the update's all-reduce): each GPU
+    count gets its own warm-up, before any trainer is timed."""
+    import sys
+
+    from phalanx.bench import trainers
+
+    calls = []
+
+    def record(cfg, trainer, device, iterations, run_dir, gpus=1) -> list[str]:
+        calls.append((trainer, iterations, gpus, run_dir.name))
+        return [sys.executable, "-c", "pass"]
+
+    monkeypatch.setattr(trainers, "_train_command", record)
+    args = ["bench", "compare", "cartpole", "--trainers", "rsl_rl", "--gpus", "1,2", "--device", "cpu"]
+    assert main([*args, "--iterations", "3", "--run-dir", str(tmp_path)]) == 0
+    assert calls == [
+        ("phalanx", 1, 1, "warm-up"),
+        ("phalanx", 1, 2, "warm-up-2gpus"),
+        ("rsl_rl", 3, 1, "run"),
+        ("rsl_rl", 3, 2, "run"),
+    ]
+    assert (tmp_path / "warm-up.log").is_file() and (tmp_path / "warm-up-2gpus.log").is_file()
+
+
 def test_a_trainer_that_stops_writing_rows_is_stopped_and_reported(tmp_path: Path, monkeypatch) -> None:
     """A trainer whose job writes its first rows, then hangs (as a torchrun rank can, waiting in a
     collective for a peer that left) is stopped `stall_timeout_s` after its last row, long before

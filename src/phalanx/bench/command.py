@@ -125,8 +125,9 @@ class CompareCfg:
     train_args: str = ""
     """More `phalanx train` flags for every trainer, as one string after `=`."""
     warm_caches: bool = True
-    """First run one iteration of `phalanx train` (not timed), so that Warp's kernel cache and
-    torch's compile caches are warm for every trainer alike; off: the first trainer pays them."""
+    """First run one iteration of `phalanx train` (not timed) on each GPU count, so that Warp's
+    kernel cache and torch's compile caches are warm for every trainer alike; off: the first
+    trainer pays them."""
     job_timeout_s: float = 1800.0
     """Stop a trainer's process that runs longer than this and report it."""
     stall_timeout_s: float = 120.0
@@ -307,8 +308,9 @@ def run_compare(args: list[str], console: Console) -> None:
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"compare-{task}-{stamp}")
     if cfg.warm_caches:
-        console.print(f"{task}: one iteration of phalanx train to warm the compile caches")
-        trainers.warm_caches(cfg, str(device), run_dir)
+        for gpus in counts:
+            console.print(f"{task}: one iteration of phalanx train on {gpus} GPU(s) to warm the compile caches")
+            trainers.warm_caches(cfg, str(device), run_dir, gpus)
     results = []
     _save("compare", task, args, str(device), cfg, results, None, run_dir)  # then after each trainer
     for gpus in counts:

@@ -64,12 +64,15 @@ def _train_command(
     return [*command, "--run-dir", str(run_dir)]
 
 
-def warm_caches(cfg: CompareCfg, device: str, run_dir: Path) -> None:
-    """One iteration of `phalanx train` on the same task and envs, its output in warm-up.log."""
-    command = _train_command(cfg, "phalanx", device, 1, run_dir / "warm-up")
+def warm_caches(cfg: CompareCfg, device: str, run_dir: Path, gpus: int = 1) -> None:
+    """One iteration of `phalanx train` on the same task and envs and on `gpus` GPUs, its output in
+    warm-up.log (warm-up-Ngpus.log). A job on several GPUs compiles graphs of its own (the update
+    with its gradient all-reduce), which a one-GPU warm-up leaves cold."""
+    name = "warm-up" if gpus == 1 else f"warm-up-{gpus}gpus"
+    command = _train_command(cfg, "phalanx", device, 1, run_dir / name, gpus)
     run_dir.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(run_dir / "warm-up", ignore_errors=True)
-    with (run_dir / "warm-up.log").open("w") as stream:
+    shutil.rmtree(run_dir / name, ignore_errors=True)
+    with (run_dir / f"{name}.log").open("w") as stream:
         subprocess.run(command, stdout=stream, stderr=subprocess.STDOUT, check=False, timeout=cfg.job_timeout_s)
 
 
