@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from phalanx.compiling import compiled
 from phalanx.errors import ConfigError
 
 
@@ -102,7 +103,7 @@ class BatchedQP:
     ):
         self.settings = settings or QPSettings()
         self.settings.check()
-        self._step = torch.compile(admm_step, dynamic=False) if compile else admm_step
+        self._step = compiled(admm_step, dynamic=False) if compile else admm_step
         """One ADMM step; with `compile`, torch.compile fuses its elementwise work into few kernels."""
         self.batch, self.n, self.m = batch, n, m
         self.x = torch.zeros(batch, n, **tensor_kw)

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from phalanx.compiling import compiled
 from phalanx.errors import ConfigError
 
 
@@ -33,7 +34,7 @@ class CapturedStep:
         if capture and device.type != "cuda":
             raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
         self.capture, self.device, self.generator = capture, device, generator
-        self.fn = torch.compile(fn, dynamic=False) if compile else fn
+        self.fn = compiled(fn, dynamic=False) if compile else fn
         self._input = torch.zeros(action_shape, device=device)
         self._graph: torch.cuda.CUDAGraph | None = None
         self._outputs: Any = None

@@ -7,6 +7,8 @@ import math
 
 import torch
 
+from phalanx.compiling import compile_boundary
+
 
 class StepRandoms:
     """Outside an env step every call draws from `generator`. Inside one (`begin_step` ...
@@ -49,7 +51,7 @@ class StepRandoms:
         """int64 samples of `shape`, uniform over low, ..., high - 1 (like `torch.randint`)."""
         return (low + self.uniform(shape) * (high - low)).floor().long().clamp(max=high - 1)
 
-    @torch.compiler.disable  # the one draw through the generator, before the compiled step
+    @compile_boundary  # the one draw through the generator, before the compiled step
     def begin_step(self) -> None:
         if self.pool is not None:
             torch.rand(self.pool.shape, device=self.device, generator=self.generator, out=self.pool)

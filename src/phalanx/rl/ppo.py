@@ -18,8 +18,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from phalanx.compiling import compiled
 from phalanx.dist import DistContext
 from phalanx.errors import ConfigError, check_int, check_positive, check_range
+from phalanx.rl.adam import FusedAdam
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
@@ -153,10 +155,7 @@ class PPO:
             image_dtype, target_dim,
         )  # fmt: skip
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
-        self.optimizer = torch.optim.Adam(
-            policy.parameters(), lr=self.learning_rate, fused=True, capturable=device.type == "cuda"
-        )
-        self.optimizer.found_inf = torch.zeros((), device=device)  # 1: skip this step (non-finite)
+        self.optimizer = FusedAdam(policy.parameters(), lr=self.learning_rate)
         self.skipped_updates = torch.zeros((), dtype=torch.long, device=device)
         if capture and device.type != "cuda":
             raise ConfigError(f"capture_update: CUDA graph capture needs a CUDA device, got {device}")
@@ -165,9 +164,7 @@ class PPO:
         on_cuda = device.type == "cuda"
         self.bf16_update = bf16_update and on_cuda
         self._losses = (
-            torch.compile(self._minibatch_losses, dynamic=False)
-            if compile_update and on_cuda
-            else self._minibatch_losses
+            compiled(self._minibatch_losses, dynamic=False) if compile_update and on_cuda else self._minibatch_losses
         )
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
@@ -259,10 +256,7 @@ class PPO:
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
-        # Loading replaces the param group's lr tensor; point it back at the one the schedule adapts.
         self.learning_rate.copy_(state["learning_rate"])
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
         self.skipped_updates.copy_(state["skipped_updates"])
 
     def update(self) -> dict[str, torch.Tensor]:
@@ -344,7 +338,7 @@ class PPO:
         """One optimizer step on the minibatch; returns its `terms` (averaged over ranks)."""
         cfg = self.cfg
         loss, terms = self._losses(mb)
-        self.optimizer.zero_grad(set_to_none=False)
+        self.optimizer.zero_grad()
         loss.backward()
         with torch.no_grad():
             # One all-reduce per minibatch carries the gradients and the terms: every rank adapts
@@ -362,7 +356,7 @@ class PPO:
             factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
             factor = torch.where(bad, 1.0, factor)
             self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
-        self.optimizer.found_inf.copy_(bad.float())
+        self.optimizer.found_inf.copy_(bad.float())  # 1: the step leaves the policy as it was
         self.skipped_updates += bad.long()
         self.optimizer.step()
         return terms[:-1]

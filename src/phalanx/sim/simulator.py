@@ -16,6 +16,7 @@ import psutil
 import torch
 import warp as wp
 
+from phalanx.compiling import compile_boundary
 from phalanx.errors import ConfigError, check_int
 from phalanx.sim.cfg import SimCfg
 from phalanx.sim.columns import columns, nonfinite_rows
@@ -355,7 +356,7 @@ class Simulator:
             # Once per env step, for the last substep's forward pass, instead of in every substep.
             mjw.rne_postconstraint(self.model, self.data)
 
-    @torch.compiler.disable  # Warp launches are not torch ops: torch.compile runs them as they are
+    @compile_boundary  # Warp launches are not torch ops: torch.compile runs them as they are
     def step(self) -> None:
         """Advances every world by `decimation` physics steps with the current `ctrl`.
 
@@ -380,7 +381,7 @@ class Simulator:
             self._graph = capture.graph
         wp.capture_launch(self._graph, stream=self._warp_stream())
 
-    @torch.compiler.disable
+    @compile_boundary
     def launch(self, work: Callable[[], None]) -> None:
         """Runs Warp work (e.g. `mujoco_warp.rays` on this model and data) in order with torch's
         current stream: eagerly, or recorded into the torch CUDA graph being captured. Before the

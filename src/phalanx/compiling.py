@@ -1,0 +1,43 @@
+"""torch.compile for phalanx, with torch._dynamo imported only by the processes that compile.
+
+`compile_boundary` marks a method that torch.compile must run as it is instead of tracing it
+(Warp launches, a draw through a `torch.Generator`): a graph break, as `torch.compiler.disable`
+makes. Decorating with `torch.compiler.disable` itself imports torch._dynamo when the class is
+defined, about a second of start-up for every process that imports an env, though cartpole, every
+run on the CPU, `phalanx play` and `phalanx export` compile nothing. So the mark waits: `compiled`,
+the one way phalanx calls torch.compile, applies it before compiling anything, and a class defined
+once torch._dynamo is loaded gets it at once."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+_PENDING: list[tuple[type, str]] = []
+"""(class, method name) of the boundaries not yet marked for torch.compile."""
+
+
+class compile_boundary:  # noqa: N801 (a decorator, named like one)
+    """Method decorator: torch.compile calls the method as it is (a graph break) rather than
+    tracing into it. The method is left undecorated until something compiles."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if "torch._dynamo" in sys.modules:  # something may compile already: mark it now
+            setattr(owner, name, torch.compiler.disable(self.fn))
+        else:
+            setattr(owner, name, self.fn)
+            _PENDING.append((owner, name))
+
+
+def compiled(fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
+    """`torch.compile(fn, **kwargs)`, after marking every `compile_boundary` defined so far."""
+    while _PENDING:
+        owner, name = _PENDING.pop()
+        setattr(owner, name, torch.compiler.disable(owner.__dict__[name]))
+    return torch.compile(fn, **kwargs)

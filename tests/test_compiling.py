@@ -1,0 +1,57 @@
+"""compile_boundary: torch.compile runs the marked methods as they are, whether their class was
+defined before anything compiled or after; and a process that compiles nothing never imports
+torch._dynamo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import torch
+
+from phalanx.compiling import compile_boundary, compiled
+
+
+def _seen_while_compiling(cls: type) -> list[bool]:
+    """Calls a compiled function around `cls().record` twice; what `record` saw of
+    torch.compiler.is_compiling() each time (True where torch.compile traced into it)."""
+    obj = cls()
+    fn = compiled(lambda x: obj.record(x * 2) + 1, dynamic=False)
+    for _ in range(2):
+        torch.testing.assert_close(fn(torch.ones(3)), torch.full((3,), 3.0))
+    return obj.seen
+
+
+def test_boundaries_run_as_they_are_under_torch_compile() -> None:
+    class Before:
+        def __init__(self):
+            self.seen = []
+
+        @compile_boundary
+        def record(self, x: torch.Tensor) -> torch.Tensor:
+            self.seen.append(torch.compiler.is_compiling())
+            return x
+
+    assert _seen_while_compiling(Before) == [False, False]  # called eagerly, at each call
+
+    class After(Before):  # defined once torch._dynamo is loaded: marked at once
+        @compile_boundary
+        def record(self, x: torch.Tensor) -> torch.Tensor:
+            self.seen.append(torch.compiler.is_compiling())
+            return x
+
+    assert _seen_while_compiling(After) == [False, False]
+
+
+def test_training_without_compile_never_imports_torch_dynamo(tmp_path) -> None:
+    """cartpole on the CPU: env, PPO and its optimizer, checkpoint, all without torch._dynamo
+    (importing it takes about a second of start-up)."""
+    args = ["train", "cartpole", "--num-envs", "16", "--max-iterations", "1", "--logger", "none"]
+    code = (
+        "import sys\n"
+        "from phalanx.cli import main\n"
+        f"assert main({[*args, '--run-dir', str(tmp_path / 'run')]!r}) == 0\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
