@@ -4,7 +4,7 @@
 (Warp launches, a draw through a `torch.Generator`): a graph break, as `torch.compiler.disable`
 makes. Decorating with `torch.compiler.disable` itself imports torch._dynamo when the class is
 defined, about a second of start-up for every process that imports an env, though cartpole, every
-run on the CPU, `phalanx play` and `phalanx export` compile nothing. So the mark waits: `compiled`,
+run on the CPU and `phalanx play` compile nothing. So the mark waits: `compiled`,
 the one way phalanx calls torch.compile, applies it before compiling anything, and a class defined
 once torch._dynamo is loaded gets it at once."""
 

@@ -1,7 +1,7 @@
 """Adam as one fused kernel per step: `torch._fused_adam_`, which `torch.optim.Adam(fused=True)`
 runs, called without torch.optim. Constructing a torch.optim optimizer imports torch._dynamo
 (about a second of start-up) even in a process that compiles nothing: cartpole, every run on the
-CPU, `phalanx play` and `export`. State dicts keep torch.optim.Adam's layout, so a checkpoint
+CPU, `phalanx play`. State dicts keep torch.optim.Adam's layout, so a checkpoint
 loads either way."""
 
 from __future__ import annotations
