@@ -11,7 +11,8 @@ The package is a stack. Each layer may import from the layers below it and from 
     2  sensors                              batched sensors computed from the simulator's state
     1  sim, terrain, control                MuJoCo Warp simulation / procedural terrain / batched controllers
                                             on tensors (the QP solver), independent of each other
-    0  errors, files, config_data, devices, assets      utilities with no phalanx dependencies above them
+    0  errors, files, config_data, devices,   utilities with no phalanx dependencies above them (compiling:
+       compiling, assets                    torch.compile and its graph-break marks)
 
 `phalanx/__init__.py` (it only re-exports, lazily) and `phalanx/__main__.py` (the very top) are exempt.
 
@@ -54,6 +55,7 @@ LAYERS: dict[str, int] = {
     "config_data": 0,
     "lazy": 0,
     "devices": 0,
+    "compiling": 0,
     "assets": 0,
     "sim": 1,
     "terrain": 1,
