@@ -14,11 +14,9 @@ for task in ${TASKS:-cartpole}; do
   python3 -X importtime -m phalanx train "$task" --max-iterations 1 --run-dir "/tmp/prof-$task-2" 2> "$out/$task-importtime.txt" > /dev/null
   python3 -m cProfile -o "$out/$task.prof" -m phalanx train "$task" --max-iterations 1 --run-dir "/tmp/prof-$task-3" > /dev/null 2>&1
   python3 -c "
-import pstats, sys
-p = pstats.Stats('$out/$task.prof'); p.sort_stats('cumulative').print_stats(60)
-" > "$out/$task-cumulative.txt" 2>&1
-  python3 -c "
 import pstats
-p = pstats.Stats('$out/$task.prof'); p.sort_stats('tottime').print_stats(40)
-" > "$out/$task-tottime.txt" 2>&1
+for order, count in (('cumulative', 60), ('tottime', 40)):
+    with open('$out/$task-' + order + '.txt', 'w') as stream:
+        pstats.Stats('$out/$task.prof', stream=stream).sort_stats(order).print_stats(count)
+"
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `phalanx bench compare` on one GPU: every trainer on each task of $TASKS (TASK:ITERATIONS pairs)
+# `phalanx bench compare` on one machine: every trainer on each task of $TASKS (TASK:ITERATIONS pairs)
 # with $ENVS envs. Each compare's bench.json, report.md, compare.png and the trainers' metrics and
 # log tails go to $OUT/TASK.tgz (few files come back per device call). The RL libraries come as
 # py3.12 wheels, in /tmp/site already or in .device/libs (installed with --no-deps into /tmp/site).
