@@ -47,6 +47,38 @@ def test_value_loss_by_hand() -> None:
     torch.testing.assert_close(value_loss(new, old, returns, 0.2, clipped=False), torch.tensor(0.505))
 
 
+def test_clipped_losses_have_the_value_and_gradient_of_their_max_form() -> None:
+    """The losses pick the larger term with a where (fewer kernels); value and gradient must be
+    those of torch.maximum over the clamped term, with ratios and value changes on both sides of
+    the clip range."""
+    g = torch.Generator().manual_seed(0)
+    n, clip = 4096, 0.2
+    advantages, old_log_prob = torch.randn(n, generator=g), torch.randn(n, generator=g)
+    old_values, returns = torch.randn(n, generator=g), torch.randn(n, generator=g)
+    log_prob = (old_log_prob + 0.4 * torch.randn(n, generator=g)).requires_grad_()
+    values = (old_values + 0.4 * torch.randn(n, generator=g)).requires_grad_()
+
+    ratio = torch.exp(log_prob - old_log_prob)
+    reference = torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip, 1 + clip)).mean()
+    clipped_values = old_values + (values - old_values).clamp(-clip, clip)
+    reference_v = torch.max((values - returns).square(), (clipped_values - returns).square()).mean()
+    (reference_grad,) = torch.autograd.grad(reference, log_prob)
+    (reference_v_grad,) = torch.autograd.grad(reference_v, values)
+
+    loss = surrogate_loss(log_prob, old_log_prob, advantages, clip)
+    v_loss = value_loss(values, old_values, returns, clip, clipped=True)
+    torch.testing.assert_close(loss, reference)
+    torch.testing.assert_close(v_loss, reference_v)
+    torch.testing.assert_close(torch.autograd.grad(loss, log_prob)[0], reference_grad)
+    torch.testing.assert_close(torch.autograd.grad(v_loss, values)[0], reference_v_grad)
+    assert (reference_grad == 0).sum() > n // 10 and (reference_v_grad == 0).sum() > n // 10, "clips must bind"
+    # Inside the clip range the clipped value equals the value only up to rounding (here 0.15 +
+    # (1e-9 - 0.15) = 0 in float32), and may give the larger error: the gradient must still flow.
+    value = torch.tensor([1e-9], requires_grad=True)
+    loss = value_loss(value, torch.tensor([0.15]), torch.tensor([2e-9]), clip, clipped=True)
+    assert float(torch.autograd.grad(loss, value)[0]) < 0
+
+
 def test_gaussian_kl_by_hand() -> None:
     # KL(N(0, 1) || N(1, 2)) = ln 2 + (1 + 1) / (2 * 4) - 0.5 = 0.69315 + 0.25 - 0.5 = 0.44315, per dim;
     # two dims sum to 0.88629.

@@ -46,7 +46,7 @@ class DistContext:
         values riding along): one all-reduce of the flattened gradients and `extra`."""
         if not self.active:
             return extra
-        grads = [p.grad for p in params]
+        grads = [p.grad for p in params if p.grad is not None]  # the same parameters on every rank
         flat = torch.cat([*(g.reshape(-1) for g in grads), extra.reshape(-1)])
         dist.all_reduce(flat)
         flat /= self.world_size

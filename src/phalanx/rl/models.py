@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-from torch.distributions import Normal
 
 if TYPE_CHECKING:
     from phalanx.rl.config import PolicyCfg
 
 from phalanx.errors import ConfigError
+from phalanx.rl.gaussian import DiagonalGaussian
 from phalanx.rl.image_encoder import ImageEncoder
 
 ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "selu": nn.SELU, "silu": nn.SiLU}
@@ -148,7 +148,7 @@ class ActorCritic(nn.Module):
 
     def distribution_and_value(
         self, obs: torch.Tensor, critic_obs: torch.Tensor, image: torch.Tensor | None = None, predict: bool = False
-    ) -> tuple[Normal, torch.Tensor] | tuple[Normal, torch.Tensor, torch.Tensor | None]:
+    ) -> tuple[DiagonalGaussian, torch.Tensor] | tuple[DiagonalGaussian, torch.Tensor, torch.Tensor | None]:
         """The policy for obs (N, obs_dim), independent Gaussians per action dimension in float32
         (the mean too, when the actor ran under autocast), and the (N,) values of critic_obs; with
         encoders both also see image (N, H, W, C), which a shared encoder encodes once. With
@@ -160,7 +160,7 @@ class ActorCritic(nn.Module):
         actor_input = features if predicted is None else predicted.detach()
         mean = self.actor(self._joined(obs, actor_input)).float()
         value = self.critic(self._joined(critic_obs, critic_features)).squeeze(-1)
-        dist = Normal(mean, self.log_std.exp().expand_as(mean), validate_args=False)  # validation syncs
+        dist = DiagonalGaussian(mean, self.log_std)
         return (dist, value, predicted) if predict else (dist, value)
 
     def value(self, critic_obs: torch.Tensor, image: torch.Tensor | None = None) -> torch.Tensor:

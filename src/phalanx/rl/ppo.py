@@ -196,7 +196,7 @@ class PPO:
         image = self._image(obs)
         dist, values = self.policy.distribution_and_value(actor_obs, critic_obs, image)
         noise = torch.randn(dist.mean.shape, device=self.device, generator=self.generator)
-        actions = dist.mean + dist.stddev * noise
+        actions = dist.sample(noise)
         storage.obs[t] = actor_obs
         if self.critic_group != "policy":
             storage.critic_obs[t] = critic_obs
@@ -205,7 +205,7 @@ class PPO:
         if self.image_targets is not None:
             storage.image_targets[t] = obs[self.image_targets]
         storage.actions[t] = actions
-        storage.log_probs[t] = dist.log_prob(actions).sum(dim=-1)
+        storage.log_probs[t] = dist.log_prob(actions)
         storage.values[t] = values
         storage.action_mean[t] = dist.mean
         storage.action_std[t] = dist.stddev
@@ -317,8 +317,8 @@ class PPO:
                 mb["obs"], mb["critic_obs"], mb.get("image"), predict=True
             )
         values = values.float()
-        log_prob = dist.log_prob(mb["actions"]).sum(dim=-1)
-        entropy = dist.entropy().sum(dim=-1).mean()
+        log_prob = dist.log_prob(mb["actions"])
+        entropy = dist.entropy()
         advantages = mb["advantages"]
         if cfg.normalize_advantages:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
@@ -347,7 +347,7 @@ class PPO:
             terms = self.dist.average_gradients(list(self.policy.parameters()), terms)
         kl, loss_check = terms[3], terms[-1]
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-        bad = ~(torch.isfinite(loss_check) & torch.isfinite(grad_norm))
+        bad = torch.isnan(loss_check + 0.0 * grad_norm)  # loss_check is 0 * loss: NaN unless both are finite
         if cfg.schedule == "adaptive":
             # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it. A
             # skipped minibatch leaves it: the unchanged policy's KL of ~0 would raise it to the cap
@@ -356,7 +356,7 @@ class PPO:
             factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
             factor = torch.where(bad, 1.0, factor)
             self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
-        self.optimizer.found_inf.copy_(bad.float())  # 1: the step leaves the policy as it was
-        self.skipped_updates += bad.long()
+        self.optimizer.found_inf.copy_(bad)  # 1: the step leaves the policy as it was
+        self.skipped_updates += bad
         self.optimizer.step()
         return terms[:-1]
