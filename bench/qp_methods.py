@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from phalanx.bench.physics import captured_seconds
 from phalanx.control.host_qp import proxsuite_problem
 from phalanx.control.qp import BatchedQP, QPSettings
 from qp_speed import problems
@@ -146,21 +146,7 @@ def kernels(solve) -> int:
 
 def graph_ms(solve, device) -> float | None:
     """ms of one solve captured in a CUDA graph and replayed (None on the CPU)."""
-    if device.type != "cuda":
-        return None
-    for _ in range(2):
-        solve()
-    torch.cuda.synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        solve()
-    graph.replay()
-    torch.cuda.synchronize(device)
-    start, replays = time.perf_counter(), 20
-    for _ in range(replays):
-        graph.replay()
-    torch.cuda.synchronize(device)
-    return (time.perf_counter() - start) / replays * 1e3
+    return captured_seconds(solve, device, replays=20) * 1e3 if device.type == "cuda" else None
 
 
 def main() -> None:
