@@ -9,10 +9,12 @@ half of the robots trotting) against proxsuite run to 1e-10:
 - warm, as in a control loop: 20 solves of a desired wrench drifting 0.2 % per solve, each
   warm-started from the last (an interior point restarts from its initial point: a warm start
   near the boundary stalls it);
-- the work of one solve: kernels launched (counted by torch's dispatcher; on a GPU each is a
-  launch) and, on CUDA, the time of one solve captured in a CUDA graph.
+- the work of one solve: kernels launched (torch's operators, counted by its dispatcher, plus
+  the one Warp kernel of ADMM's warp backend) and, on CUDA, the time of one solve captured in a
+  CUDA graph.
 
-    python bench/qp_methods.py [--batch 1024] [--device cpu|cuda] [--dtype float64|float32] [--out F]
+    python bench/qp_methods.py [--batch 1024] [--device cpu|cuda] [--dtype float64|float32]
+        [--admm-backend torch|warp] [--out F]
 """
 
 # The QP literature's names (H, A, l, u) read better here than PEP 8's.
@@ -87,9 +89,13 @@ def interior_point(H, g, A, l, u, iterations: int) -> torch.Tensor:
     return x
 
 
-def references(H, g, A, l, u) -> tuple[np.ndarray, np.ndarray]:
-    """proxsuite's solutions and objectives (float64), one problem after another."""
-    import proxsuite
+def references(H, g, A, l, u) -> tuple[np.ndarray, np.ndarray] | None:
+    """proxsuite's solutions and objectives (float64), one problem after another; None without
+    proxsuite (then only the times, kernels and violations are measured)."""
+    try:
+        import proxsuite
+    except ImportError:
+        return None
 
     xs, objectives = [], []
     for b in range(len(g)):
@@ -103,13 +109,15 @@ def references(H, g, A, l, u) -> tuple[np.ndarray, np.ndarray]:
 
 def errors(H, g, A, l, u, x, reference) -> dict:
     """Largest relative errors of solution and objective against the reference, and the largest
-    constraint violation (N)."""
-    x_ref, objective_ref = reference
+    constraint violation (N); only the violation without a reference."""
     x = x.double().cpu().numpy()
-    Hn, gn = H.double().cpu().numpy(), g.double().cpu().numpy()
-    objective = 0.5 * np.einsum("bi,bij,bj->b", x, Hn, x) + (gn * x).sum(-1)
     Ax = x @ A.double().cpu().numpy().T
     violation = np.maximum(Ax - u.double().cpu().numpy(), l.double().cpu().numpy() - Ax).clip(min=0).max()
+    if reference is None:
+        return {"violation": float(violation)}
+    x_ref, objective_ref = reference
+    Hn, gn = H.double().cpu().numpy(), g.double().cpu().numpy()
+    objective = 0.5 * np.einsum("bi,bij,bj->b", x, Hn, x) + (gn * x).sum(-1)
     scale = np.maximum(np.abs(x_ref).max(-1), 1.0)
     return {
         "solution_rel": float((np.abs(x - x_ref).max(-1) / scale).max()),
@@ -119,10 +127,11 @@ def errors(H, g, A, l, u, x, reference) -> dict:
 
 
 class KernelCount(TorchDispatchMode):
-    """Counts the operators that launch work (views and scalars left out)."""
+    """Counts the operators that launch work (views, allocations and scalars left out)."""
 
     VIEWS = {"t", "slice", "view", "expand", "squeeze", "detach", "unsqueeze", "select", "unbind", "alias",
-             "_unsafe_view", "as_strided", "scalar_tensor", "transpose", "permute", "split"}  # fmt: skip
+             "_unsafe_view", "as_strided", "scalar_tensor", "transpose", "permute", "split", "empty",
+             "empty_like", "empty_strided"}  # fmt: skip
 
     def __init__(self):
         super().__init__()
@@ -134,8 +143,8 @@ class KernelCount(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def admm_solver(batch: int, iterations: int, device, dtype) -> BatchedQP:
-    return BatchedQP(batch, 12, 20, QPSettings(iterations=iterations), device=device, dtype=dtype)
+def admm_solver(batch: int, iterations: int, device, dtype, backend: str) -> BatchedQP:
+    return BatchedQP(batch, 12, 20, QPSettings(iterations=iterations, backend=backend), device=device, dtype=dtype)
 
 
 def kernels(solve) -> int:
@@ -154,6 +163,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    parser.add_argument("--admm-backend", default="torch", choices=["torch", "warp"])
     parser.add_argument("--out", default=None, help="write the rows as JSON here")
     args = parser.parse_args()
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
@@ -164,8 +174,11 @@ def main() -> None:
 
     def row(method, mode, iterations, x, solve, g=g):
         entry = {"method": method, "mode": mode, "iterations": iterations, **errors(H, g, A, l, u, x, reference)}
-        entry["kernels"] = kernels(solve)
-        entry["graph_ms"] = graph_ms(solve, device)
+        entry["kernels"] = kernels(solve) + (method == "ADMM" and args.admm_backend == "warp")  # its Warp kernel
+        try:
+            entry["graph_ms"] = graph_ms(solve, device)
+        except RuntimeError as error:  # e.g. an operator that cannot run inside a CUDA graph capture
+            entry["graph_ms"], entry["graph_error"] = None, str(error).splitlines()[0]
         entry["qps_per_s"] = args.batch / entry["graph_ms"] * 1e3 if entry["graph_ms"] else None
         rows.append(entry)
         print(json.dumps(entry), flush=True)
@@ -173,18 +186,18 @@ def main() -> None:
     for k in (5, 10, 15, 20, 30):
         row("interior point", "cold", k, interior_point(H, g, A, l, u, k), lambda k=k: interior_point(H, g, A, l, u, k))
     for k in (25, 100, 200, 400):
-        solver = admm_solver(args.batch, k, device, dtype)
+        solver = admm_solver(args.batch, k, device, dtype, args.admm_backend)
         row("ADMM", "cold", k, solver.solve(H, g, A, l, u).x, lambda s=solver: s.solve(H, g, A, l, u))
 
     # A control loop: the desired wrench (g is linear in it) drifts 0.2 % per solve.
     gen = torch.Generator(device="cpu").manual_seed(1)
     drift = [1 + 0.002 * torch.randn(args.batch, 1, generator=gen, dtype=dtype).to(device) for _ in range(20)]
     for k in (10, 25):
-        solver = admm_solver(args.batch, k, device, dtype)
+        solver = admm_solver(args.batch, k, device, dtype, args.admm_backend)
         solver.solve(H, g, A, l, u)
-        solver.settings = QPSettings(iterations=200)
+        solver.settings = QPSettings(iterations=200, backend=args.admm_backend)
         solver.solve(H, g, A, l, u)  # the loop's steady state: converged on the first problem
-        solver.settings = QPSettings(iterations=k)
+        solver.settings = QPSettings(iterations=k, backend=args.admm_backend)
         gk = g
         for factor in drift:
             gk = gk * factor

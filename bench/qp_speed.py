@@ -1,9 +1,12 @@
 """Speed of the batched QP solver on quadruped force-distribution QPs (12 variables, 20 rows):
-QPs solved per second, one solve captured in a CUDA graph and replayed, per batch size and ADMM
-iteration count; the residuals it reached; and, where proxsuite is installed, proxsuite's time
-per QP on one CPU core (the reference solver, run one problem after another).
+QPs solved per second, one solve captured in a CUDA graph and replayed (on a CPU: solves one
+after another), per solver backend (torch steps, eager and with `--compile` compiled; one Warp
+kernel), batch size and ADMM iteration count; the residuals it reached; and, where proxsuite is
+installed, proxsuite's time per QP on one CPU core (the reference solver, run one problem after
+another).
 
-    python bench/qp_speed.py [--batches 1024,4096,16384,65536] [--iterations 200,25] [--compile] [--out F]
+    python bench/qp_speed.py [--batches 1024,4096,16384,65536] [--iterations 200,25] [--backends torch,warp]
+        [--compile] [--device cuda|cpu] [--out F]
 
 The constraint matrix is the same for every problem (friction pyramids and normal-force rows),
 so the solver's products with it are one matrix product for the batch. Problems: random feet
@@ -41,34 +44,42 @@ def problems(batch: int, device: torch.device, seed: int = 0, dtype=torch.float3
     return [t.to(device, dtype).contiguous() for t in qp]
 
 
-def time_gpu(batch: int, iterations: int, compile_solve: bool, device: torch.device) -> dict:
+def time_solves(batch: int, iterations: int, backend: str, compile_solve: bool, device: torch.device) -> dict:
     H, g, A, l, u = problems(batch, device)
-    solver = BatchedQP(batch, 12, 20, QPSettings(iterations=iterations), compile=compile_solve, device=device)
+    settings = QPSettings(iterations=iterations, backend=backend)
+    solver = BatchedQP(batch, 12, 20, settings, compile=compile_solve, device=device)
     solve = solver.solve
 
     def jittered():  # the next control step's problem: each robot's desired wrench scaled by ~0.2 %
         return solve(H, g * (1 + 0.002 * torch.randn_like(g[:, :1])), A, l, u)
 
     start = time.perf_counter()
-    for _ in range(3):  # compiles, and warms the solution up to the steady state of a control loop
+    for _ in range(3):  # loads the kernel, and warms the solution up to the steady state of a control loop
         solution = jittered()
-    torch.cuda.synchronize(device)
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else lambda device: None
+    sync(device)
     first_s = time.perf_counter() - start
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        solution = jittered()
-    graph.replay()
-    torch.cuda.synchronize(device)
-    reps = max(5, min(200, int(2e6 // (batch * iterations) + 5)))
+    if cuda:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            solution = jittered()
+        step = graph.replay
+        step()
+    else:
+        step = jittered
+    sync(device)
+    reps = max(5, min(200, int((2e6 if cuda else 2e5) // (batch * iterations) + 5)))
     start = time.perf_counter()
     for _ in range(reps):
-        graph.replay()
-    torch.cuda.synchronize(device)
+        solution = step() or solution
+    sync(device)
     per_solve = (time.perf_counter() - start) / reps
     return {
+        "backend": backend,
+        "compile": compile_solve,
         "batch": batch,
         "iterations": iterations,
-        "compile": compile_solve,
         "solve_ms": 1e3 * per_solve,
         "qps_per_s": batch / per_solve,
         "first_three_solves_s": first_s,
@@ -97,21 +108,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="1024,4096,16384,65536")
     parser.add_argument("--iterations", default="200,25")
-    parser.add_argument("--compile", action="store_true", help="also time it with the ADMM step compiled")
+    parser.add_argument("--backends", default="torch,warp")
+    parser.add_argument("--compile", action="store_true", help="also time the torch steps compiled")
+    parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", help="write the results here as JSON")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    device = torch.device("cuda")
+    device = torch.device(args.device)
     rows = []
-    for compile_solve in (False, True) if args.compile else (False,):
+    ways = [(backend, False) for backend in args.backends.split(",")]
+    ways += [("torch", True)] if args.compile and "torch" in args.backends.split(",") else []
+    for backend, compile_solve in ways:
         for iterations in (int(i) for i in args.iterations.split(",")):
             for batch in (int(b) for b in args.batches.split(",")):
-                row = time_gpu(batch, iterations, compile_solve, device)
+                row = time_solves(batch, iterations, backend, compile_solve, device)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     reference = time_proxsuite()
     print(json.dumps({"reference": reference}), flush=True)
-    result = {"gpu": torch.cuda.get_device_name(device), "rows": rows, "reference": reference}
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    result = {"device": name, "torch": torch.__version__, "rows": rows, "reference": reference}
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -1,9 +1,10 @@
 """Speed of the quadruped low-level controller alone (gait clock, body controller with its force
 QP, swing tracking, J' torques): one controller step for a batch of robots captured in a CUDA
 graph and replayed, per batch size, with the share of its force QP (the same QP solve captured
-alone). Pure torch: no simulator.
+alone). No simulator.
 
-    python bench/quadruped_controller_speed.py [--batches 1024,4096,16384] [--qp-iterations 25] [--out F]
+    python bench/quadruped_controller_speed.py [--batches 1024,4096,16384] [--qp-iterations 25]
+        [--qp-backend torch|warp] [--out F]
 
 The robots stand in a trot-ready pose (feet about 0.35 x 0.22 m around the center of mass, 0.5
 m below it) with a little noise per robot; the command asks for the weight plus a small
@@ -64,12 +65,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="1024,4096,16384")
     parser.add_argument("--qp-iterations", type=int, default=25)
+    parser.add_argument("--qp-backend", default="torch")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     device = torch.device("cuda")
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
-        cfg = QuadrupedCfg(dataclasses.replace(BODY, qp=QPSettings(iterations=args.qp_iterations)))
+        qp = QPSettings(iterations=args.qp_iterations, backend=args.qp_backend)
+        cfg = QuadrupedCfg(dataclasses.replace(BODY, qp=qp))
         controller = QuadrupedController(cfg, batch, 4, device)
         state, command = robots(batch, device)
         step_s = captured_seconds(lambda c=controller, s=state, m=command: c.step(s, m, 0.005), device)
@@ -82,6 +85,7 @@ def main() -> None:
         row = {
             "batch": batch,
             "qp_iterations": args.qp_iterations,
+            "qp_backend": args.qp_backend,
             "controller_step_ms": 1e3 * step_s,
             "controller_steps_per_s": batch / step_s,
             "body_controller_ms": 1e3 * qp_s,

@@ -24,6 +24,38 @@ def test_steps_on_cuda_without_nan(task: str) -> None:
     assert torch.isfinite(obs["policy"]).all() and torch.isfinite(reward).all()
 
 
+@pytest.mark.parametrize("backend", ["torch", "warp"])
+def test_the_qp_solver_runs_in_a_cuda_graph_as_on_the_cpu(backend: str) -> None:
+    """The batched QP solver on CUDA (the warp backend: its kernel launched on torch's stream),
+    eagerly and then recorded into a torch CUDA graph and replayed, gives the CPU's torch solutions
+    (float64) on force-distribution QPs, its warm start carried from solve to solve: to rounding,
+    as step sizes adapted to residuals near rounding amplify it (forces of hundreds of N)."""
+    from phalanx.control.force_qp import force_distribution_qp
+    from phalanx.control.qp import BatchedQP, QPSettings
+
+    g = torch.Generator().manual_seed(0)
+    feet = torch.tensor([[0.35, 0.25, -0.5], [0.35, -0.25, -0.5], [-0.35, 0.25, -0.5], [-0.35, -0.25, -0.5]])
+    feet = feet.double() + 0.05 * torch.randn(256, 4, 3, generator=g, dtype=torch.float64)
+    wrench = torch.randn(256, 6, generator=g, dtype=torch.float64) * 40
+    wrench[:, 2] += 50.0 * 9.81
+    stance = torch.rand(256, 4, generator=g) < 0.75
+    problem = force_distribution_qp(feet, wrench, stance, mu=0.6, f_max=500.0)
+    on_cuda = [t.cuda() for t in problem]
+    cpu = BatchedQP(256, 12, 20, QPSettings(iterations=30), dtype=torch.float64)
+    gpu = BatchedQP(256, 12, 20, QPSettings(iterations=30, backend=backend), dtype=torch.float64, device="cuda")
+    expected = [cpu.solve(*problem).x.clone() for _ in range(3)]
+    got = [gpu.solve(*on_cuda).x.cpu()]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        solution = gpu.solve(*on_cuda)
+    for _ in range(2):
+        graph.replay()
+        got.append(solution.x.cpu())
+    for ours, theirs in zip(got, expected, strict=True):
+        assert torch.allclose(ours, theirs, rtol=1e-6, atol=1e-4)  # N; the backends on one CPU: 5e-6
+    assert not (solution.primal_infeasible | solution.dual_infeasible).any()
+
+
 @pytest.mark.parametrize(("task", "compile"), [("cartpole", False), ("cartpole", True), ("anymal-nav", True)])
 def test_captured_step_matches_eager_step(task: str, compile: bool) -> None:
     """Same seed, same actions, resets included: the captured whole-step graph (compiled or not;

@@ -14,12 +14,13 @@ import torch
 
 from phalanx.control.force_qp import force_distribution_qp, skew
 from phalanx.control.host_qp import proxsuite_problem
-from phalanx.control.qp import BatchedQP, QPSettings, spd_inverse
+from phalanx.control.qp import BACKENDS, BatchedQP, QPSettings, spd_inverse
 from phalanx.errors import ConfigError
 
 proxsuite = pytest.importorskip("proxsuite", reason="the reference solver: pip install -e '.[test]'")
 
 INF = float("inf")
+EACH_BACKEND = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def reference(H, g, A, l, u) -> tuple[np.ndarray, float]:
@@ -85,28 +86,31 @@ def check_against_reference(solution, H, g, A, l, u) -> None:
         assert error <= 1e-4, f"problem {b}: |x - x_ref| / |x_ref| = {error:.2e}"
 
 
+@EACH_BACKEND
 @pytest.mark.parametrize(("m", "iterations"), [(8, 400), (30, 1000)])
-def test_random_feasible_qps_match_the_reference(m: int, iterations: int) -> None:
+def test_random_feasible_qps_match_the_reference(m: int, iterations: int, backend: str) -> None:
     """10 variables and 8 or 30 rows, equilibrated first (Ruiz scaling)."""
     H, g, A, l, u = random_qps(64, 10, m, seed=0)
-    settings = QPSettings(iterations=iterations, scaling_iterations=10)
+    settings = QPSettings(iterations=iterations, scaling_iterations=10, backend=backend)
     solution = BatchedQP(64, 10, m, settings, dtype=torch.float64).solve(H, g, A, l, u)
     check_against_reference(solution, H, g, A, l, u)
     assert solution.primal_residual.max() <= 1e-5 and solution.dual_residual.max() <= 1e-5
 
 
-def test_force_distribution_qps_match_the_reference() -> None:
+@EACH_BACKEND
+def test_force_distribution_qps_match_the_reference(backend: str) -> None:
     H, g, A, l, u = force_distribution_qps(64, seed=1)
-    solution = BatchedQP(64, 12, 20, dtype=torch.float64).solve(H, g, A, l, u)
+    solution = BatchedQP(64, 12, 20, QPSettings(backend=backend), dtype=torch.float64).solve(H, g, A, l, u)
     check_against_reference(solution, H, g, A, l, u)
     forces = solution.x.view(64, 4, 3)
     assert forces[:32, 0].abs().max() <= 1e-6 and forces[:32, 3].abs().max() <= 1e-6, "swing feet push nothing"
     assert (forces[..., 2] >= -1e-6).all()
 
 
-def test_float32_meets_the_tolerances_too() -> None:
+@EACH_BACKEND
+def test_float32_meets_the_tolerances_too(backend: str) -> None:
     H, g, A, l, u = force_distribution_qps(32, seed=2)
-    solution = BatchedQP(32, 12, 20).solve(*(t.float() for t in (H, g, A, l, u)))
+    solution = BatchedQP(32, 12, 20, QPSettings(backend=backend)).solve(*(t.float() for t in (H, g, A, l, u)))
     assert violation(A, l, u, solution.x.double()).max() <= 1e-5 * 500  # relative to the 500 N bound
     for b in range(4):
         _, f_ref = reference(H[b], g[b], A[b], l[b], u[b])
@@ -128,21 +132,23 @@ def infeasible_and_unbounded_qps():
     return H, g, A, l, u
 
 
-def test_infeasible_and_unbounded_problems_are_flagged_never_nan() -> None:
+@EACH_BACKEND
+def test_infeasible_and_unbounded_problems_are_flagged_never_nan(backend: str) -> None:
     H, g, A, l, u = infeasible_and_unbounded_qps()
-    solution = BatchedQP(6, 4, 8, dtype=torch.float64).solve(H, g, A, l, u)
+    solution = BatchedQP(6, 4, 8, QPSettings(backend=backend), dtype=torch.float64).solve(H, g, A, l, u)
     assert solution.primal_infeasible.tolist() == [True, True, False, False, False, False]
     assert solution.dual_infeasible.tolist() == [False, False, True, True, False, False]
     for value in (solution.x, solution.y, solution.primal_residual, solution.dual_residual):
         assert not torch.isnan(value).any()
 
 
-def test_warm_starts_track_a_changing_problem_with_few_iterations() -> None:
+@EACH_BACKEND
+def test_warm_starts_track_a_changing_problem_with_few_iterations(backend: str) -> None:
     """A control loop: the wrench drifts 0.2 % per step and each step gets 10 ADMM iterations.
     Warm-started (solution, multipliers and step size), the solver tracks the optimum; started
     cold every step, 10 iterations get nowhere near it."""
     H, g, A, l, u = force_distribution_qps(32, seed=4)
-    few = QPSettings(iterations=10)
+    few = QPSettings(iterations=10, backend=backend)
     warm, cold = BatchedQP(32, 12, 20, few, dtype=torch.float64), BatchedQP(32, 12, 20, few, dtype=torch.float64)
     for step in range(10):
         g_step = g * (1 + 0.002 * step)
@@ -161,6 +167,10 @@ def test_bad_settings_and_shapes_are_refused() -> None:
         BatchedQP(2, 3, 4, QPSettings(alpha=2.0))
     with pytest.raises(ConfigError, match="qp.iterations"):
         BatchedQP(2, 3, 4, QPSettings(iterations=0))
+    with pytest.raises(ConfigError, match="qp.backend: must be one of 'torch', 'warp', got 'cuda'"):
+        BatchedQP(2, 3, 4, QPSettings(backend="cuda"))
+    with pytest.raises(ValueError, match="the warp backend solves in float32 or float64, got torch.float16"):
+        BatchedQP(2, 3, 4, QPSettings(backend="warp"), dtype=torch.float16)
     qp = BatchedQP(2, 3, 4)
     with pytest.raises(ValueError, match=r"A has shape \(2, 3, 3\), expected \(2, 4, 3\) or \(4, 3\)"):
         qp.solve(
@@ -185,30 +195,35 @@ def test_the_force_qp_realizes_a_wrench_its_feet_can_produce() -> None:
     assert torch.allclose(skew(feet[0, 0]) @ v, torch.linalg.cross(feet[0, 0], v))
 
 
-def test_a_shared_constraint_matrix_gives_the_same_solutions() -> None:
+@EACH_BACKEND
+def test_a_shared_constraint_matrix_gives_the_same_solutions(backend: str) -> None:
     H, g, A, l, u = force_distribution_qps(16, seed=5)
-    per_problem = BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A, l, u)
-    shared = BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A[0], l, u)
+    settings = QPSettings(backend=backend)
+    per_problem = BatchedQP(16, 12, 20, settings, dtype=torch.float64).solve(H, g, A, l, u)
+    shared = BatchedQP(16, 12, 20, settings, dtype=torch.float64).solve(H, g, A[0], l, u)
     assert torch.allclose(shared.x, per_problem.x, atol=1e-9) and torch.allclose(shared.y, per_problem.y, atol=1e-7)
     with pytest.raises(ValueError, match=r"A has shape \(20, 11\), expected \(16, 20, 12\) or \(20, 12\)"):
         BatchedQP(16, 12, 20, dtype=torch.float64).solve(H, g, A[0, :, :11], l, u)
 
 
-def test_scaling_works_with_a_shared_constraint_matrix() -> None:
+@EACH_BACKEND
+def test_scaling_works_with_a_shared_constraint_matrix(backend: str) -> None:
     H, g, A, l, u = force_distribution_qps(16, seed=6)
-    settings = QPSettings(iterations=400, scaling_iterations=10)
+    settings = QPSettings(iterations=400, scaling_iterations=10, backend=backend)
     shared = BatchedQP(16, 12, 20, settings, dtype=torch.float64).solve(H, g, A[0], l, u)
     check_against_reference(shared, H, g, A, l, u)
 
 
-def test_float32_stays_finite_on_nearly_singular_admm_matrices() -> None:
+@EACH_BACKEND
+def test_float32_stays_finite_on_nearly_singular_admm_matrices(backend: str) -> None:
     """No cost (H = 0) and fewer rows than variables: sigma I + A' rho A is singular to float32's
     precision. The solution may be rough, but it is finite."""
     gen = torch.Generator().manual_seed(7)
     A = torch.randn(256, 4, 10, generator=gen)
     l, u = -torch.rand(256, 4, generator=gen), torch.rand(256, 4, generator=gen)
     u[:, 0] = l[:, 0]  # one equality row each, at the largest step size
-    solution = BatchedQP(256, 10, 4).solve(torch.zeros(256, 10, 10), torch.zeros(256, 10), A, l, u)
+    solver = BatchedQP(256, 10, 4, QPSettings(backend=backend))
+    solution = solver.solve(torch.zeros(256, 10, 10), torch.zeros(256, 10), A, l, u)
     for value in (solution.x, solution.y, solution.primal_residual, solution.dual_residual):
         assert torch.isfinite(value).all()
 
@@ -220,3 +235,23 @@ def test_spd_inverse_is_exact_at_any_scale() -> None:
     for scale in (1e-9, 1.0, 1e9):
         K = (scale * base).expand(2, 3, 3)
         assert torch.allclose(spd_inverse(K) @ K, torch.eye(3).expand(2, 3, 3), atol=1e-5)
+
+
+@pytest.mark.parametrize("scaling_iterations", [0, 10])
+def test_the_backends_agree_to_rounding(scaling_iterations: int) -> None:
+    """The one-kernel solve runs the torch steps' algorithm: over warm-started solves of a drifting
+    problem (the step size adapting within and between them) solutions and multipliers agree to
+    rounding, as amplified by the ill-conditioned half of the problems and by step sizes adapted
+    to residuals near rounding (measured: 1e-13 on the first solve, 5e-9 on the third); so do
+    the residuals and the flags."""
+    H, g, A, l, u = random_qps(32, 10, 8, seed=3)
+    settings = {"iterations": 60, "adapt_every": 25, "scaling_iterations": scaling_iterations}
+    solvers = [BatchedQP(32, 10, 8, QPSettings(**settings, backend=b), dtype=torch.float64) for b in BACKENDS]
+    for step in range(3):
+        g_step = g * (1 + 0.01 * step)
+        ours, theirs = (solver.solve(H, g_step, A, l, u) for solver in solvers)
+        assert (ours.primal_infeasible == theirs.primal_infeasible).all()
+        assert (ours.dual_infeasible == theirs.dual_infeasible).all()
+        assert torch.allclose(ours.x, theirs.x, atol=1e-7) and torch.allclose(ours.y, theirs.y, atol=1e-7)
+        for name in ("primal_residual", "dual_residual"):
+            assert torch.allclose(getattr(ours, name), getattr(theirs, name), atol=1e-8), name

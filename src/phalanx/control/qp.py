@@ -1,10 +1,11 @@
-"""A batched dense QP solver for thousands of small problems at once, in torch:
+"""A batched dense QP solver for thousands of small problems at once:
 
     minimize 1/2 x'Hx + g'x  subject to  l <= Ax <= u        (per problem; l = u: an equality)
 
 OSQP's ADMM (Stellato et al. 2020) on a fixed schedule, so a solve runs inside a captured CUDA
 graph: no host reads, no data-dependent loop. A solve can first equilibrate every problem (Ruiz
-scaling, as OSQP does; `scaling_iterations`), then runs `iterations` ADMM steps. The ADMM matrix
+scaling, as OSQP does; `scaling_iterations`), then runs `iterations` ADMM steps, as torch
+operations or as one Warp kernel (`QPSettings.backend`). The ADMM matrix
 H + sigma I + A' diag(rho) A is inverted once per rho (batched Gauss-Jordan elimination), so a
 step is matrix-vector products and elementwise work; rho adapts to the ratio of the residuals
 every `adapt_every` steps and at the end of a solve. Solutions, multipliers and step sizes
@@ -26,7 +27,11 @@ from dataclasses import dataclass
 import torch
 
 from phalanx.compiling import compiled
+from phalanx.control.admm_kernel import ADMMKernel
 from phalanx.errors import ConfigError
+
+BACKENDS = ("torch", "warp")
+"""The ways a solve can run (`QPSettings.backend`)."""
 
 
 @dataclass(frozen=True)
@@ -56,20 +61,27 @@ class QPSettings:
     infeasibility_tol: float = 1e-4
     """Relative tolerance of the infeasibility certificates (OSQP's default; float32 rounding
     in the multipliers' change is about 3e-5 of it)."""
+    backend: str = "torch"
+    """How a solve runs: "torch", several tensor operations per ADMM step (with `compile`,
+    fused by torch.compile); "warp", the whole solve as one Warp kernel, one thread per problem
+    (`phalanx.control.admm_kernel`). The same algorithm: solutions agree to rounding."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`qp.FIELD`)."""
         for name in ("iterations", "adapt_every", "scaling_iterations"):
             value, least = getattr(self, name), 1 if name == "iterations" else 0
             if not isinstance(value, int) or value < least:
-                raise ConfigError(f"qp.{name}: must be an integer >= {least}, got {value!r}", f"qp.{name}")
+                raise ConfigError(f"must be an integer >= {least}, got {value!r}", f"qp.{name}")
         if not 0 < self.alpha < 2:
-            raise ConfigError(f"qp.alpha: must be in (0, 2), got {self.alpha}", "qp.alpha")
+            raise ConfigError(f"must be in (0, 2), got {self.alpha}", "qp.alpha")
         for name in ("rho", "sigma", "equality_scale", "converged_eps", "infeasibility_tol"):
             if not getattr(self, name) > 0:
-                raise ConfigError(f"qp.{name}: must be positive, got {getattr(self, name)}", f"qp.{name}")
+                raise ConfigError(f"must be positive, got {getattr(self, name)}", f"qp.{name}")
+        if self.backend not in BACKENDS:
+            allowed = ", ".join(map(repr, BACKENDS))
+            raise ConfigError(f"must be one of {allowed}, got {self.backend!r}", "qp.backend")
         if not self.adapt_tolerance >= 1:
-            raise ConfigError(f"qp.adapt_tolerance: must be >= 1, got {self.adapt_tolerance}", "qp.adapt_tolerance")
+            raise ConfigError(f"must be >= 1, got {self.adapt_tolerance}", "qp.adapt_tolerance")
 
 
 @dataclass
@@ -112,6 +124,9 @@ class BatchedQP:
         """(B, m) their multipliers (unscaled)."""
         self.rho = torch.full((batch, 1), self.settings.rho, **tensor_kw)
         """(B, 1) each problem's last inequality step size (in its scaled problem)."""
+        self._kernel = None
+        if self.settings.backend == "warp":
+            self._kernel = ADMMKernel(batch, n, m, self.x.dtype, self.x.device)
 
     def reset(self, mask: torch.Tensor | None = None) -> None:
         """Forgets the warm start of the problems where `mask` (B,) is True (all when None)."""
@@ -125,6 +140,8 @@ class BatchedQP:
         """Solves every problem; graph-safe (no host reads)."""
         s = self.settings
         check_shapes("BatchedQP.solve", self.batch, self.n, self.m, H, g, A, l, u)
+        if self._kernel is not None:
+            return self._solve_in_one_kernel(H, g, A, l, u)
         Hs, gs, As, ls, us, D, E, c = _scaled(H, g, A, l, u, s.scaling_iterations)
         equality = (u - l).abs() <= 1e-9 * (1.0 + l.abs().nan_to_num(posinf=0.0))
         x, y = self.x / D, c * self.y / E
@@ -148,6 +165,24 @@ class BatchedQP:
         self.y.copy_(y)
         self.rho.copy_(base)
         return QPSolution(x, y, *residuals(H, g, A, l, u, x, y), primal_infeasible, dual_infeasible)
+
+    def _solve_in_one_kernel(self, H, g, A, l, u) -> QPSolution:
+        """`solve` with the warp backend: the scaling (if any) in torch, the rest one kernel."""
+        passes = self.settings.scaling_iterations
+        if passes:
+            H, g, A, l, u, D, E, c = _scaled(H, g, A, l, u, passes)
+            scaling = (D, E, c[:, 0])
+        else:
+            scaling = self._kernel.unit
+        B, kw, flag = self.batch, {"dtype": self.x.dtype, "device": self.x.device}, {"device": self.x.device}
+        solution = QPSolution(
+            *(torch.empty(B, self.n, **kw), torch.empty(B, self.m, **kw), torch.empty(B, **kw), torch.empty(B, **kw)),
+            *(torch.empty(B, dtype=torch.bool, **flag), torch.empty(B, dtype=torch.bool, **flag)),
+        )
+        problem = (H, g, A if A.dim() == 3 else A[None], l, u)
+        state = (self.x, self.y, self.rho.view(B))
+        self._kernel.launch(problem, scaling, state, tuple(vars(solution).values()), self.settings)
+        return solution
 
     def _adapted(self, base, H, g, A, x, z, y) -> torch.Tensor:
         """OSQP's rho update: rho * sqrt(relative primal residual / relative dual residual),

@@ -16,6 +16,7 @@ import torch
 from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
+from phalanx.control.qp import BACKENDS
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.envs.cfg import ActionController
 from phalanx.errors import ConfigError
@@ -71,7 +72,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
 
     `qp_solver` says where the force QP is solved (`BodyCfg.qp_solver`): "device" (batched, the
     default) or "host" (per robot on the CPU with proxsuite, to compare with a CPU-side
-    controller; only in an env that does not capture its step: `capture=False`)."""
+    controller; only in an env that does not capture its step: `capture=False`). `qp_backend` says
+    how a batched solve runs (`QPSettings.backend`): "torch" (the default) or "warp" (one kernel)."""
 
     def __init__(
         self,
@@ -88,8 +90,14 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         frequency_scale: float = 0.5,
         foothold_scale: float = 0.1,
         qp_solver: str = "device",
+        qp_backend: str = "torch",
     ):
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
+        if qp_backend not in BACKENDS:
+            allowed = ", ".join(map(repr, BACKENDS))
+            raise ConfigError(
+                f"must be one of {allowed}, got {qp_backend!r}", "env.actions.controller.params.qp_backend"
+            )
         if qp_solver == "host" and env.capture:
             raise ConfigError(
                 "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
@@ -114,7 +122,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         self._root = int(sim.body_ids([root])[0])
         self.radius = float(sim.mjm.site_size[int(self._feet[0]), 0])
         body, height = standing_body(sim.mjm, root, feet)
-        body = dataclasses.replace(body, qp_solver=qp_solver)
+        body = dataclasses.replace(body, qp_solver=qp_solver, qp=dataclasses.replace(body.qp, backend=qp_backend))
         self.controller = QuadrupedController(QuadrupedCfg(body), env.num_envs, len(legs), env.device)
         self.heuristic = HeuristicCfg(height=height, frequency=frequency)
         self.command = command
