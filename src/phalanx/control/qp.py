@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import torch
 
 from phalanx.compiling import compiled
-from phalanx.control.admm_kernel import ADMMKernel
 from phalanx.errors import ConfigError
 
 BACKENDS = ("torch", "warp")
@@ -125,7 +124,9 @@ class BatchedQP:
         self.rho = torch.full((batch, 1), self.settings.rho, **tensor_kw)
         """(B, 1) each problem's last inequality step size (in its scaled problem)."""
         self._kernel = None
-        if self.settings.backend == "warp":
+        if self.settings.backend == "warp":  # Warp imported only here: configs and `phalanx list` stay light
+            from phalanx.control.admm_kernel import ADMMKernel
+
             self._kernel = ADMMKernel(batch, n, m, self.x.dtype, self.x.device)
 
     def reset(self, mask: torch.Tensor | None = None) -> None:
