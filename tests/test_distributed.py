@@ -179,11 +179,14 @@ def test_distributed_resume_is_exact(tmp_path: Path) -> None:
 
 
 def test_sigterm_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp_path: Path) -> None:
-    """What a scheduler does to a torchrun job: SIGTERM to torchrun's agent, which forwards it to
-    the workers. They finish the iteration, rank 0 saves every rank's state, and they exit."""
-    command = [sys.executable, "-m", "torch.distributed.run", *TRAIN_2_RANKS, "--max-iterations", "100000"]
-    _, out, err = signal_after_iterations([*command, "--run-dir", str(tmp_path)], tmp_path, signal.SIGTERM)
+    """What a scheduler does to `phalanx train --gpus 2`: SIGTERM to torchrun's agent, which
+    forwards it to the workers. They finish the iteration, rank 0 saves every rank's state, they
+    exit, and the job ends with SIGTERM's status and one line, not torchrun's traceback."""
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--gpus", "2", *TRAIN_2_RANKS[8:]]
+    command += ["--max-iterations", "100000", "--run-dir", str(tmp_path)]
+    status, out, err = signal_after_iterations(command, tmp_path, signal.SIGTERM)
     assert "interrupted by SIGTERM: saved" in out, err[-3000:]
+    assert status == 143 and "torchrun: stopped by SIGTERM" in err and "Traceback" not in err, err[-3000:]
     state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
     assert state["iteration"] >= 3 and len(_rows(tmp_path)) == state["iteration"]
     steps = [int(rank["env"]["episode"]["step_count"]) for rank in state["ranks"]]

@@ -113,9 +113,9 @@ def list_tasks(console: Console) -> None:
 
 
 def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None, trainer: str) -> NoReturn:
-    """Becomes (exec) a torchrun job of N local processes running this same command with
-    --distributed: signals then reach torchrun's agent as if the user had started it, and it
-    forwards them to every rank. The run directory is chosen here, once, for all ranks."""
+    """Becomes (exec) a torchrun job (`phalanx.dist.launch`) of N local processes running this same
+    command with --distributed: signals then reach torchrun's agent as if the user had started
+    it, and it forwards them to every rank. The run directory is chosen here, once, for all ranks."""
     import torch
 
     if gpus == "all" and torch.cuda.device_count() == 0:
@@ -145,7 +145,7 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None
     command = [
         sys.executable,
         "-m",
-        "torch.distributed.run",
+        "phalanx.dist.launch",
         "--standalone",
         f"--nproc_per_node={count}",
         "-m",
