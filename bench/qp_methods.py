@@ -53,7 +53,10 @@ def interior_point(H, g, A, l, u, iterations: int) -> torch.Tensor:
     def newton(K_chol, r_d, r_p, r_c):
         """(dx, ds, dz) of the Newton system; K = H + G' diag(z/s) G factored."""
         rhs = -r_d - (mask * (z * r_p - r_c) / s) @ G
-        dx = torch.cholesky_solve(rhs[..., None], K_chol).squeeze(-1)
+        # Two triangular solves rather than torch.cholesky_solve, which may read status back to
+        # the host on CUDA (not allowed inside a CUDA graph capture).
+        half = torch.linalg.solve_triangular(K_chol, rhs[..., None], upper=False)
+        dx = torch.linalg.solve_triangular(K_chol.mT, half, upper=True).squeeze(-1)
         ds = -(r_p + dx @ G.mT) * mask
         dz = (-r_c - z * ds) / s * mask
         return dx, ds, dz
