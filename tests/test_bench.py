@@ -209,7 +209,8 @@ def test_weak_scaling_with_two_gloo_processes(tmp_path: Path) -> None:
     assert main([*args, "--iterations", "2", "--warmup", "1", "--run-dir", str(tmp_path)]) == 0
     bench = json.loads((tmp_path / "bench.json").read_text())
     one, two = bench["results"]
-    assert json.loads((tmp_path / "gpus-2" / "config.json").read_text())["num_steps_per_env"] == 8
+    config = json.loads((tmp_path / "gpus-2" / "config.json").read_text())
+    assert config["num_steps_per_env"] == 8 and config["world_size"] == 2
     assert one["valid"] and two["valid"] and two["envs_per_rank"] == 16 and two["total_envs"] == 32
     for r in (one, two):
         assert 0 < r["fps_total"] <= r["fps_step_inference"] <= r["fps_step"] and r["epoch_s"] > 0

@@ -84,7 +84,8 @@ def test_resume_cuts_metrics_back_and_removes_temp_files(tmp_path: Path) -> None
     assert _train(tmp_path, "--max-iterations", "5", "--resume", str(tmp_path / "checkpoints" / "model_2.pt")) == 0
     assert _iterations(tmp_path) == [0, 1, 2, 3, 4]
     assert not any(path.exists() for path in temp)
-    assert json.loads((tmp_path / "config.json").read_text())["max_iterations"] == 5
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["max_iterations"] == 5 and config["world_size"] == 1
 
 
 def test_a_refused_resume_leaves_config_json_as_it_was(tmp_path: Path, capsys) -> None:

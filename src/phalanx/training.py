@@ -215,5 +215,5 @@ def _prepare(
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     dist.barrier(device)  # every rank is ready: only now does the run directory change
     if run is not None:
-        run.begin(trainer.iteration, to_data(cfg))
+        run.begin(trainer.iteration, to_data(cfg), dist.world_size)
     return trainer

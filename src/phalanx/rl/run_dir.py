@@ -127,14 +127,15 @@ class RunDir:
             "run_dir",
         )
 
-    def begin(self, iteration: int, config: dict) -> None:
+    def begin(self, iteration: int, config: dict, world_size: int) -> None:
         """Called once every check has passed: cuts metrics.jsonl back to the iterations before
-        `iteration` (where training continues) and writes config.json."""
+        `iteration` (where training continues) and writes config.json: `config` and the job's
+        `world_size` (its processes: `num_envs` is per process)."""
         metrics = self.path / "metrics.jsonl"
         if metrics.is_file():
             kept = [line for line in metrics.read_text().splitlines() if _iteration(line) < iteration]
             write_text_atomic(metrics, "".join(line + "\n" for line in kept))
-        write_text_atomic(self.path / "config.json", json.dumps(config, indent=2) + "\n")
+        write_text_atomic(self.path / "config.json", json.dumps({**config, "world_size": world_size}, indent=2) + "\n")
 
 
 def _iteration(line: str) -> float:

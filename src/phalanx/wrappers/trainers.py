@@ -77,7 +77,7 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
         console.print(f"[bold]phalanx train[/bold] {summary}")
         config = to_data(cfg)
         if dist.is_main:
-            run.begin(0, config)
+            run.begin(0, config, dist.world_size)
         # The networks' initial weights (the libraries broadcast rank 0's) and each rank's own
         # action noise, which rsl_rl and skrl draw from torch's global generators.
         torch.manual_seed(cfg.seed + dist.rank)
