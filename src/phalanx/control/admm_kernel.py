@@ -30,39 +30,43 @@ from phalanx.compiling import compile_boundary
 class ADMMKernel:
     """Launches the solve kernel for batches of `batch` problems of `n` variables and `m` rows in
     `dtype` on `device`, on torch's current stream there (eagerly, or recorded into a torch CUDA
-    graph being captured); holds the kernel's work space."""
+    graph being captured), from and into the warm start `state` (x (B, n), y (B, m), rho (B,):
+    tensors written in place, never replaced); holds the kernel's work space."""
 
-    def __init__(self, batch: int, n: int, m: int, dtype: torch.dtype, device: torch.device):
+    def __init__(self, batch: int, n: int, m: int, state: tuple, dtype: torch.dtype, device: torch.device):
         if dtype not in WARP_TYPES:
             raise ValueError(f"BatchedQP: the warp backend solves in float32 or float64, got {dtype}")
+        wp.init()
         kw = {"dtype": dtype, "device": device}
         self.batch, self.dtype, self.device = batch, dtype, device
-        self.scratch = (
+        # The work space, per problem and variable-major: K^-1, x, x_prev, x~, an n-vector, z, y,
+        # y_prev, each row's rho, an m-vector.
+        scratch = (
             torch.empty(n, n, batch, **kw),
             *(torch.empty(n, batch, **kw) for _ in range(4)),
             *(torch.empty(m, batch, **kw) for _ in range(5)),
         )
-        """Per problem, variable-major: K^-1, x, x_prev, x~, an n-vector, z, y, y_prev, each row's
-        rho, an m-vector."""
+        self.kept = [wp.from_torch(t) for t in (*state, *scratch)]
+        """The state and the work space as Warp arrays (each keeps its tensor), made once: they
+        are the same at every launch."""
         self.unit = (torch.ones(batch, n, **kw), torch.ones(batch, m, **kw), torch.ones(batch, **kw))
         """D, E and c of a problem solved as given (no scaling)."""
         self.kernel = admm_solve_kernel(WARP_TYPES[dtype])
-        wp.init()
         self.wp_device = wp.device_from_torch(device)
         wp.load_module(self.kernel.module, device=self.wp_device)  # compiled before any capture
 
     @compile_boundary
-    def launch(self, problem: tuple, scaling: tuple, state: tuple, results: tuple, settings) -> None:
+    def launch(self, problem: tuple, scaling: tuple, results: tuple, settings) -> None:
         """Solves `problem` (H, g, A (B or 1, m, n), l, u; scaled by `scaling`: D, E, c (B,)) from
-        and into `state` (x, y, rho (B,)), writing `results` (x, y, residuals, flags) as
-        `QPSettings` `settings` say."""
+        and into the state, writing `results` (x, y, residuals, flags) as `QPSettings` `settings`
+        say."""
         s, info = settings, torch.finfo(self.dtype)
         constants = (
             *(s.iterations, s.adapt_every, s.alpha, s.sigma, s.adapt_tolerance),
             *(s.converged_eps * info.eps, s.equality_scale, s.infeasibility_tol, info.eps, info.tiny**0.5),
         )
         arrays = [wp.from_torch(t.to(self.dtype)) for t in (*problem, *scaling)]
-        arrays += [wp.from_torch(t) for t in (*state, *self.scratch, *results)]
+        arrays += [*self.kept, *(wp.from_torch(t) for t in results)]
         inputs = [*arrays[:8], *constants, *arrays[8:]]
         stream = wp.stream_from_torch(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
         wp.launch(self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream)
@@ -78,7 +82,7 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
 
     @wp.func
     def times_a(A: array3, a: int, v: array2, b: int, out: array2):
-        """out[:, b] = A[a] v[:, b] (m rows)."""
+        """out[:, b] = A[a] v[:, b] (A's rows; with H and b: H[b] v[:, b])."""
         for r in range(A.shape[1]):
             s = T(0.0)
             for i in range(A.shape[2]):
@@ -92,15 +96,6 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
             s = T(0.0)
             for r in range(A.shape[1]):
                 s += A[a, r, i] * v[r, b]
-            out[i, b] = s
-
-    @wp.func
-    def times_h(H: array3, v: array2, b: int, out: array2):
-        """out[:, b] = H[b] v[:, b]."""
-        for i in range(H.shape[1]):
-            s = T(0.0)
-            for j in range(H.shape[2]):
-                s += H[b, i, j] * v[j, b]
             out[i, b] = s
 
     @wp.func
@@ -176,7 +171,7 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
         that factor is beyond `tolerance` either way and the problem has not converged (both
         relative residuals below `converged`), within [1e-6, 1e6]."""
         times_a(A, a, x, b, ax)
-        times_h(H, x, b, hx)
+        times_a(H, b, x, b, hx)
         times_a_transposed(A, a, y, b, aty)
         primal = T(0.0)
         for r in range(z.shape[0]):
@@ -269,7 +264,7 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
             for r in range(m):
                 work_m[r, b] = y[r, b] + rho[r, b] * (work_m[r, b] - z[r, b])
             times_a_transposed(A, a, work_m, b, work_n)
-            times_h(H, x, b, x_tilde)
+            times_a(H, b, x, b, x_tilde)
             for i in range(n):
                 work_n[i, b] = work_n[i, b] + x_tilde[i, b] + g[b, i]
             for i in range(n):
@@ -320,7 +315,7 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
                 along = False
             if wp.isfinite(l[b, r]) and work_m[r, b] < -tol:
                 along = False
-        times_h(H, x_tilde, b, work_n)
+        times_a(H, b, x_tilde, b, work_n)
         dual_flag = dx_norm > T(0.0) and max_abs(work_n, b) <= tol and g_dx < -tol and along
         primal_infeasible[b] = primal_flag
         dual_infeasible[b] = dual_flag and not primal_flag
@@ -338,7 +333,7 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
             y_out[b, r] = E[b, r] * y[r, b] / c[b]
             y_state[b, r] = y_out[b, r]
         times_a_transposed(A, a, y, b, work_n)
-        times_h(H, x, b, x_tilde)
+        times_a(H, b, x, b, x_tilde)
         dual = T(0.0)
         for i in range(n):
             dual = wp.max(dual, wp.abs(x_tilde[i, b] + g[b, i] + work_n[i, b]) / (c[b] * D[b, i]))

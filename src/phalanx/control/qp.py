@@ -76,11 +76,15 @@ class QPSettings:
         for name in ("rho", "sigma", "equality_scale", "converged_eps", "infeasibility_tol"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"must be positive, got {getattr(self, name)}", f"qp.{name}")
-        if self.backend not in BACKENDS:
-            allowed = ", ".join(map(repr, BACKENDS))
-            raise ConfigError(f"must be one of {allowed}, got {self.backend!r}", "qp.backend")
+        check_backend(self.backend, "qp.backend")
         if not self.adapt_tolerance >= 1:
             raise ConfigError(f"must be >= 1, got {self.adapt_tolerance}", "qp.adapt_tolerance")
+
+
+def check_backend(value: str, field: str) -> None:
+    """Raises ConfigError naming `field` unless `value` is one of `BACKENDS`."""
+    if value not in BACKENDS:
+        raise ConfigError(f"must be one of {', '.join(map(repr, BACKENDS))}, got {value!r}", field)
 
 
 @dataclass
@@ -127,7 +131,7 @@ class BatchedQP:
         if self.settings.backend == "warp":  # Warp imported only here: configs and `phalanx list` stay light
             from phalanx.control.admm_kernel import ADMMKernel
 
-            self._kernel = ADMMKernel(batch, n, m, self.x.dtype, self.x.device)
+            self._kernel = ADMMKernel(batch, n, m, (self.x, self.y, self.rho.view(batch)), self.x.dtype, self.x.device)
 
     def reset(self, mask: torch.Tensor | None = None) -> None:
         """Forgets the warm start of the problems where `mask` (B,) is True (all when None)."""
@@ -181,8 +185,7 @@ class BatchedQP:
             *(torch.empty(B, dtype=torch.bool, **flag), torch.empty(B, dtype=torch.bool, **flag)),
         )
         problem = (H, g, A if A.dim() == 3 else A[None], l, u)
-        state = (self.x, self.y, self.rho.view(B))
-        self._kernel.launch(problem, scaling, state, tuple(vars(solution).values()), self.settings)
+        self._kernel.launch(problem, scaling, tuple(vars(solution).values()), self.settings)
         return solution
 
     def _adapted(self, base, H, g, A, x, z, y) -> torch.Tensor:

@@ -16,7 +16,7 @@ import torch
 from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
-from phalanx.control.qp import BACKENDS
+from phalanx.control.qp import check_backend
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.envs.cfg import ActionController
 from phalanx.errors import ConfigError
@@ -93,11 +93,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         qp_backend: str = "torch",
     ):
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
-        if qp_backend not in BACKENDS:
-            allowed = ", ".join(map(repr, BACKENDS))
-            raise ConfigError(
-                f"must be one of {allowed}, got {qp_backend!r}", "env.actions.controller.params.qp_backend"
-            )
+        check_backend(qp_backend, "env.actions.controller.params.qp_backend")
         if qp_solver == "host" and env.capture:
             raise ConfigError(
                 "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
