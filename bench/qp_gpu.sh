@@ -5,7 +5,9 @@
 # ADMM against the interior point (bench/qp_methods.py), then the GPU tests of the QP tasks.
 # Every result and log is packed into $OUT/qp.tgz after each step: a call cut short (by its time
 # limit, or the device time left) still returns what the finished steps measured.
-#   bash bench/qp_gpu.sh
+# A device call runs at most 10 minutes: PART=1 runs the test, the solver and the controller, PART=2
+# the rest (on the same warm machine); without PART, both.
+#   PART=1 bash bench/qp_gpu.sh; PART=2 bash bench/qp_gpu.sh
 set -uo pipefail
 work=/tmp/qp-gpu
 out=${OUT:-bench-out}
@@ -19,12 +21,16 @@ run() {  # NAME SECONDS COMMAND...: its output in NAME.log, its exit status in s
   echo "$name: exit $? after ${SECONDS}s of the script" | tee -a "$work/status.txt"
   tar czf "$out/qp.tgz.tmp" -C "$work" . && mv "$out/qp.tgz.tmp" "$out/qp.tgz"
 }
-run gpu-test-solver 120 python3 -m pytest -q -m gpu tests/test_gpu.py -k qp_solver
-run qp-speed 240 python3 bench/qp_speed.py --compile --out "$work/qp-speed.json"
-for backend in warp torch; do
-  run "controller-$backend" 90 python3 bench/quadruped_controller_speed.py --batches 1024,4096,16384,65536 \
-    --qp-backend "$backend" --out "$work/controller-$backend.json"
-done
+part=${PART:-12}
+if [[ $part == *1* ]]; then
+  run gpu-test-solver 120 python3 -m pytest -q -m gpu tests/test_gpu.py -k qp_solver
+  run qp-speed 240 python3 bench/qp_speed.py --compile --out "$work/qp-speed.json"
+  for backend in warp torch; do
+    run "controller-$backend" 90 python3 bench/quadruped_controller_speed.py --batches 1024,4096,16384,65536 \
+      --qp-backend "$backend" --out "$work/controller-$backend.json"
+  done
+fi
+[[ $part == *2* ]] || exit 0
 for backend in warp torch; do
   run "anymal-qp-$backend" 200 python3 -m phalanx bench throughput anymal-qp --num-envs 4096 --iterations 10 \
     --run-dir "$work/anymal-qp-$backend" --train-args="--env.actions.controller.params.qp-backend $backend"

@@ -52,7 +52,7 @@ def test_actions_command_the_frozen_walker_for_ten_low_level_steps(walker: Path)
     torch.testing.assert_close(env.low_level.actor.actor[0].weight, state["policy"]["actor.0.weight"])
     assert env.action_dim == 3 and env.joints.dim == 12 and env.step_dt == pytest.approx(0.2)
     command = torch.tensor([[0.5, -0.2, 0.3]] * 4)
-    env.step(command)  # the first step also runs once dry (Warp skipped): it counts the random numbers a step takes
+    env.step(command)
     recording = env.low_level.actor = _Recording(env.low_level.actor)
     physics_calls = []
     step = env.sim.step

@@ -1,11 +1,12 @@
 """The env step compiled by torch.compile (as it runs on the GPU, inside the captured graph)
 matches eager stepping with the legged features that live in the step: the heading command,
 the actuation delay, the command curriculum, the low-level policy of a hierarchical task, and
-the resets that drive them."""
+the resets that drive them; the step traced when the env was built serves every later step."""
 
 from __future__ import annotations
 
 import torch
+from torch._dynamo.utils import counters
 
 from helpers import make_cpu
 from phalanx.envs import CurriculumTermCfg
@@ -25,7 +26,7 @@ def test_compiled_legged_step_matches_eager() -> None:
     cfg.curriculum["lin_vel_x_max"] = CurriculumTermCfg(func=curriculum.command_velocity_levels, params=params)
     envs = [make_cpu(cfg, num_envs=8, seed=1, compile=compiled) for compiled in (True, False)]
     g = torch.Generator().manual_seed(0)
-    resets = 0
+    resets, graphs = 0, counters["stats"]["unique_graphs"]
     for _ in range(25):
         actions = torch.rand(8, 12, generator=g) * 2 - 1
         (obs_c, rew_c, term_c, trunc_c, ext_c), (obs_e, rew_e, term_e, trunc_e, ext_e) = (e.step(actions) for e in envs)
@@ -35,6 +36,7 @@ def test_compiled_legged_step_matches_eager() -> None:
         assert float(ext_c["log"]["lin_vel_x_max"]) == float(ext_e["log"]["lin_vel_x_max"])
         resets += int((term_e | trunc_e).sum())
     assert resets >= 16, "every env reset at least twice"
+    assert counters["stats"]["unique_graphs"] == graphs, "a step traced again: a guard of the first trace failed"
     ranges = [e.command_term("base_velocity").ranges for e in envs]
     assert torch.equal(ranges[0], ranges[1]) and ranges[1][0, 1] > 1.0, "the curriculum widened, in both"
     assert torch.equal(envs[0].actions.delay, envs[1].actions.delay)

@@ -18,7 +18,7 @@ class StepRandoms:
     unfused. Eager and compiled steps read the same numbers.
 
     The pool holds what one step takes, counted by the first step run between `begin_step` and
-    `end_step` (the env's first `step` runs one dry for this, see `counted`): a step must take the
+    `end_step` (a `TaskEnv` runs one dry when it is built, see `counted`): a step must take the
     same amount every time, as every term here does by drawing for all envs
     and applying the draws through a mask."""
 

@@ -37,8 +37,9 @@ class TaskEnv(VecEnv):
     `compile=True` (default: `cfg.compile_step` where capturing) the torch part of the step goes through
     torch.compile first, which fuses hundreds of small term kernels into a few. Terms therefore
     keep their state in tensors updated in place: their Python code runs when the step is traced
-    and recorded, and once more, dry (Warp skipped, state put back), on the first `step`, which
-    counts the random numbers a step takes (`StepRandoms`).
+    and recorded, and before that, dry (Warp skipped, state put back), when the env is built:
+    once eagerly, which counts the random numbers a step takes (`StepRandoms`), and once
+    compiled, which traces the step (see `_prepare_step`).
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
@@ -120,6 +121,7 @@ class TaskEnv(VecEnv):
         for group in (*self.observations.values(), self.rewards, self.terminations, self.metrics):
             group.check(self)
         self.events.startup(self)
+        self._prepare_step()
         self.reset()
         self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
         self.obs_term_shapes = {group: terms.shapes for group, terms in self.observations.items()}
@@ -158,24 +160,26 @@ class TaskEnv(VecEnv):
 
     def step(self, actions: torch.Tensor):
         self._check_actions(actions)
-        if not self.random.counted:
-            self._dry_step(self._step, actions)  # counts the random numbers a step takes
-        if self.compile and not self.sim.stepped:
-            self._dry_step(self.stepper.fn, actions)
         out = self.stepper(actions)
         self.obs = out[0]
         return out
 
-    def _dry_step(self, step: Any, actions: torch.Tensor) -> None:
-        """Runs `step` with every Warp launch skipped, then puts back the state it changed. Once
-        eagerly, to count the random numbers a step takes (`StepRandoms`). With torch.compile,
-        once compiled: on a fresh machine the first compiled step would compile Warp's modules and
-        then torch.compile the torch part around them, one after the other, each for tens of
-        seconds; this traces and compiles the step while the modules go on compiling in the
-        background (`Simulator.compile_step_work`), and the real step finds both compiled."""
+    def _prepare_step(self) -> None:
+        """Before the first reset, with every Warp launch skipped: resets, steps once eagerly to
+        count the random numbers a step takes (`StepRandoms`) and, with torch.compile, once
+        compiled, then puts the state back. On a fresh machine the physics' Warp modules compile
+        in the background for tens of seconds from the moment the simulator exists (see
+        `Simulator.compile_step_work`), and torch.compile takes as long: tracing here runs the two
+        side by side, where after the first reset (which waits for its modules) they would follow
+        each other. The real step finds both compiled."""
+        self.obs = {}  # the reset below makes the first observations
         state = self.state_dict()
+        actions = torch.zeros((self.num_envs, self.action_dim), device=self.device)
         with self.sim.warp_skipped():
-            step(actions)
+            self.reset()
+            self._step(actions)
+            if self.compile:
+                self.stepper.fn(actions)
         self.load_state_dict(state)
 
     @property
