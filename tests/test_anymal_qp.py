@@ -89,7 +89,7 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     for backend in ("torch", "warp"):
         cfg.actions.controller.params["qp_backend"] = backend
         envs.append(make_cpu(cfg, num_envs=4, seed=2))
-    assert envs[1].low_level.controller.body.qp.settings.backend == "warp"
+    assert envs[1].low_level.controller.body.qp.backend == "warp"
     actions = 0.5 * torch.randn(5, 4, envs[0].action_dim, generator=torch.Generator().manual_seed(0))
     ours, theirs = (env.step(actions[0])[0]["policy"] for env in envs)
     assert torch.allclose(ours, theirs, atol=1e-3)
@@ -97,6 +97,6 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
         assert torch.isfinite(envs[1].step(action)[0]["policy"]).all()
     assert (quadruped_control.qp_infeasible(envs[1]) == 0).all()
     cfg.actions.controller.params["qp_backend"] = "cuda"
-    with pytest.raises(ConfigError, match="must be one of 'torch', 'warp', got 'cuda'") as error:
+    with pytest.raises(ConfigError, match="must be one of 'auto', 'torch', 'warp', got 'cuda'") as error:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.qp_backend"

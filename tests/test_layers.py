@@ -12,7 +12,8 @@ The package is a stack. Each layer may import from the layers below it and from 
     1  sim, terrain, control                MuJoCo Warp simulation / procedural terrain / batched controllers
                                             on tensors (the QP solver), independent of each other
     0  errors, files, config_data, devices,   utilities with no phalanx dependencies above them (compiling:
-       compiling, assets                    torch.compile and its graph-break marks)
+       compiling, assets, warp_streams      torch.compile and its graph-break marks; warp_streams: Warp's
+                                            one handle on each torch CUDA stream)
 
 `phalanx/__init__.py` (it only re-exports, lazily) and `phalanx/__main__.py` (the very top) are exempt.
 
@@ -56,6 +57,7 @@ LAYERS: dict[str, int] = {
     "lazy": 0,
     "devices": 0,
     "compiling": 0,
+    "warp_streams": 0,
     "assets": 0,
     "sim": 1,
     "terrain": 1,

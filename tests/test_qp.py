@@ -14,12 +14,13 @@ import torch
 
 from phalanx.control.force_qp import force_distribution_qp, skew
 from phalanx.control.host_qp import proxsuite_problem
-from phalanx.control.qp import BACKENDS, BatchedQP, QPSettings, spd_inverse
+from phalanx.control.qp import BatchedQP, QPSettings, spd_inverse
 from phalanx.errors import ConfigError
 
 proxsuite = pytest.importorskip("proxsuite", reason="the reference solver: pip install -e '.[test]'")
 
 INF = float("inf")
+BACKENDS = ("torch", "warp")  # "auto" is one of them
 EACH_BACKEND = pytest.mark.parametrize("backend", BACKENDS)
 
 
@@ -167,8 +168,9 @@ def test_bad_settings_and_shapes_are_refused() -> None:
         BatchedQP(2, 3, 4, QPSettings(alpha=2.0))
     with pytest.raises(ConfigError, match="qp.iterations"):
         BatchedQP(2, 3, 4, QPSettings(iterations=0))
-    with pytest.raises(ConfigError, match="qp.backend: must be one of 'torch', 'warp', got 'cuda'"):
+    with pytest.raises(ConfigError, match="qp.backend: must be one of 'auto', 'torch', 'warp', got 'cuda'"):
         BatchedQP(2, 3, 4, QPSettings(backend="cuda"))
+    assert BatchedQP(2, 3, 4).backend == "torch", "auto: torch on a CPU"
     with pytest.raises(ValueError, match="the warp backend solves in float32 or float64, got torch.float16"):
         BatchedQP(2, 3, 4, QPSettings(backend="warp"), dtype=torch.float16)
     qp = BatchedQP(2, 3, 4)

@@ -9,10 +9,11 @@ certificates and the residuals, and writes back the solution and the next warm s
 algorithm of `BatchedQP`'s torch steps, operation for operation. On a CPU the threads run one
 after another, slower than torch's batched operations.
 
-Each thread keeps its vectors and its inverse in scratch arrays laid out variable-major ((n, B),
-(n, n, B)), so that the threads of a warp read consecutive addresses. The inputs keep torch's
-batch-first layout; a constraint matrix shared by every problem is read from one copy (A's first
-dimension is then 1).
+The problem sizes are compile-time constants of the kernel (one kernel per dtype and size), so
+each thread keeps its problem's vectors, H and the inverse as local values: registers, and where
+they do not fit, local memory that the GPU caches per multiprocessor, laid out so that a warp's
+threads read consecutive addresses. The inputs keep torch's batch-first layout; a constraint
+matrix shared by every problem is read from one copy (A's first dimension is then 1).
 """
 
 # No `from __future__ import annotations`: Warp reads the kernel's annotations as types.
@@ -25,13 +26,14 @@ import torch
 import warp as wp
 
 from phalanx.compiling import compile_boundary
+from phalanx.warp_streams import warp_stream
 
 
 class ADMMKernel:
     """Launches the solve kernel for batches of `batch` problems of `n` variables and `m` rows in
     `dtype` on `device`, on torch's current stream there (eagerly, or recorded into a torch CUDA
     graph being captured), from and into the warm start `state` (x (B, n), y (B, m), rho (B,):
-    tensors written in place, never replaced); holds the kernel's work space."""
+    tensors written in place, never replaced)."""
 
     def __init__(self, batch: int, n: int, m: int, state: tuple, dtype: torch.dtype, device: torch.device):
         if dtype not in WARP_TYPES:
@@ -39,19 +41,12 @@ class ADMMKernel:
         wp.init()
         kw = {"dtype": dtype, "device": device}
         self.batch, self.dtype, self.device = batch, dtype, device
-        # The work space, per problem and variable-major: K^-1, x, x_prev, x~, an n-vector, z, y,
-        # y_prev, each row's rho, an m-vector.
-        scratch = (
-            torch.empty(n, n, batch, **kw),
-            *(torch.empty(n, batch, **kw) for _ in range(4)),
-            *(torch.empty(m, batch, **kw) for _ in range(5)),
-        )
-        self.kept = [wp.from_torch(t) for t in (*state, *scratch)]
-        """The state and the work space as Warp arrays (each keeps its tensor), made once: they
-        are the same at every launch."""
+        self.kept = [wp.from_torch(t) for t in state]
+        """The warm-start state as Warp arrays (each keeps its tensor), made once: it is the same at
+        every launch."""
         self.unit = (torch.ones(batch, n, **kw), torch.ones(batch, m, **kw), torch.ones(batch, **kw))
         """D, E and c of a problem solved as given (no scaling)."""
-        self.kernel = admm_solve_kernel(WARP_TYPES[dtype])
+        self.kernel = admm_solve_kernel(WARP_TYPES[dtype], n, m)
         self.wp_device = wp.device_from_torch(device)
         wp.load_module(self.kernel.module, device=self.wp_device)  # compiled before any capture
 
@@ -68,7 +63,7 @@ class ADMMKernel:
         arrays = [wp.from_torch(t.to(self.dtype)) for t in (*problem, *scaling)]
         arrays += [*self.kept, *(wp.from_torch(t) for t in results)]
         inputs = [*arrays[:8], *constants, *arrays[8:]]
-        stream = wp.stream_from_torch(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
+        stream = warp_stream(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
         wp.launch(self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream)
 
 
@@ -76,115 +71,96 @@ WARP_TYPES = {torch.float32: wp.float32, torch.float64: wp.float64}
 
 
 @functools.cache
-def admm_solve_kernel(T: type) -> wp.Kernel:
-    """The solve kernel for the scalar type `T` (wp.float32 or wp.float64)."""
+def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
+    """The solve kernel for the scalar type `T` (wp.float32 or wp.float64) and problems of `n`
+    variables and `m` rows: the sizes are compile-time constants, so each problem's vectors and
+    matrices are local values and loops over them unroll."""
     array1, array2, array3 = wp.array(dtype=T), wp.array2d(dtype=T), wp.array3d(dtype=T)
+    vec_n, vec_m = wp.types.vector(length=n, dtype=T), wp.types.vector(length=m, dtype=T)
+    mat_nn = wp.types.matrix(shape=(n, n), dtype=T)
 
     @wp.func
-    def times_a(A: array3, a: int, v: array2, b: int, out: array2):
-        """out[:, b] = A[a] v[:, b] (A's rows; with H and b: H[b] v[:, b])."""
-        for r in range(A.shape[1]):
+    def times_a(A: array3, a: int, v: vec_n) -> vec_m:
+        """A[a] v."""
+        out = vec_m()
+        for r in range(m):
             s = T(0.0)
-            for i in range(A.shape[2]):
-                s += A[a, r, i] * v[i, b]
-            out[r, b] = s
+            for i in range(n):
+                s += A[a, r, i] * v[i]
+            out[r] = s
+        return out
 
     @wp.func
-    def times_a_transposed(A: array3, a: int, v: array2, b: int, out: array2):
-        """out[:, b] = A[a]' v[:, b] (n entries)."""
-        for i in range(A.shape[2]):
+    def times_a_transposed(A: array3, a: int, w: vec_m) -> vec_n:
+        """A[a]' w."""
+        out = vec_n()
+        for i in range(n):
             s = T(0.0)
-            for r in range(A.shape[1]):
-                s += A[a, r, i] * v[r, b]
-            out[i, b] = s
+            for r in range(m):
+                s += A[a, r, i] * w[r]
+            out[i] = s
+        return out
 
     @wp.func
-    def max_abs(v: array2, b: int) -> T:
-        s = T(0.0)
-        for i in range(v.shape[0]):
-            s = wp.max(s, wp.abs(v[i, b]))
-        return s
-
-    @wp.func
-    def row_step_sizes(base: T, l: array2, u: array2, b: int, equality_scale: T, rho: array2):
+    def row_step_sizes(base: T, lower: vec_m, upper: vec_m, equality_scale: T) -> vec_m:
         """Each row's step size: equality rows (l = u to 1e-9 relative) `equality_scale` stiffer,
         at most 1e6."""
-        for r in range(rho.shape[0]):
-            lower = l[b, r]
+        rho = vec_m()
+        for r in range(m):
             magnitude = T(0.0)
-            if wp.isfinite(lower):
-                magnitude = wp.abs(lower)
-            if wp.abs(u[b, r] - lower) <= T(1e-9) * (T(1.0) + magnitude):
-                rho[r, b] = wp.min(base * equality_scale, T(1e6))
-            else:
-                rho[r, b] = base
+            if wp.isfinite(lower[r]):
+                magnitude = wp.abs(lower[r])
+            rho[r] = base
+            if wp.abs(upper[r] - lower[r]) <= T(1e-9) * (T(1.0) + magnitude):
+                rho[r] = wp.min(base * equality_scale, T(1e6))
+        return rho
 
     @wp.func
-    def invert(H: array3, A: array3, a: int, rho: array2, b: int, sigma: T, eps: T, tiny: T, K: array3):
-        """K[:, :, b] = (H + sigma' I + A' diag(rho) A)^-1 with sigma' = max(sigma, 10 eps x the
-        largest diagonal entry), by Gauss-Jordan elimination in place without pivoting; a pivot
-        that rounding made tiny or negative is raised to eps x the largest diagonal entry."""
-        n = H.shape[1]
+    def invert(H: mat_nn, A: array3, a: int, rho: vec_m, sigma: T, eps: T, tiny: T) -> mat_nn:
+        """(H + sigma' I + A' diag(rho) A)^-1 with sigma' = max(sigma, 10 eps x the largest
+        diagonal entry), by Gauss-Jordan elimination in place without pivoting; a pivot that
+        rounding made tiny or negative is raised to eps x the largest diagonal entry."""
+        K = mat_nn()
         largest = T(0.0)
         for i in range(n):
             for j in range(n):
-                s = H[b, i, j]
-                for r in range(A.shape[1]):
-                    s += A[a, r, i] * rho[r, b] * A[a, r, j]
-                K[i, j, b] = s
-            largest = wp.max(largest, K[i, i, b])
+                s = H[i, j]
+                for r in range(m):
+                    s += A[a, r, i] * rho[r] * A[a, r, j]
+                K[i, j] = s
+            largest = wp.max(largest, K[i, i])
         shift = wp.max(sigma, T(10.0) * eps * largest)
         for i in range(n):
-            K[i, i, b] = K[i, i, b] + shift
+            K[i, i] = K[i, i] + shift
         floor = wp.max(eps * (largest + shift), tiny)
         for k in range(n):
-            p = T(1.0) / wp.max(K[k, k, b], floor)
-            K[k, k, b] = T(1.0)
+            p = T(1.0) / wp.max(K[k, k], floor)
+            K[k, k] = T(1.0)
             for j in range(n):
-                K[k, j, b] = K[k, j, b] * p
+                K[k, j] = K[k, j] * p
             for i in range(n):
                 if i != k:
-                    f = K[i, k, b]
-                    K[i, k, b] = T(0.0)
+                    f = K[i, k]
+                    K[i, k] = T(0.0)
                     for j in range(n):
-                        K[i, j, b] = K[i, j, b] - f * K[k, j, b]
+                        K[i, j] = K[i, j] - f * K[k, j]
+        return K
 
     @wp.func
     def adapted(
-        base: T,
-        H: array3,
-        g: array2,
-        A: array3,
-        a: int,
-        x: array2,
-        z: array2,
-        y: array2,
-        b: int,
-        tolerance: T,
-        converged: T,
-        tiny: T,
-        ax: array2,
-        hx: array2,
-        aty: array2,
+        base: T, H: mat_nn, g: vec_n, A: array3, a: int, x: vec_n, z: vec_m, y: vec_m, tol: T, converged: T, tiny: T
     ) -> T:
         """OSQP's step-size update: base x sqrt(relative primal / relative dual residual) where
-        that factor is beyond `tolerance` either way and the problem has not converged (both
+        that factor is beyond `tol` either way and the problem has not converged (both
         relative residuals below `converged`), within [1e-6, 1e6]."""
-        times_a(A, a, x, b, ax)
-        times_a(H, b, x, b, hx)
-        times_a_transposed(A, a, y, b, aty)
-        primal = T(0.0)
-        for r in range(z.shape[0]):
-            primal = wp.max(primal, wp.abs(ax[r, b] - z[r, b]))
-        primal = primal / wp.max(wp.max(max_abs(ax, b), max_abs(z, b)), tiny)
-        dual = T(0.0)
-        g_norm = T(0.0)
-        for i in range(x.shape[0]):
-            dual = wp.max(dual, wp.abs(hx[i, b] + g[b, i] + aty[i, b]))
-            g_norm = wp.max(g_norm, wp.abs(g[b, i]))
-        dual = dual / wp.max(wp.max(wp.max(max_abs(hx, b), max_abs(aty, b)), g_norm), tiny)
+        ax = times_a(A, a, x)
+        hx = H @ x
+        aty = times_a_transposed(A, a, y)
+        primal = wp.max(wp.abs(ax - z)) / wp.max(wp.max(wp.max(wp.abs(ax)), wp.max(wp.abs(z))), tiny)
+        scale = wp.max(wp.max(wp.max(wp.abs(hx)), wp.max(wp.abs(aty))), wp.max(wp.abs(g)))
+        dual = wp.max(wp.abs(hx + g + aty)) / wp.max(scale, tiny)
         ratio = wp.clamp(wp.sqrt(wp.max(primal, tiny) / wp.max(dual, tiny)), T(1e-3), T(1e3))
-        far = ratio > tolerance or ratio < T(1.0) / tolerance
+        far = ratio > tol or ratio < T(1.0) / tol
         factor = T(1.0)
         if far and not (primal < converged and dual < converged):
             factor = ratio
@@ -193,8 +169,8 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
     @wp.kernel(enable_backward=False, module="unique")
     def solve(
         # the (scaled) problems: H (B, n, n), g (B, n), A (B or 1, m, n), l and u (B, m)
-        H: array3,
-        g: array2,
+        H_in: array3,
+        g_in: array2,
         A: array3,
         l: array2,
         u: array2,
@@ -216,17 +192,6 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
         x_state: array2,
         y_state: array2,
         rho_state: array1,
-        # scratch, variable-major: (n, n, B), (n, B) and (m, B)
-        K: array3,
-        x: array2,
-        x_prev: array2,
-        x_tilde: array2,
-        work_n: array2,
-        z: array2,
-        y: array2,
-        y_prev: array2,
-        rho: array2,
-        work_m: array2,
         # results: x (B, n), y (B, m) unscaled, residuals and certificates (B,)
         x_out: array2,
         y_out: array2,
@@ -237,107 +202,90 @@ def admm_solve_kernel(T: type) -> wp.Kernel:
     ):
         b = wp.tid()
         a = wp.min(b, A.shape[0] - 1)
-        n = H.shape[1]
-        m = A.shape[1]
+        H = mat_nn()
+        g = vec_n()
+        x = vec_n()
         for i in range(n):
-            x[i, b] = x_state[b, i] / D[b, i]
+            for j in range(n):
+                H[i, j] = H_in[b, i, j]
+            g[i] = g_in[b, i]
+            x[i] = x_state[b, i] / D[b, i]
+        lower = vec_m()
+        upper = vec_m()
+        y = vec_m()
         for r in range(m):
-            y[r, b] = c[b] * y_state[b, r] / E[b, r]
-        times_a(A, a, x, b, z)
-        for r in range(m):
-            z[r, b] = wp.clamp(z[r, b], l[b, r], u[b, r])
+            lower[r] = l[b, r]
+            upper[r] = u[b, r]
+            y[r] = c[b] * y_state[b, r] / E[b, r]
+        z = wp.min(wp.max(times_a(A, a, x), lower), upper)
         base = rho_state[b]
-        row_step_sizes(base, l, u, b, equality_scale, rho)
-        invert(H, A, a, rho, b, sigma, eps, tiny, K)
+        rho = row_step_sizes(base, lower, upper, equality_scale)
+        K = invert(H, A, a, rho, sigma, eps, tiny)
+        x_prev = x
+        y_prev = y
         for k in range(iterations):
             if adapt_every > 0 and k > 0 and k % adapt_every == 0:
-                base = adapted(base, H, g, A, a, x, z, y, b, adapt_tolerance, converged, tiny, work_m, x_tilde, work_n)
-                row_step_sizes(base, l, u, b, equality_scale, rho)
-                invert(H, A, a, rho, b, sigma, eps, tiny, K)
+                base = adapted(base, H, g, A, a, x, z, y, adapt_tolerance, converged, tiny)
+                rho = row_step_sizes(base, lower, upper, equality_scale)
+                K = invert(H, A, a, rho, sigma, eps, tiny)
             if k == iterations - 1:  # the last step's change certifies infeasibility
-                for i in range(n):
-                    x_prev[i, b] = x[i, b]
-                for r in range(m):
-                    y_prev[r, b] = y[r, b]
+                x_prev = x
+                y_prev = y
             # x~ = x - K^-1 (H x + g + A'(y + rho (A x - z))): OSQP's linear system as a correction
-            times_a(A, a, x, b, work_m)
-            for r in range(m):
-                work_m[r, b] = y[r, b] + rho[r, b] * (work_m[r, b] - z[r, b])
-            times_a_transposed(A, a, work_m, b, work_n)
-            times_a(H, b, x, b, x_tilde)
-            for i in range(n):
-                work_n[i, b] = work_n[i, b] + x_tilde[i, b] + g[b, i]
-            for i in range(n):
-                s = T(0.0)
-                for j in range(n):
-                    s += K[i, j, b] * work_n[j, b]
-                x_tilde[i, b] = x[i, b] - s
-            times_a(A, a, x_tilde, b, work_m)  # z~ = A x~
-            for i in range(n):
-                x[i, b] = alpha * x_tilde[i, b] + (T(1.0) - alpha) * x[i, b]
-            for r in range(m):
-                relaxed = alpha * work_m[r, b] + (T(1.0) - alpha) * z[r, b]
-                z_next = wp.clamp(relaxed + y[r, b] / rho[r, b], l[b, r], u[b, r])
-                y[r, b] = y[r, b] + rho[r, b] * (relaxed - z_next)
-                z[r, b] = z_next
+            w = y + wp.cw_mul(rho, times_a(A, a, x) - z)
+            x_tilde = x - K @ (times_a_transposed(A, a, w) + H @ x + g)
+            relaxed = alpha * times_a(A, a, x_tilde) + (T(1.0) - alpha) * z  # alpha z~ + (1 - alpha) z
+            x = alpha * x_tilde + (T(1.0) - alpha) * x
+            z_next = wp.min(wp.max(relaxed + wp.cw_div(y, rho), lower), upper)
+            y = y + wp.cw_mul(rho, relaxed - z_next)
+            z = z_next
 
         # OSQP's certificates on the last step's change. Primal: dy (projected: no push against
         # an infinite bound) with |A'dy| <= tol |dy| and u'max(dy, 0) + l'min(dy, 0) < -tol |dy|.
-        dy_norm = T(0.0)
+        dy = y - y_prev
         support = T(0.0)
         for r in range(m):
-            dy = y[r, b] - y_prev[r, b]
-            if (dy > T(0.0) and wp.isinf(u[b, r])) or (dy < T(0.0) and wp.isinf(l[b, r])):
-                dy = T(0.0)
-            if dy > T(0.0):
-                support += u[b, r] * dy
-            if dy < T(0.0):
-                support += l[b, r] * dy
-            dy_norm = wp.max(dy_norm, wp.abs(dy))
-            work_m[r, b] = dy
-        times_a_transposed(A, a, work_m, b, work_n)
+            if (dy[r] > T(0.0) and wp.isinf(upper[r])) or (dy[r] < T(0.0) and wp.isinf(lower[r])):
+                dy[r] = T(0.0)
+            if dy[r] > T(0.0):
+                support += upper[r] * dy[r]
+            if dy[r] < T(0.0):
+                support += lower[r] * dy[r]
+        dy_norm = wp.max(wp.abs(dy))
         tol = infeasibility_tol * dy_norm
-        primal_flag = dy_norm > T(0.0) and max_abs(work_n, b) <= tol and support < -tol
+        primal_flag = dy_norm > T(0.0) and wp.max(wp.abs(times_a_transposed(A, a, dy))) <= tol and support < -tol
         # Dual (unbounded): dx with |H dx| <= tol |dx|, g'dx < -tol |dx|, and A dx pointing out of
         # [l, u] only where that side is unbounded.
-        dx_norm = T(0.0)
-        g_dx = T(0.0)
-        for i in range(n):
-            dx = x[i, b] - x_prev[i, b]
-            x_tilde[i, b] = dx
-            g_dx += g[b, i] * dx
-            dx_norm = wp.max(dx_norm, wp.abs(dx))
+        dx = x - x_prev
+        dx_norm = wp.max(wp.abs(dx))
         tol = infeasibility_tol * dx_norm
-        times_a(A, a, x_tilde, b, work_m)
+        adx = times_a(A, a, dx)
         along = bool(True)  # noqa: UP018 (Warp: a variable the loop may change, not a constant)
         for r in range(m):
-            if wp.isfinite(u[b, r]) and work_m[r, b] > tol:
+            if wp.isfinite(upper[r]) and adx[r] > tol:
                 along = False
-            if wp.isfinite(l[b, r]) and work_m[r, b] < -tol:
+            if wp.isfinite(lower[r]) and adx[r] < -tol:
                 along = False
-        times_a(H, b, x_tilde, b, work_n)
-        dual_flag = dx_norm > T(0.0) and max_abs(work_n, b) <= tol and g_dx < -tol and along
+        dual_flag = dx_norm > T(0.0) and wp.max(wp.abs(H @ dx)) <= tol and wp.dot(g, dx) < -tol and along
         primal_infeasible[b] = primal_flag
         dual_infeasible[b] = dual_flag and not primal_flag
 
         if adapt_every > 0:  # for the next solve: solves shorter than `adapt_every` adapt once each
-            base = adapted(base, H, g, A, a, x, z, y, b, adapt_tolerance, converged, tiny, work_m, x_tilde, work_n)
+            base = adapted(base, H, g, A, a, x, z, y, adapt_tolerance, converged, tiny)
         rho_state[b] = base
 
         # Residuals of the problem as given: A x = (As xs) / E and H x + g + A'y = (Hs xs + gs + As'ys) / (c D).
-        times_a(A, a, x, b, work_m)
+        ax = times_a(A, a, x)
         primal = T(0.0)
         for r in range(m):
-            v = work_m[r, b]
-            primal = wp.max(primal, wp.abs(v - wp.clamp(v, l[b, r], u[b, r])) / E[b, r])
-            y_out[b, r] = E[b, r] * y[r, b] / c[b]
+            primal = wp.max(primal, wp.abs(ax[r] - wp.clamp(ax[r], lower[r], upper[r])) / E[b, r])
+            y_out[b, r] = E[b, r] * y[r] / c[b]
             y_state[b, r] = y_out[b, r]
-        times_a_transposed(A, a, y, b, work_n)
-        times_a(H, b, x, b, x_tilde)
+        stationarity = H @ x + g + times_a_transposed(A, a, y)
         dual = T(0.0)
         for i in range(n):
-            dual = wp.max(dual, wp.abs(x_tilde[i, b] + g[b, i] + work_n[i, b]) / (c[b] * D[b, i]))
-            x_out[b, i] = D[b, i] * x[i, b]
+            dual = wp.max(dual, wp.abs(stationarity[i]) / (c[b] * D[b, i]))
+            x_out[b, i] = D[b, i] * x[i]
             x_state[b, i] = x_out[b, i]
         primal_residual[b] = primal
         dual_residual[b] = dual

@@ -22,6 +22,7 @@ from phalanx.sim.cfg import SimCfg
 from phalanx.sim.columns import columns, nonfinite_rows
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 from phalanx.sim.warp_compile import ModuleLoader
+from phalanx.warp_streams import warp_stream
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
 # iteration limits (ITERATIONS, LS_ITERATIONS) are not buffer overflows and do not reset a world.
@@ -101,7 +102,6 @@ class Simulator:
         self._skip_warp = False
         self._set_const_loads: list[Future] | None = None  # set_const to run before the first launch or step
         self._sensor_ids: dict[tuple[str, ...], torch.Tensor] = {}
-        self._wp_streams: dict[int, wp.Stream] = {}
         # The physics' Warp modules start compiling now, on every core, while the env is built.
         self._loader: ModuleLoader | None = ModuleLoader(self.wp_device)
         self._request(self._substeps)
@@ -302,12 +302,8 @@ class Simulator:
         return self.mjm.key_qpos[key].copy() if key >= 0 else self.mjm.qpos0.copy()
 
     def _warp_stream(self) -> wp.Stream:
-        """Warp's handle on torch's current CUDA stream, one object per stream (created once)."""
-        stream = torch.cuda.current_stream(self.device)
-        ws = self._wp_streams.get(stream.cuda_stream)
-        if ws is None:
-            ws = self._wp_streams[stream.cuda_stream] = wp.stream_from_torch(stream)
-        return ws
+        """Warp's handle on torch's current CUDA stream (`warp_stream`: one per stream)."""
+        return warp_stream(torch.cuda.current_stream(self.device))
 
     def add_step_work(self, work: Callable[[], None]) -> None:
         """Declares Warp work the env step runs through `launch` (e.g. a ray cast): its Warp modules

@@ -73,7 +73,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     `qp_solver` says where the force QP is solved (`BodyCfg.qp_solver`): "device" (batched, the
     default) or "host" (per robot on the CPU with proxsuite, to compare with a CPU-side
     controller; only in an env that does not capture its step: `capture=False`). `qp_backend` says
-    how a batched solve runs (`QPSettings.backend`): "torch" (the default) or "warp" (one kernel)."""
+    how a batched solve runs (`QPSettings.backend`): "auto" (the default: one Warp kernel on a
+    GPU, torch elsewhere), "torch" or "warp"."""
 
     def __init__(
         self,
@@ -90,7 +91,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         frequency_scale: float = 0.5,
         foothold_scale: float = 0.1,
         qp_solver: str = "device",
-        qp_backend: str = "torch",
+        qp_backend: str = "auto",
     ):
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
