@@ -11,13 +11,15 @@ from __future__ import annotations
 import torch
 import warp as wp
 
-_STREAMS: dict[int, wp.Stream] = {}
-"""The wrappers, by CUDA stream handle; kept for the process's life, so never unregistered."""
+_STREAMS: dict[tuple[int | None, int], wp.Stream] = {}
+"""The wrappers, by device index and CUDA stream handle (every device's default stream is handle
+0); kept for the process's life, so never unregistered."""
 
 
 def warp_stream(stream: torch.cuda.Stream) -> wp.Stream:
     """The one `wp.Stream` of torch's CUDA `stream` (created at the first call)."""
-    wrapper = _STREAMS.get(stream.cuda_stream)
+    key = (stream.device.index, stream.cuda_stream)
+    wrapper = _STREAMS.get(key)
     if wrapper is None:
-        wrapper = _STREAMS[stream.cuda_stream] = wp.stream_from_torch(stream)
+        wrapper = _STREAMS[key] = wp.stream_from_torch(stream)
     return wrapper

@@ -63,7 +63,8 @@ class QPSettings:
     backend: str = "auto"
     """How a solve runs: "torch", several tensor operations per ADMM step (with `compile`,
     fused by torch.compile); "warp", the whole solve as one Warp kernel, one thread per problem
-    (`phalanx.control.admm_kernel`); "auto", the kernel on a CUDA device (on an H100 2-3x the
+    (`phalanx.control.admm_kernel`; float32 or float64); "auto", the kernel on a CUDA device
+    for those dtypes (on an H100 2-3x the
     compiled torch steps' QPs/s from 1k to 64k problems) and torch elsewhere (on a CPU the
     kernel's threads run one after another). The same algorithm: solutions agree to rounding."""
 
@@ -132,7 +133,8 @@ class BatchedQP:
         self.backend = self.settings.backend
         """"torch" or "warp": the settings' backend, "auto" resolved for the device."""
         if self.backend == "auto":
-            self.backend = "warp" if self.x.device.type == "cuda" else "torch"
+            kernel_fits = self.x.device.type == "cuda" and self.x.dtype in (torch.float32, torch.float64)
+            self.backend = "warp" if kernel_fits else "torch"
         self._kernel = None
         if self.backend == "warp":  # Warp imported only here: configs and `phalanx list` stay light
             from phalanx.control.admm_kernel import ADMMKernel

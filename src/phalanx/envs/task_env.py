@@ -165,22 +165,22 @@ class TaskEnv(VecEnv):
         return out
 
     def _prepare_step(self) -> None:
-        """Before the first reset, with every Warp launch skipped: resets, steps once eagerly to
-        count the random numbers a step takes (`StepRandoms`) and, with torch.compile, once
-        compiled, then puts the state back. On a fresh machine the physics' Warp modules compile
-        in the background for tens of seconds from the moment the simulator exists (see
+        """Before the first reset, with the simulator's Warp launches skipped (other work, e.g. a
+        QP kernel, runs on the stale state): resets and steps once eagerly, to count the random
+        numbers a step takes (`StepRandoms`), and with torch.compile resets and steps once
+        compiled; the state is put back after each. On a fresh machine the physics' Warp modules
+        compile in the background for tens of seconds from the moment the simulator exists (see
         `Simulator.compile_step_work`), and torch.compile takes as long: tracing here runs the two
         side by side, where after the first reset (which waits for its modules) they would follow
         each other. The real step finds both compiled."""
         self.obs = {}  # the reset below makes the first observations
         state = self.state_dict()
         actions = torch.zeros((self.num_envs, self.action_dim), device=self.device)
-        with self.sim.warp_skipped():
-            self.reset()
-            self._step(actions)
-            if self.compile:
-                self.stepper.fn(actions)
-        self.load_state_dict(state)
+        for step in (self._step, self.stepper.fn) if self.compile else (self._step,):
+            with self.sim.warp_skipped():
+                self.reset()
+                step(actions)
+            self.load_state_dict(state)
 
     @property
     def invalid_resets(self) -> torch.Tensor:
