@@ -7,7 +7,8 @@ set its time on a GPU. Here one thread takes one problem through the warm start,
 matrix's inverse, the fixed number of steps with their step-size updates, OSQP's infeasibility
 certificates and the residuals, and writes back the solution and the next warm start: the
 algorithm of `BatchedQP`'s torch steps, operation for operation. On a CPU the threads run one
-after another, slower than torch's batched operations.
+after another (there the torch steps are the default; measured on 2 cores, the kernel was half
+their speed at 1024 problems and faster at 4096).
 
 The problem sizes are compile-time constants of the kernel (one kernel per dtype and size), so
 each thread keeps its problem's vectors, H and the inverse as local values: registers, and where
@@ -74,7 +75,8 @@ WARP_TYPES = {torch.float32: wp.float32, torch.float64: wp.float64}
 def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
     """The solve kernel for the scalar type `T` (wp.float32 or wp.float64) and problems of `n`
     variables and `m` rows: the sizes are compile-time constants, so each problem's vectors and
-    matrices are local values and loops over them unroll."""
+    matrices are local values, and loops over them of up to Warp's `max_unroll` (16) iterations
+    unroll (those over the 12 forces of the force QP; its 20 rows stay loops)."""
     array1, array2, array3 = wp.array(dtype=T), wp.array2d(dtype=T), wp.array3d(dtype=T)
     vec_n, vec_m = wp.types.vector(length=n, dtype=T), wp.types.vector(length=m, dtype=T)
     mat_nn = wp.types.matrix(shape=(n, n), dtype=T)
