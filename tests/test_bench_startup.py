@@ -37,6 +37,14 @@ def test_cold_then_warm_start(tmp_path: Path) -> None:
         assert abs(phases - result["to_first_iteration_s"]) < 1e-6
         assert 0 < result["to_first_iteration_s"] <= result["process_wall_s"]
     assert warm["phases_s"]["first_env_step"] < cold["phases_s"]["first_env_step"]
+    for result in (cold, warm):  # the sampled main thread accounts for the time to the first iteration
+        sampled = sum(sum(result["main_thread_s"][p].values()) for p in PHASES if p != "import")
+        assert abs(sampled - (result["to_first_iteration_s"] - result["phases_s"]["import"])) < 1.0
+    waited = sum(cold["main_thread_s"][p].get("waiting for Warp", 0.0) for p in PHASES)
+    assert waited > 0 and sum(warm["main_thread_s"][p].get("waiting for Warp", 0.0) for p in PHASES) < waited
+    timeline = [m for p in PHASES for m in cold["warp"][p]["timeline"]]
+    assert len(timeline) == loads(cold, "compiled")
+    assert all(0 < start < end <= cold["to_first_iteration_s"] for _, how, start, end in timeline)
     assert "launch -> first iteration" in (tmp_path / "run" / "report.md").read_text()
 
 

@@ -187,3 +187,25 @@ def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later()
     assert not trainer.interrupted
     trainer.iterate()
     assert trainer.stop_signal == signal.SIGTERM
+
+
+def test_an_env_reset_after_its_trainer_starts_as_one_reset_when_made() -> None:
+    """`phalanx train` builds the env without its first reset, then the trainer (which compiles
+    its update meanwhile), then resets: the env starts and steps as one made the usual way.
+    Before that reset its observations are zeros of their shapes and it refuses to step."""
+    cfg = train_cfg("anymal-flat")
+    cfg.num_envs, cfg.device, cfg.num_steps_per_env = 8, "cpu", 4
+    made = make_cpu("anymal-flat", seed=5)
+    deferred = make_cpu("anymal-flat", seed=5, reset=False)
+    assert deferred.observation_spec == made.observation_spec
+    assert all(not value.any() for value in deferred.obs.values())
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):
+        deferred.step(torch.zeros(8, deferred.action_dim))
+    Trainer(cfg, deferred, run_dir=None, console=Console(quiet=True))
+    deferred.reset()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        actions = torch.rand(8, made.action_dim, generator=g) * 2 - 1
+        assert all(torch.equal(made.obs[k], deferred.obs[k]) for k in made.obs)
+        made.step(actions), deferred.step(actions)
+    assert all(torch.equal(made.obs[k], deferred.obs[k]) for k in made.obs)

@@ -173,6 +173,7 @@ def make(
     verbose: bool = False,
     capture: bool | None = None,
     compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
+    reset: bool = True,
 ) -> TaskEnv:
     """Builds a `VecEnv` of `num_envs` copies of a task on `device`.
 
@@ -184,6 +185,8 @@ def make(
         verbose: print the term tables and Warp's compile messages.
         capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
         compile: torch.compile the torch part of the step (None: the task's `compile_step` where capturing).
+        reset: reset the env before returning it. With False the caller calls `reset()` before
+            the first step, and what it does first runs while the physics' Warp modules compile.
     """
     from phalanx.devices import resolve_device
     from phalanx.envs.task_env import TaskEnv
@@ -195,9 +198,8 @@ def make(
     configure_warp(verbose)
     device = resolve_device(device)
     low_level = None if cfg.actions.low_level is None else low_level_source(cfg.actions.low_level)
-    return TaskEnv(
-        cfg, num_envs, device, seed=seed, verbose=verbose, capture=capture, compile=compile, low_level=low_level
-    )
+    options = {"verbose": verbose, "capture": capture, "compile": compile, "reset": reset}
+    return TaskEnv(cfg, num_envs, device, seed=seed, low_level=low_level, **options)
 
 
 def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:

@@ -197,13 +197,15 @@ def _prepare(
         )
     try:
         progress.enter("building the env", slow=True)
-        env = make(cfg.env, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank)
+        # The first reset waits for the physics' Warp modules: the trainer compiles its update first.
+        env = make(cfg.env, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, reset=False)
         if dist.is_main:
             print_term_tables(env)
         ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
         console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
         progress.enter("building the trainer", slow=True)
         trainer = Trainer(cfg, env, run_dir, console, dist, progress)
+        env.reset()
     except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
         if not isinstance(error, torch.OutOfMemoryError | MemoryError) and "can't allocate memory" not in str(error):
             raise

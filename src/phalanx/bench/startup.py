@@ -15,7 +15,9 @@ from typing import Any
 
 from phalanx.bench.report import markdown_table
 
-PHASES = ("import", "model_build", "trainer_init", "first_env_step", "first_iteration")
+PHASES = ("import", "model_build", "trainer_init", "first_reset", "first_env_step", "first_iteration")
+"""Up to the end of the first iteration; results written before "first_reset" was timed apart
+have it inside "model_build"."""
 CACHE_VARIABLES = {
     "WARP_CACHE_PATH": "warp",
     "TORCHINDUCTOR_CACHE_DIR": "inductor",
@@ -71,7 +73,7 @@ def table(results: list[dict[str, Any]]) -> str:
         warp = [w for phase, w in r["warp"].items() if phase in PHASES]
         compiled, cached = sum(w["compiled"] for w in warp), sum(w["cached"] for w in warp)
         rows.append(
-            [r["run"], f"**{r['to_first_iteration_s']:.1f} s**", *(f"{s[p]:.1f}" for p in PHASES)]
+            [r["run"], f"**{r['to_first_iteration_s']:.1f} s**", *(f"{s[p]:.1f}" if p in s else "-" for p in PHASES)]
             + [f"{compiled} / {cached}"]
             + [f"{sum(w['compile_s'] for w in warp):.1f} / {max(w.get('longest_compile_s', 0.0) for w in warp):.1f}"]
             + [f"{sum(w['cached_load_s'] for w in warp):.1f}"]
@@ -88,4 +90,33 @@ def table(results: list[dict[str, Any]]) -> str:
             " Python wrote no bytecode cache here (PYTHONDONTWRITEBYTECODE): each process compiled"
             " the Python source of its imports anew, which an installed package does once."
         )
+    if any(r["valid"] and "main_thread_s" in r for r in results):
+        note += "\n\n" + main_thread_table(results)
+    return markdown_table(columns, rows) + "\n\n" + note
+
+
+STATES = ("torch.compile", "waiting for Warp", "Warp", "other")
+"""What the probe's sampler saw the main thread do (`startup_probe.main_thread_state`)."""
+
+
+def main_thread_table(results: list[dict[str, Any]]) -> str:
+    """Up to the end of the first iteration: the main thread's seconds in each state, when the
+    last Warp module finished loading, and the CPU cores kept busy on average."""
+    columns = ["run", *(f"main thread: {state}" for state in STATES), "Warp modules done at", "busy CPU cores"]
+    rows = []
+    for r in results:
+        if not r["valid"] or "main_thread_s" not in r:
+            continue
+        split = [r["main_thread_s"].get(p, {}) for p in PHASES]
+        ends = [m[3] for p in PHASES for m in r["warp"].get(p, {}).get("timeline", [])]
+        cores = [c for t, _, c in r["samples"] if c is not None and t <= r["to_first_iteration_s"]]
+        rows.append(
+            [r["run"], *(f"{sum(s.get(state, 0.0) for s in split):.1f}" for state in STATES)]
+            + [f"{max(ends):.1f} s" if ends else "-", f"{sum(cores) / len(cores):.1f}" if cores else "-"]
+        )
+    note = (
+        "Seconds, sampled ten times a second from the launch to the end of the first iteration. Warp: Warp's"
+        " or MuJoCo Warp's own Python on the main thread (code generation, model upload); waiting for Warp:"
+        " for modules still compiling on the compile threads."
+    )
     return markdown_table(columns, rows) + "\n\n" + note

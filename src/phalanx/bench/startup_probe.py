@@ -6,6 +6,12 @@ loaded (compiled, or read from the kernel cache). Writes one JSON result.
 
 The launching process passes its clock at launch in PHALANX_LAUNCH_T (seconds since the epoch),
 so the first phase includes the interpreter's own start.
+
+Where the time goes: the main thread is sampled ten times a second (what it runs: torch.compile,
+a wait for Warp's module loads, other work) together with the machine's busy CPU cores, and each
+Warp module's load is placed on the same clock (it ends when Warp logs it). A phase whose main
+thread mostly waits for Warp is bound by the compile of the physics, one mostly in torch.compile
+by tracing.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,9 +31,11 @@ LAUNCH_T = float(os.environ.get("PHALANX_LAUNCH_T", time.time()))
 WARP_LOAD = re.compile(r"Module (\S+) .*load on device '([^']+)' took ([\d.]+) ms\s+\((compiled|cached)\)")
 
 
-def warp_loads(text: str) -> dict[str, Any]:
-    """Counts and times Warp's module-load lines (printed at log level INFO) in `text`."""
-    loads = [(m.group(1), float(m.group(3)) / 1e3, m.group(4)) for m in WARP_LOAD.finditer(text)]
+def warp_loads(lines: list[tuple[float, str]]) -> dict[str, Any]:
+    """Counts and times Warp's module-load lines (printed at log level INFO; each with the
+    seconds from the launch it was logged at) in `lines`."""
+    found = [(t, m) for t, line in lines for m in WARP_LOAD.finditer(line)]
+    loads = [(m.group(1), float(m.group(3)) / 1e3, m.group(4)) for _, m in found]
     compiled = [(s, name) for name, s, how in loads if how == "compiled"]
     cached = [s for _, s, how in loads if how == "cached"]
     longest_s, longest = max(compiled, default=(0.0, None))
@@ -38,7 +47,80 @@ def warp_loads(text: str) -> dict[str, Any]:
         "longest_module": longest,
         "cached": len(cached),
         "cached_load_s": sum(cached),
+        # [module, compiled or cached, start, end]: seconds from the launch
+        "timeline": [
+            [name, how, round(t - s, 3), round(t, 3)] for (t, _), (name, s, how) in zip(found, loads, strict=True)
+        ],
     }
+
+
+def main_thread_state(frame: Any) -> str:
+    """What a stack of the main thread is doing: "torch.compile" (Dynamo, inductor, Triton),
+    "waiting for Warp" (for module loads on the compile threads), "Warp" (Warp or MuJoCo Warp
+    Python: code generation, model upload) or "other"."""
+    files = []
+    while frame is not None:
+        files.append(frame.f_code.co_filename)
+        frame = frame.f_back
+    if any("torch/_dynamo" in f or "torch/_inductor" in f for f in files):
+        return "torch.compile"
+    if any(f.endswith("phalanx/sim/warp_compile.py") for f in files) and any("concurrent/futures" in f for f in files):
+        return "waiting for Warp"
+    if any("/warp/" in f or "/mujoco_warp/" in f for f in files[:3]):
+        return "Warp"
+    return "other"
+
+
+def busy_cores() -> tuple[float, float] | None:
+    """(busy, total) CPU seconds summed over cores since boot, from /proc/stat (None elsewhere)."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK"), sum(fields) / os.sysconf("SC_CLK_TCK")
+
+
+class Sampler:
+    """Samples, every `interval_s` on a thread of its own, what the main thread does
+    (`main_thread_state`) and how many CPU cores the machine keeps busy: rows of [seconds from
+    the launch, state, busy cores]."""
+
+    def __init__(self, interval_s: float = 0.1) -> None:
+        self.interval_s, self.rows = interval_s, []
+        self._main = threading.main_thread().ident
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="startup-sampler", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        before = busy_cores()
+        while not self._stop.wait(self.interval_s):
+            frame = sys._current_frames().get(self._main)
+            now, cpu = time.time(), busy_cores()
+            cores = None if cpu is None or before is None else (cpu[0] - before[0]) / self.interval_s
+            before = cpu
+            state = main_thread_state(frame)
+            self.rows.append([round(now - LAUNCH_T, 2), state, None if cores is None else round(cores, 1)])
+
+    def split(self, start_s: float, end_s: float) -> dict[str, float]:
+        """Seconds of each main-thread state between two times (from the launch): each sample
+        counts for the time since the one before (longer than `interval_s` where the main thread
+        held the GIL)."""
+        out: dict[str, float] = {}
+        previous = self.rows[0][0] - self.interval_s if self.rows else 0.0
+        for t, state, _ in self.rows:
+            if start_s < t <= end_s:
+                out[state] = round(out.get(state, 0.0) + t - max(previous, start_s), 2)
+            previous = t
+        return out
 
 
 def torch_compile_s() -> float:
@@ -61,7 +143,9 @@ class Phases:
         self.seconds: dict[str, float] = {}
         self.warp: dict[str, dict[str, Any]] = {}
         self.torch_compile: dict[str, float] = {}
-        self._lines: list[str] = []
+        self.main_thread: dict[str, dict[str, float]] = {}
+        self.sampler = Sampler()
+        self._lines: list[tuple[float, str]] = []
 
     @contextlib.contextmanager
     def phase(self, name: str, sync: Any = None) -> Iterator[None]:
@@ -71,8 +155,9 @@ class Phases:
         if sync is not None:
             sync()
         now = time.time()
+        self.main_thread[name] = self.sampler.split(self.end_t - LAUNCH_T, now - LAUNCH_T)
         self.seconds[name], self.end_t = now - self.end_t, now
-        self.warp[name] = warp_loads("\n".join(self._lines))
+        self.warp[name] = warp_loads(self._lines)
         self.torch_compile[name] = torch_compile_s() - compiled_before
 
     # Warp's Logger protocol
@@ -80,7 +165,7 @@ class Phases:
         pass
 
     def info(self, message: str) -> None:
-        self._lines.append(message)
+        self._lines.append((time.time() - LAUNCH_T, message))
 
     def warning(self, message: str, category=None, stacklevel: int = 1) -> None:
         print(f"Warp warning: {message}", file=sys.stderr)
@@ -91,6 +176,12 @@ class Phases:
 
 def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
     phases = Phases()
+    with phases.sampler:
+        result = _probe(phases, task, num_envs, device_name)
+    return result | {"main_thread_s": phases.main_thread, "samples": phases.sampler.rows}
+
+
+def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[str, Any]:
     with phases.phase("import"):
         import torch
         import warp as wp
@@ -109,13 +200,16 @@ def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
 
     cfg = train_cfg(task)
     cfg.num_envs, cfg.device = num_envs, str(device)
+    # As `phalanx train`: the env, the trainer (which compiles its update), then the env's first reset.
     with phases.phase("model_build", sync):
         # verbose: make keeps Warp at level INFO (and prints the task's term tables into the log)
-        env = make(cfg.env, num_envs=num_envs, device=device, seed=cfg.seed, verbose=True)
+        env = make(cfg.env, num_envs=num_envs, device=device, seed=cfg.seed, verbose=True, reset=False)
     with phases.phase("trainer_init", sync):
         from rich.console import Console
 
         trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
+    with phases.phase("first_reset", sync):  # waits for the Warp modules it launches
+        env.reset()
     with phases.phase("first_env_step", sync):  # physics kernels, torch.compile, the env's CUDA graph
         env.step(torch.zeros(env.num_envs, env.action_dim, device=device))
     with phases.phase("first_iteration", sync):  # eager rollout and update

@@ -39,7 +39,11 @@ class TaskEnv(VecEnv):
     keep their state in tensors updated in place: their Python code runs when the step is traced
     and recorded, and before that, dry (Warp skipped, state put back), when the env is built:
     once eagerly, which counts the random numbers a step takes (`StepRandoms`), and once
-    compiled, which traces the step (see `_prepare_step`).
+    compiled, which traces the step (see `_prepare_step`). The env is then reset, unless
+    `reset=False`: the first reset waits for the physics' Warp modules (compiling for tens of
+    seconds on a fresh machine), so a caller with work of its own to compile (a trainer's update)
+    does it first and then calls `reset()`; until then `obs` holds zeros of the observations'
+    shapes and `step` refuses to run.
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
@@ -58,6 +62,7 @@ class TaskEnv(VecEnv):
         capture: bool | None = None,
         compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
         low_level: LowLevelSource | None = None,
+        reset: bool = True,
     ):
         cfg.check()
         if (cfg.actions.low_level is None) != (low_level is None):
@@ -122,7 +127,9 @@ class TaskEnv(VecEnv):
             group.check(self)
         self.events.startup(self)
         self._prepare_step()
-        self.reset()
+        self._reset_pending = True
+        if reset:
+            self.reset()
         self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
         self.obs_term_shapes = {group: terms.shapes for group, terms in self.observations.items()}
         if verbose:
@@ -153,12 +160,15 @@ class TaskEnv(VecEnv):
             )
         self._reset_envs(mask)
         obs = self._compute_obs(commit=mask)
+        self._reset_pending = False
         if not every_env:  # the other envs keep their observations too (fresh noise included)
             obs = {group: torch.where(rows(mask, value), value, self.obs[group]) for group, value in obs.items()}
         self.obs = obs
         return obs
 
     def step(self, actions: torch.Tensor):
+        if self._reset_pending:
+            raise RuntimeError("step: the env was made with reset=False; call reset() before the first step")
         self._check_actions(actions)
         out = self.stepper(actions)
         self.obs = out[0]
@@ -178,9 +188,10 @@ class TaskEnv(VecEnv):
         actions = torch.zeros((self.num_envs, self.action_dim), device=self.device)
         for step in (self._step, self.stepper.fn) if self.compile else (self._step,):
             with self.sim.warp_skipped():
-                self.reset()
+                obs = self.reset()
                 step(actions)
             self.load_state_dict(state)
+        self.obs = {group: torch.zeros_like(value) for group, value in obs.items()}  # until the first reset
 
     @property
     def invalid_resets(self) -> torch.Tensor:
@@ -220,6 +231,7 @@ class TaskEnv(VecEnv):
         self.sim.load_state_dict(state["sim"])
         self.obs = {group: value.to(self.device).clone() for group, value in state["obs"].items()}
         self.random.generator.set_state(state["rng"])
+        self._reset_pending = False
 
     def command(self, name: str) -> torch.Tensor:
         """(num_envs, d) the current value of the named command."""

@@ -113,8 +113,9 @@ class TrainCfg:
     float32."""
     compile_update: bool = True
     """On CUDA, torch.compile the update's minibatch losses, forward and backward: fused kernels
-    instead of one per op, for seconds of compiling in the first iteration (tens of seconds
-    with an empty inductor cache)."""
+    instead of one per op, for seconds of compiling as the trainer is built (tens of seconds with
+    an empty inductor cache), while the physics' Warp modules compile where the env's first reset
+    comes after the trainer (as in `phalanx train`)."""
     distributed: bool = False
     """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
     seed + rank, gradients averaged over ranks, only rank 0 writes."""

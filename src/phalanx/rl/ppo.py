@@ -11,7 +11,7 @@ them once per iteration.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,8 +105,10 @@ class PPO:
     With `tf32`, the networks' float32 matrix products (acting, values, the update's forward and
     backward) run on TF32 tensor cores where the GPU has them; the env's own stay float32. On
     CUDA, `bf16_update` runs the update's network passes under bfloat16 autocast (losses, their
-    statistics and the optimizer stay float32), and `compile_update` compiles the minibatch
-    losses, forward and backward, with torch.compile.
+    statistics and the optimizer stay float32). `compile_update` compiles the minibatch losses,
+    forward and backward, with torch.compile, here at construction (on the storage's zeros; the
+    policy is left as it was): a trainer built before its env's first reset compiles them while
+    the physics' Warp modules still compile, where the first update would wait for both.
     """
 
     TERMS = ("surrogate", "value", "entropy", "kl")
@@ -161,14 +163,13 @@ class PPO:
             raise ConfigError(f"capture_update: CUDA graph capture needs a CUDA device, got {device}")
         self.capture = capture
         self.matmul_precision = "tf32" if tf32 else "ieee"
-        on_cuda = device.type == "cuda"
-        self.bf16_update = bf16_update and on_cuda
-        self._losses = (
-            compiled(self._minibatch_losses, dynamic=False) if compile_update and on_cuda else self._minibatch_losses
-        )
+        self.bf16_update = bf16_update and device.type == "cuda"
+        self._losses = compiled(self._minibatch_losses, dynamic=False) if compile_update else self._minibatch_losses
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
+        if compile_update:
+            self._compile_losses()
 
     # ----------------------------------------------------------------------------- rollout
 
@@ -290,16 +291,10 @@ class PPO:
     def _update(self) -> dict[str, torch.Tensor]:
         cfg, storage = self.cfg, self.storage
         total = storage.steps * storage.num_envs
-        batch = total // cfg.num_mini_batches
         sums = torch.zeros(len(self.terms), device=self.device)
         for _ in range(cfg.num_learning_epochs):
             order = torch.randperm(total, device=self.device, generator=self.generator)
-            shuffled = storage.shuffled(order)
-            for i in range(cfg.num_mini_batches):
-                rows = slice(i * batch, (i + 1) * batch)
-                mb = storage.fields(shuffled[rows])
-                if storage.images is not None:
-                    mb["image"] = storage.images_at(order[rows])
+            for mb in self._minibatches(order):
                 terms = self._minibatch(mb)
                 sums += torch.nan_to_num(terms)  # a skipped minibatch adds 0
         means = sums / (cfg.num_learning_epochs * cfg.num_mini_batches)
@@ -307,6 +302,27 @@ class PPO:
         out["learning_rate"] = self.learning_rate.clone()
         out["skipped_updates"] = self.skipped_updates.clone()
         return out
+
+    def _minibatches(self, order: torch.Tensor) -> Iterator[dict[str, torch.Tensor]]:
+        """One epoch's minibatches: the stored transitions in `order`, cut into row ranges."""
+        storage = self.storage
+        batch = storage.steps * storage.num_envs // self.cfg.num_mini_batches
+        shuffled = storage.shuffled(order)
+        for i in range(self.cfg.num_mini_batches):
+            rows = slice(i * batch, (i + 1) * batch)
+            mb = storage.fields(shuffled[rows])
+            if storage.images is not None:
+                mb["image"] = storage.images_at(order[rows])
+            yield mb
+
+    @_in_matmul_precision
+    def _compile_losses(self) -> None:
+        """Compiles `_losses`, forward and backward, on a minibatch made as the update makes them
+        (so the update's calls match the compiled graphs' guards), then drops the gradients."""
+        order = torch.arange(self.storage.steps * self.storage.num_envs, device=self.device)
+        loss, _ = self._losses(next(self._minibatches(order)))
+        loss.backward()
+        self.optimizer.zero_grad()
 
     def _minibatch_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """The minibatch's PPO loss (plus the image-target loss), and its terms (`terms`, then

@@ -60,8 +60,8 @@ class Trainer:
         self.ppo = PPO(
             policy, cfg.algo, env.observation_spec, env.num_envs, cfg.num_steps_per_env,
             cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist, tf32=cfg.tf32,
-            bf16_update=cfg.bf16_update, compile_update=cfg.compile_update, image_group=images,
-            image_dtype=torch.uint8 if images is None else env.obs[images].dtype,
+            bf16_update=cfg.bf16_update, compile_update=cfg.compile_update and self.device.type == "cuda",
+            image_group=images, image_dtype=torch.uint8 if images is None else env.obs[images].dtype,
             image_targets=cfg.policy.image_targets, image_target_coef=cfg.policy.image_target_coef,
         )  # fmt: skip
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
