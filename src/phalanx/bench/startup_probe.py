@@ -134,6 +134,19 @@ def torch_compile_s() -> float:
     return float(seconds[names.index("_compile.compile_inner")]) if "_compile.compile_inner" in names else 0.0
 
 
+def torch_compile_breakdown() -> dict[str, float]:
+    """Seconds per timed step of torch.compile so far (Dynamo's `dynamo_timed` regions, nested:
+    tracing, AOTAutograd, inductor's lowering, code generation, kernel compiles and loads), the
+    largest first; empty before anything compiled."""
+    if "torch._dynamo" not in sys.modules:
+        return {}
+    from torch._dynamo.utils import compile_times
+
+    names, seconds = compile_times(repr="csv", aggregate=True)
+    pairs = sorted(zip(names, (float(s) for s in seconds), strict=True), key=lambda pair: -pair[1])
+    return {name: round(s, 3) for name, s in pairs if s >= 0.05}
+
+
 class Phases:
     """Times consecutive phases from the process launch and keeps the Warp module loads each
     phase logged (it is Warp's logger while it runs, at level INFO)."""
@@ -178,7 +191,14 @@ def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
     phases = Phases()
     with phases.sampler:
         result = _probe(phases, task, num_envs, device_name)
-    return result | {"main_thread_s": phases.main_thread, "samples": phases.sampler.rows}
+    breakdown = torch_compile_breakdown()
+    if "torch._inductor.config" in sys.modules:  # the processes compiling inductor's kernels
+        breakdown["inductor compile_threads"] = sys.modules["torch._inductor.config"].compile_threads
+    return result | {
+        "main_thread_s": phases.main_thread,
+        "samples": phases.sampler.rows,
+        "torch_compile_steps_s": breakdown,
+    }
 
 
 def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[str, Any]:
