@@ -34,7 +34,9 @@ class CapturedStep:
         if capture and device.type != "cuda":
             raise ConfigError(f"capture: CUDA graph capture needs a CUDA device, got {device}")
         self.capture, self.device, self.generator = capture, device, generator
-        self.fn = compiled(fn, dynamic=False) if compile else fn
+        # One launch configuration per fused kernel (inductor's default compiles several and times
+        # them at the first call): the step's kernels are small, launched from a graph.
+        self.fn = compiled(fn, dynamic=False, options={"triton.autotune_pointwise": False}) if compile else fn
         self._input = torch.zeros(action_shape, device=device)
         self._graph: torch.cuda.CUDAGraph | None = None
         self._outputs: Any = None
