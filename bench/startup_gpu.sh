@@ -19,6 +19,13 @@ if [ -n "${BEFORE:-}" ]; then
   PYTHONPATH="$(realpath "$BEFORE")/src:$base_path" python3 -m compileall -q -j 0 "$BEFORE/src" > /dev/null 2>&1
 fi
 source "$(dirname "$0")/bytecode.sh"
+# The first process on a fresh machine also reads torch's, Triton's and Warp's libraries from
+# disk. One throwaway process that compiles with both (its caches in a directory of its own) reads
+# them first, so the side that runs first does not pay it alone.
+warmup=$(mktemp -d)
+WARP_CACHE_PATH=$warmup TORCHINDUCTOR_CACHE_DIR=$warmup TRITON_CACHE_DIR=$warmup \
+  python3 "$(dirname "$0")/warm_page_cache.py" > /dev/null 2>&1
+echo "page cache warmed (${SECONDS}s into the script)" | tee -a "$work/startup.log"
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee -a "$work/gpu.txt"
 for task in ${TASKS:-cartpole ant humanoid}; do
   for side in $sides; do

@@ -42,6 +42,7 @@ def test_cold_then_warm_start(tmp_path: Path) -> None:
         assert abs(sampled - (result["to_first_iteration_s"] - result["phases_s"]["import"])) < 1.0
     waited = sum(cold["main_thread_s"][p].get("waiting for Warp", 0.0) for p in PHASES)
     assert waited > 0 and sum(warm["main_thread_s"][p].get("waiting for Warp", 0.0) for p in PHASES) < waited
+    assert any(row[3].startswith("envs.task_env.") for row in cold["samples"]), "samples name phalanx's functions"
     timeline = [m for p in PHASES for m in cold["warp"][p]["timeline"]]
     assert len(timeline) == loads(cold, "compiled")
     assert all(0 < start < end <= cold["to_first_iteration_s"] for _, how, start, end in timeline)

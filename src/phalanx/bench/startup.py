@@ -109,7 +109,7 @@ def main_thread_table(results: list[dict[str, Any]]) -> str:
             continue
         split = [r["main_thread_s"].get(p, {}) for p in PHASES]
         ends = [m[3] for p in PHASES for m in r["warp"].get(p, {}).get("timeline", [])]
-        cores = [c for t, _, c in r["samples"] if c is not None and t <= r["to_first_iteration_s"]]
+        cores = [row[2] for row in r["samples"] if row[2] is not None and row[0] <= r["to_first_iteration_s"]]
         rows.append(
             [r["run"], *(f"{sum(s.get(state, 0.0) for s in split):.1f}" for state in STATES)]
             + [f"{max(ends):.1f} s" if ends else "-", f"{sum(cores) / len(cores):.1f}" if cores else "-"]

@@ -54,21 +54,26 @@ def warp_loads(lines: list[tuple[float, str]]) -> dict[str, Any]:
     }
 
 
-def main_thread_state(frame: Any) -> str:
+def main_thread_state(frame: Any) -> tuple[str, str]:
     """What a stack of the main thread is doing: "torch.compile" (Dynamo, inductor, Triton),
     "waiting for Warp" (for module loads on the compile threads), "Warp" (Warp or MuJoCo Warp
-    Python: code generation, model upload) or "other"."""
-    files = []
+    Python: code generation, model upload) or "other"; and where in phalanx (the innermost
+    phalanx function, as module.function, "" outside phalanx)."""
+    files, where = [], ""
     while frame is not None:
-        files.append(frame.f_code.co_filename)
+        code = frame.f_code
+        files.append(code.co_filename)
+        if not where and "/phalanx/" in code.co_filename:
+            module = code.co_filename.rsplit("/phalanx/", 1)[1].removesuffix(".py").replace("/", ".")
+            where = f"{module}.{code.co_name}"
         frame = frame.f_back
     if any("torch/_dynamo" in f or "torch/_inductor" in f for f in files):
-        return "torch.compile"
+        return "torch.compile", where
     if any(f.endswith("phalanx/sim/warp_compile.py") for f in files) and any("concurrent/futures" in f for f in files):
-        return "waiting for Warp"
+        return "waiting for Warp", where
     if any("/warp/" in f or "/mujoco_warp/" in f for f in files[:3]):
-        return "Warp"
-    return "other"
+        return "Warp", where
+    return "other", where
 
 
 def busy_cores() -> tuple[float, float] | None:
@@ -84,7 +89,7 @@ def busy_cores() -> tuple[float, float] | None:
 class Sampler:
     """Samples, every `interval_s` on a thread of its own, what the main thread does
     (`main_thread_state`) and how many CPU cores the machine keeps busy: rows of [seconds from
-    the launch, state, busy cores]."""
+    the launch, state, busy cores, where in phalanx]."""
 
     def __init__(self, interval_s: float = 0.1) -> None:
         self.interval_s, self.rows = interval_s, []
@@ -107,8 +112,8 @@ class Sampler:
             now, cpu = time.time(), busy_cores()
             cores = None if cpu is None or before is None else (cpu[0] - before[0]) / self.interval_s
             before = cpu
-            state = main_thread_state(frame)
-            self.rows.append([round(now - LAUNCH_T, 2), state, None if cores is None else round(cores, 1)])
+            state, where = main_thread_state(frame)
+            self.rows.append([round(now - LAUNCH_T, 2), state, None if cores is None else round(cores, 1), where])
 
     def split(self, start_s: float, end_s: float) -> dict[str, float]:
         """Seconds of each main-thread state between two times (from the launch): each sample
@@ -116,7 +121,7 @@ class Sampler:
         held the GIL)."""
         out: dict[str, float] = {}
         previous = self.rows[0][0] - self.interval_s if self.rows else 0.0
-        for t, state, _ in self.rows:
+        for t, state, *_ in self.rows:
             if start_s < t <= end_s:
                 out[state] = round(out.get(state, 0.0) + t - max(previous, start_s), 2)
             previous = t
