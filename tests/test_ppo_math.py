@@ -218,45 +218,44 @@ def test_update_matches_a_plain_reference() -> None:
         assert math.isclose(float(out["loss/kl"]), sum(kls) / len(kls), rel_tol=1e-4)
 
 
-def test_the_compiled_update_compiles_as_ppo_is_built() -> None:
-    """With compile_update, PPO compiles the minibatch losses, forward and backward, at
-    construction (a trainer built before its env's first reset compiles them while Warp compiles
-    the physics), leaves the policy without gradients, and its first update compiles nothing more
-    and takes the plain update's steps."""
+def test_the_update_compiled_in_a_second_process_is_what_the_first_update_loads(tmp_path, monkeypatch) -> None:
+    """A trainer with a compiled update starts a process that compiles it (`update_compile`)
+    while the env's step compiles. PPO's first update then loads both graphs, forward and
+    backward, from inductor's cache, compiles nothing of its own, and takes the plain update's
+    steps."""
     import copy
 
     from torch._dynamo.utils import counters
 
-    from phalanx.rl.models import ActorCritic
-    from phalanx.rl.ppo import PPO, PPOCfg
+    from phalanx.rl import update_compile
+    from phalanx.rl.config import PolicyCfg
+    from phalanx.rl.ppo import PPOCfg
 
-    def compiles() -> dict[str, int]:
-        inductor = counters["inductor"]
-        return {
-            "graphs": counters["stats"]["unique_graphs"],
-            "inductor": inductor["fxgraph_cache_miss"] + inductor["fxgraph_cache_hit"],
-        }
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))  # for this process and the other
 
+    def compiles() -> tuple[int, int]:
+        return counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+
+    spec = update_compile.UpdateSpec(
+        policy=PolicyCfg(actor_hidden_dims=(24, 24), critic_hidden_dims=(24,)),
+        algo=PPOCfg(num_learning_epochs=2, num_mini_batches=3, learning_rate=3e-3),
+        observation_spec={"policy": (7,)}, action_dim=2, num_envs=6, num_steps=4, normalize=False, tf32=False,
+        bf16_update=False, compile_update=True, image_dtype="uint8", device="cpu",
+    )  # fmt: skip
+    assert update_compile.finish(update_compile.start(spec), timeout_s=600) == 0
     torch.manual_seed(0)
-    policy = ActorCritic(5, 5, 3, (16, 16), (16,), "elu", 0.8)
+    policy = spec.actor_critic()
     reference = copy.deepcopy(policy)
-    cfg = PPOCfg(num_learning_epochs=2, num_mini_batches=3, learning_rate=3e-3)
-    before = compiles()
-    ppo = PPO(policy, cfg, {"policy": (5,)}, 6, 4, False, torch.Generator(), compile_update=True)
-    built = compiles()
-    assert built["graphs"] == before["graphs"] + 1, "the losses traced once, as one graph"
-    assert built["inductor"] == before["inductor"] + 2, "forward and backward compiled"
-    assert all(p.grad is None for p in policy.parameters())
-    for mine, theirs in zip(policy.parameters(), reference.parameters(), strict=True):
-        assert torch.equal(mine, theirs)
+    ppo = spec.ppo(policy, torch.Generator(), capture=False, dist=None)
     s = ppo.storage
     for name in ("obs", "actions", "action_mean", "log_probs", "values", "advantages", "returns"):
         getattr(s, name).normal_()
     s.action_std.uniform_(0.5, 1.5)
     data = {name: getattr(s, name).reshape(24, *getattr(s, name).shape[2:]).clone() for name in s.columns}
     ppo.generator.manual_seed(123)
+    hits, misses = compiles()
     ppo.update()
-    assert compiles() == built, "the update compiled again: a guard of the construction's trace failed"
-    _reference_update(reference, cfg, data, torch.Generator().manual_seed(123))
+    assert compiles() == (hits + 2, misses), "forward and backward came from the cache, nothing was compiled"
+    _reference_update(reference, spec.algo, data, torch.Generator().manual_seed(123))
     for mine, theirs in zip(policy.parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)

@@ -190,19 +190,29 @@ def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later()
 
 
 def test_an_env_reset_after_its_trainer_starts_as_one_reset_when_made() -> None:
-    """`phalanx train` builds the env without its first reset, then the trainer (which compiles
-    its update meanwhile), then resets: the env starts and steps as one made the usual way.
-    Before that reset its observations are zeros of their shapes and it refuses to step."""
+    """`phalanx train` builds the env without its first reset, then the trainer, then resets: the
+    reset traces the compiled step (runs it once, dry), and the env starts and steps as one made
+    the usual way. Before that reset its observations are zeros of their shapes and it
+    refuses to step."""
     cfg = train_cfg("anymal-flat")
     cfg.num_envs, cfg.device, cfg.num_steps_per_env = 8, "cpu", 4
-    made = make_cpu("anymal-flat", seed=5)
-    deferred = make_cpu("anymal-flat", seed=5, reset=False)
+    made = make_cpu("anymal-flat", seed=5, compile=True)
+    deferred = make_cpu("anymal-flat", seed=5, compile=True, reset=False)
     assert deferred.observation_spec == made.observation_spec
     assert all(not value.any() for value in deferred.obs.values())
     with pytest.raises(RuntimeError, match=r"reset\(\)"):
         deferred.step(torch.zeros(8, deferred.action_dim))
     Trainer(cfg, deferred, run_dir=None, console=Console(quiet=True))
+    traced, compiled_step = [], deferred.stepper.fn
+
+    def spy(actions: torch.Tensor):
+        traced.append(deferred.sim._skip_warp)
+        return compiled_step(actions)
+
+    deferred.stepper.fn = spy
     deferred.reset()
+    assert traced == [True], "the first reset ran the compiled step once, dry"
+    deferred.stepper.fn = compiled_step
     g = torch.Generator().manual_seed(0)
     for _ in range(3):
         actions = torch.rand(8, made.action_dim, generator=g) * 2 - 1

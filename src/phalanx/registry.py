@@ -185,8 +185,9 @@ def make(
         verbose: print the term tables and Warp's compile messages.
         capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
         compile: torch.compile the torch part of the step (None: the task's `compile_step` where capturing).
-        reset: reset the env before returning it. With False the caller calls `reset()` before
-            the first step, and what it does first runs while the physics' Warp modules compile.
+        reset: reset the env before returning it (the first reset traces the compiled step).
+            With False the caller resets it before the first step, and work it starts in between
+            runs beside that trace and the physics' Warp compile (see `TaskEnv`).
     """
     from phalanx.devices import resolve_device
     from phalanx.envs.task_env import TaskEnv

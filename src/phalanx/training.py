@@ -197,7 +197,8 @@ def _prepare(
         )
     try:
         progress.enter("building the env", slow=True)
-        # The first reset waits for the physics' Warp modules: the trainer compiles its update first.
+        # The env's first reset traces its compiled step: the trainer, built first, starts compiling
+        # its update in a second process beside it.
         env = make(cfg.env, num_envs=cfg.num_envs, device=device, seed=cfg.seed + dist.rank, reset=False)
         if dist.is_main:
             print_term_tables(env)

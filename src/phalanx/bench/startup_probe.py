@@ -225,7 +225,8 @@ def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[s
 
     cfg = train_cfg(task)
     cfg.num_envs, cfg.device = num_envs, str(device)
-    # As `phalanx train`: the env, the trainer (which compiles its update), then the env's first reset.
+    # As `phalanx train`: the env, the trainer (which starts compiling its update in a second
+    # process), then the env's first reset (which traces the compiled step).
     with phases.phase("model_build", sync):
         # verbose: make keeps Warp at level INFO (and prints the task's term tables into the log)
         env = make(cfg.env, num_envs=num_envs, device=device, seed=cfg.seed, verbose=True, reset=False)
@@ -233,7 +234,7 @@ def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[s
         from rich.console import Console
 
         trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
-    with phases.phase("first_reset", sync):  # waits for the Warp modules it launches
+    with phases.phase("first_reset", sync):  # traces the compiled step, waits for the Warp modules it launches
         env.reset()
     with phases.phase("first_env_step", sync):  # physics kernels, torch.compile, the env's CUDA graph
         env.step(torch.zeros(env.num_envs, env.action_dim, device=device))

@@ -122,7 +122,7 @@ def measure(
     memory_before = _device_memory_used(device)
     try:
         start = time.perf_counter()
-        # As `phalanx train`: the trainer compiles its update before the env's first reset.
+        # As `phalanx train`: the trainer starts compiling its update before the env's first reset.
         env = make(cfg.env, num_envs=num_envs, device=device, seed=cfg.seed, reset=False)
         trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
         env.reset()
@@ -173,7 +173,7 @@ def measure(
         "encoder_s": encoder_s,
         "startup_s": {
             "import": import_s,
-            "model_build": build_s,  # the env, the trainer (compiling its update) and the first reset
+            "model_build": build_s,  # the env, the trainer and the first reset (tracing the step)
             "first_iteration": first_iteration_s,
             "warmup_and_capture": warmup_s,
         },

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,13 +38,16 @@ class TaskEnv(VecEnv):
     `compile=True` (default: `cfg.compile_step` where capturing) the torch part of the step goes through
     torch.compile first, which fuses hundreds of small term kernels into a few. Terms therefore
     keep their state in tensors updated in place: their Python code runs when the step is traced
-    and recorded, and before that, dry (Warp skipped, state put back), when the env is built:
-    once eagerly, which counts the random numbers a step takes (`StepRandoms`), and once
-    compiled, which traces the step (see `_prepare_step`). The env is then reset, unless
-    `reset=False`: the first reset waits for the physics' Warp modules (compiling for tens of
-    seconds on a fresh machine), so a caller with work of its own to compile (a trainer's update)
-    does it first and then calls `reset()`; until then `obs` holds zeros of the observations'
-    shapes and `step` refuses to run.
+    and recorded, and before that dry (Warp skipped, state put back, `_dry_step`): eagerly when
+    the env is built, which counts the random numbers a step takes (`StepRandoms`) and gives the
+    observations' shapes, then compiled at the first reset, which traces the step. On a fresh
+    machine the physics' Warp modules compile in the background meanwhile, from the moment the
+    simulator exists (`Simulator.compile_step_work`), and the real step finds both compiled.
+
+    The env is reset as it is built, unless `reset=False`: then the caller resets it (or loads a
+    state) before the first step, which is refused until then, and `obs` holds zeros of the
+    observations' shapes. Work the caller starts in between runs beside the trace: `phalanx
+    train` builds its trainer there, which starts compiling the PPO update in a second process.
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
     views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
@@ -126,8 +130,11 @@ class TaskEnv(VecEnv):
         for group in (*self.observations.values(), self.rewards, self.terminations, self.metrics):
             group.check(self)
         self.events.startup(self)
-        self._prepare_step()
-        self._reset_pending = True
+        self.obs = {}  # the first reset makes them
+        self._trace_pending = False
+        obs = self._dry_step(self._step)  # counts the random numbers a step takes (`StepRandoms`)
+        self.obs = {group: torch.zeros_like(value) for group, value in obs.items()}  # until the first reset
+        self._trace_pending, self._reset_pending = self.compile, True
         if reset:
             self.reset()
         self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
@@ -150,6 +157,9 @@ class TaskEnv(VecEnv):
     def reset(self, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Resets the envs where `mask` (num_envs,) bool is True (all when None) and returns the
         observations of every env; the others keep their state."""
+        if self._trace_pending:  # the first reset traces the compiled step (see the class)
+            self._trace_pending = False
+            self._dry_step(self.stepper.fn)
         every_env = mask is None
         if every_env:
             mask = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
@@ -174,24 +184,16 @@ class TaskEnv(VecEnv):
         self.obs = out[0]
         return out
 
-    def _prepare_step(self) -> None:
-        """Before the first reset, with the simulator's Warp launches skipped (other work, e.g. a
-        QP kernel, runs on the stale state): resets and steps once eagerly, to count the random
-        numbers a step takes (`StepRandoms`), and with torch.compile resets and steps once
-        compiled; the state is put back after each. On a fresh machine the physics' Warp modules
-        compile in the background for tens of seconds from the moment the simulator exists (see
-        `Simulator.compile_step_work`), and torch.compile takes as long: tracing here runs the two
-        side by side, where after the first reset (which waits for its modules) they would follow
-        each other. The real step finds both compiled."""
-        self.obs = {}  # the reset below makes the first observations
+    def _dry_step(self, step: Callable[[torch.Tensor], Any]) -> dict[str, torch.Tensor]:
+        """Resets and calls `step` (the eager or the compiled step) once with the simulator's Warp
+        launches skipped (other work, e.g. a QP kernel, runs on the stale state), then puts the
+        state back; returns the reset's observations."""
         state = self.state_dict()
-        actions = torch.zeros((self.num_envs, self.action_dim), device=self.device)
-        for step in (self._step, self.stepper.fn) if self.compile else (self._step,):
-            with self.sim.warp_skipped():
-                obs = self.reset()
-                step(actions)
-            self.load_state_dict(state)
-        self.obs = {group: torch.zeros_like(value) for group, value in obs.items()}  # until the first reset
+        with self.sim.warp_skipped():
+            obs = self.reset()
+            step(torch.zeros((self.num_envs, self.action_dim), device=self.device))
+        self.load_state_dict(state)
+        return obs
 
     @property
     def invalid_resets(self) -> torch.Tensor:

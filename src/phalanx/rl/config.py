@@ -113,9 +113,8 @@ class TrainCfg:
     float32."""
     compile_update: bool = True
     """On CUDA, torch.compile the update's minibatch losses, forward and backward: fused kernels
-    instead of one per op, for seconds of compiling as the trainer is built (tens of seconds with
-    an empty inductor cache), while the physics' Warp modules compile where the env's first reset
-    comes after the trainer (as in `phalanx train`)."""
+    instead of one per op. A second process compiles them while the env's step compiles (tens of
+    seconds with an empty inductor cache); the first update loads them from the cache."""
     distributed: bool = False
     """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
     seed + rank, gradients averaged over ranks, only rank 0 writes."""

@@ -106,9 +106,8 @@ class PPO:
     backward) run on TF32 tensor cores where the GPU has them; the env's own stay float32. On
     CUDA, `bf16_update` runs the update's network passes under bfloat16 autocast (losses, their
     statistics and the optimizer stay float32). `compile_update` compiles the minibatch losses,
-    forward and backward, with torch.compile, here at construction (on the storage's zeros; the
-    policy is left as it was): a trainer built before its env's first reset compiles them while
-    the physics' Warp modules still compile, where the first update would wait for both.
+    forward and backward, with torch.compile at the first update, or earlier with
+    `compile_losses` (what a second process does for the trainer, see `phalanx.rl.update_compile`).
     """
 
     TERMS = ("surrogate", "value", "entropy", "kl")
@@ -168,8 +167,6 @@ class PPO:
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
-        if compile_update:
-            self._compile_losses()
 
     # ----------------------------------------------------------------------------- rollout
 
@@ -316,9 +313,10 @@ class PPO:
             yield mb
 
     @_in_matmul_precision
-    def _compile_losses(self) -> None:
-        """Compiles `_losses`, forward and backward, on a minibatch made as the update makes them
-        (so the update's calls match the compiled graphs' guards), then drops the gradients."""
+    def compile_losses(self) -> None:
+        """Compiles the minibatch losses, forward and backward, on the storage's zeros cut as the
+        update cuts its minibatches (the update's calls then match the compiled graphs), and leaves
+        the policy as it was."""
         order = torch.arange(self.storage.steps * self.storage.num_envs, device=self.device)
         loss, _ = self._losses(next(self._minibatches(order)))
         loss.backward()

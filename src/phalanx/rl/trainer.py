@@ -19,14 +19,15 @@ from phalanx.config_data import to_data
 from phalanx.dist import DistContext, Progress
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
+from phalanx.rl import update_compile
 from phalanx.rl.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.episode_stats import EpisodeStats
 from phalanx.rl.logger import RunLogger
 from phalanx.rl.models import ActorCritic
-from phalanx.rl.ppo import PPO
 from phalanx.rl.staged_graphs import StagedGraphs
 from phalanx.rl.timing import FPS_NAMES, IntervalTimer, phase_range
+from phalanx.rl.update_compile import UpdateSpec
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -50,20 +51,18 @@ class Trainer:
         self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
         self.console = console or Console()
         self.device = env.device
+        spec = UpdateSpec.for_training(cfg, env)
+        # With a compiled update, a second process compiles it now, beside the env's step (traced at
+        # the env's first reset if that has not happened yet); the first update waits for it.
+        self._update_compile = update_compile.start(spec) if spec.compile_update else None
         torch.manual_seed(cfg.seed)  # the networks' initial weights
-        policy = ActorCritic.for_env(env.observation_spec, env.action_dim, cfg.policy).to(self.device)
+        policy = spec.actor_critic()
         self.dist.broadcast_module(policy)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         images = cfg.policy.image_group
-        self.ppo = PPO(
-            policy, cfg.algo, env.observation_spec, env.num_envs, cfg.num_steps_per_env,
-            cfg.empirical_normalization, self.generator, capture=capture_update, dist=self.dist, tf32=cfg.tf32,
-            bf16_update=cfg.bf16_update, compile_update=cfg.compile_update and self.device.type == "cuda",
-            image_group=images, image_dtype=torch.uint8 if images is None else env.obs[images].dtype,
-            image_targets=cfg.policy.image_targets, image_target_coef=cfg.policy.image_target_coef,
-        )  # fmt: skip
+        self.ppo = spec.ppo(policy, self.generator, capture=capture_update, dist=self.dist)
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if capture_rollout and not env.capture:
             raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
@@ -209,6 +208,9 @@ class Trainer:
         collect_timer.end()
         with phase_range("ppo_update", self.profiling):
             self.progress.tick()
+            if self._update_compile is not None:  # its compiled graphs are in the cache once it is done
+                update_compile.finish(self._update_compile)
+                self._update_compile = None
             losses = self.ppo.update()
         total_timer.end()
 

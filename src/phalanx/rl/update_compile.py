@@ -1,0 +1,132 @@
+"""The PPO update compiled in a process of its own while the training process compiles its env step.
+
+On a fresh machine, a compiled task's start waits for the main thread's `torch.compile` work, one
+graph after another: the env step (tens of seconds), then the update (6-7.5 s on an H100). Warp's
+modules compile in the background meanwhile and are done first. torch.compile keeps what it
+compiles in files that every process of the machine reads: inductor's FX graph cache,
+AOTAutograd's cache and Triton's kernels. So the trainer starts this module as a process as soon
+as it is built, before the env's first reset traces the step. The process builds the same PPO
+for the same shapes and compiles its minibatch losses, forward and backward
+(`PPO.compile_losses`). The training process's first update then loads them from the cache.
+
+    python -m phalanx.rl.update_compile < SPEC.json     (an `UpdateSpec` as `to_data` writes it)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from phalanx.config_data import from_data, to_data
+from phalanx.errors import ConfigError
+from phalanx.rl.config import PolicyCfg
+from phalanx.rl.models import ActorCritic
+from phalanx.rl.ppo import PPO, PPOCfg
+
+if TYPE_CHECKING:
+    from phalanx.dist import DistContext
+    from phalanx.envs.vec_env import VecEnv
+    from phalanx.rl.config import TrainCfg
+
+WAIT_S = 120.0
+"""How long the trainer's first update waits for the process before compiling on its own (a cold
+compile of the update took 6-7.5 s on an H100)."""
+
+
+@dataclass
+class UpdateSpec:
+    """What the PPO update's compiled graphs depend on: the policy and PPO settings, the env's
+    shapes, the rollout's size and the device. The trainer builds its PPO from it, and so does the
+    compiling process: the same graphs, the same cache entries."""
+
+    policy: PolicyCfg
+    algo: PPOCfg
+    observation_spec: dict[str, tuple[int, ...]]
+    action_dim: int
+    num_envs: int
+    num_steps: int
+    normalize: bool
+    tf32: bool
+    bf16_update: bool
+    compile_update: bool
+    image_dtype: str
+    """The image group's dtype ("uint8" without images)."""
+    device: str
+
+    @classmethod
+    def for_training(cls, cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
+        images = cfg.policy.image_group
+        return cls(
+            policy=cfg.policy,
+            algo=cfg.algo,
+            observation_spec={group: tuple(shape) for group, shape in env.observation_spec.items()},
+            action_dim=env.action_dim,
+            num_envs=env.num_envs,
+            num_steps=cfg.num_steps_per_env,
+            normalize=cfg.empirical_normalization,
+            tf32=cfg.tf32,
+            bf16_update=cfg.bf16_update,
+            compile_update=cfg.compile_update and env.device.type == "cuda",
+            image_dtype=str(torch.uint8 if images is None else env.obs[images].dtype).removeprefix("torch."),
+            device=str(env.device),
+        )
+
+    def actor_critic(self) -> ActorCritic:
+        """The untrained networks, on the device (seed the global generator first)."""
+        return ActorCritic.for_env(self.observation_spec, self.action_dim, self.policy).to(self.device)
+
+    def ppo(self, policy: ActorCritic, generator: torch.Generator, capture: bool, dist: DistContext | None) -> PPO:
+        return PPO(
+            policy, self.algo, self.observation_spec, self.num_envs, self.num_steps, self.normalize, generator,
+            capture=capture, dist=dist, tf32=self.tf32, bf16_update=self.bf16_update,
+            compile_update=self.compile_update, image_group=self.policy.image_group,
+            image_dtype=getattr(torch, self.image_dtype), image_targets=self.policy.image_targets,
+            image_target_coef=self.policy.image_target_coef,
+        )  # fmt: skip
+
+
+def start(spec: UpdateSpec) -> subprocess.Popen:
+    """Starts compiling `spec`'s update in a new process (its output discarded: the training
+    process compiles on its own if this one fails) and returns it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "phalanx.rl.update_compile"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    proc.stdin.write(json.dumps(to_data(spec)))
+    proc.stdin.close()
+    return proc
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = WAIT_S) -> int | None:
+    """Waits up to `timeout_s` for the process; stops it if still running. Returns its exit status
+    (None: stopped)."""
+    try:
+        return proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+
+
+def _refuse(reference: str, annotation: Any, path: str) -> Any:
+    raise ConfigError(f"the update's spec names no functions, got {reference!r}", path)
+
+
+def main() -> None:
+    spec = from_data(UpdateSpec, json.loads(sys.stdin.read()), "spec", _refuse)
+    spec = dataclasses.replace(spec, compile_update=True)
+    ppo = spec.ppo(spec.actor_critic(), torch.Generator(device=spec.device), capture=False, dist=None)
+    ppo.compile_losses()
+
+
+if __name__ == "__main__":
+    main()
