@@ -198,7 +198,14 @@ def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
         result = _probe(phases, task, num_envs, device_name)
     breakdown = torch_compile_breakdown()
     if "torch._inductor.config" in sys.modules:  # the processes compiling inductor's kernels
+        from torch._dynamo.utils import counters
+
         breakdown["inductor compile_threads"] = sys.modules["torch._inductor.config"].compile_threads
+        # Graphs inductor compiled (miss) or loaded from its cache (hit), e.g. the update's two when
+        # the trainer's second process compiled them first.
+        breakdown |= {
+            f"inductor {key}": counters["inductor"][key] for key in ("fxgraph_cache_hit", "fxgraph_cache_miss")
+        }
     return result | {
         "main_thread_s": phases.main_thread,
         "samples": phases.sampler.rows,
