@@ -23,9 +23,13 @@ source "$(dirname "$0")/bytecode.sh"
 # disk. One throwaway process that compiles with both (its caches in a directory of its own) reads
 # them first, so the side that runs first does not pay it alone.
 warmup=$(mktemp -d)
-WARP_CACHE_PATH=$warmup TORCHINDUCTOR_CACHE_DIR=$warmup TRITON_CACHE_DIR=$warmup \
-  python3 "$(dirname "$0")/warm_page_cache.py" > /dev/null 2>&1
-echo "page cache warmed (${SECONDS}s into the script)" | tee -a "$work/startup.log"
+if WARP_CACHE_PATH=$warmup TORCHINDUCTOR_CACHE_DIR=$warmup TRITON_CACHE_DIR=$warmup \
+  PYTHONPATH="$PWD/src:$base_path" python3 "$(dirname "$0")/warm_page_cache.py" > "$work/warmup.log" 2>&1; then
+  echo "page cache warmed (${SECONDS}s into the script)" | tee -a "$work/startup.log"
+else
+  echo "page cache warm-up failed, see warmup.log (${SECONDS}s into the script)" | tee -a "$work/startup.log"
+fi
+rm -rf "$warmup"
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv | tee -a "$work/gpu.txt"
 for task in ${TASKS:-cartpole ant humanoid}; do
   for side in $sides; do

@@ -199,8 +199,17 @@ def make(
     configure_warp(verbose)
     device = resolve_device(device)
     low_level = None if cfg.actions.low_level is None else low_level_source(cfg.actions.low_level)
-    options = {"verbose": verbose, "capture": capture, "compile": compile, "reset": reset}
-    return TaskEnv(cfg, num_envs, device, seed=seed, low_level=low_level, **options)
+    return TaskEnv(
+        cfg,
+        num_envs,
+        device,
+        seed=seed,
+        verbose=verbose,
+        capture=capture,
+        compile=compile,
+        low_level=low_level,
+        reset=reset,
+    )
 
 
 def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:

@@ -206,6 +206,7 @@ def _prepare(
         console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
         progress.enter("building the trainer", slow=True)
         trainer = Trainer(cfg, env, run_dir, console, dist, progress)
+        progress.enter("resetting the env (compiling its step)", slow=True)
         env.reset()
     except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:
         if not isinstance(error, torch.OutOfMemoryError | MemoryError) and "can't allocate memory" not in str(error):

@@ -95,7 +95,7 @@ def table(results: list[dict[str, Any]]) -> str:
     return markdown_table(columns, rows) + "\n\n" + note
 
 
-STATES = ("torch.compile", "waiting for Warp", "Warp", "other")
+STATES = ("torch.compile", "waiting for Warp", "Warp", "waiting for the update's compile", "other")
 """What the probe's sampler saw the main thread do (`startup_probe.main_thread_state`)."""
 
 
@@ -115,8 +115,9 @@ def main_thread_table(results: list[dict[str, Any]]) -> str:
             + [f"{max(ends):.1f} s" if ends else "-", f"{sum(cores) / len(cores):.1f}" if cores else "-"]
         )
     note = (
-        "Seconds, sampled ten times a second from the launch to the end of the first iteration. Warp: Warp's"
-        " or MuJoCo Warp's own Python on the main thread (code generation, model upload); waiting for Warp:"
-        " for modules still compiling on the compile threads."
+        "Seconds, sampled ten times a second from the probe's start (after the interpreter's) to the end of"
+        " the first iteration. Warp: Warp's or MuJoCo Warp's own Python on the main thread (code generation,"
+        " model upload); waiting for Warp: for modules still compiling on the compile threads; running"
+        " compiled code counts as other."
     )
     return markdown_table(columns, rows) + "\n\n" + note

@@ -54,36 +54,48 @@ def warp_loads(lines: list[tuple[float, str]]) -> dict[str, Any]:
     }
 
 
+PHALANX_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
+"""Where phalanx's modules are: the samples name the innermost phalanx function."""
+
+
 def main_thread_state(frame: Any) -> tuple[str, str]:
-    """What a stack of the main thread is doing: "torch.compile" (Dynamo, inductor, Triton),
-    "waiting for Warp" (for module loads on the compile threads), "Warp" (Warp or MuJoCo Warp
-    Python: code generation, model upload) or "other"; and where in phalanx (the innermost
-    phalanx function, as module.function, "" outside phalanx)."""
+    """What a stack of the main thread is doing, and where in phalanx (the innermost phalanx
+    function, as module.function; "" outside phalanx). The states:
+    - "waiting for Warp": for module loads on the compile threads;
+    - "Warp": Warp's or MuJoCo Warp's own Python (code generation, model upload);
+    - "torch.compile": Dynamo tracing, AOTAutograd, inductor and its kernel compiles, and first
+      calls' kernel timing (running compiled code is not compiling);
+    - "waiting for the update's compile": for the trainer's second process;
+    - "other"."""
     files, where = [], ""
     while frame is not None:
         code = frame.f_code
         files.append(code.co_filename)
-        if not where and "/phalanx/" in code.co_filename:
-            module = code.co_filename.rsplit("/phalanx/", 1)[1].removesuffix(".py").replace("/", ".")
+        if not where and code.co_filename.startswith(PHALANX_DIR):
+            module = code.co_filename.removeprefix(PHALANX_DIR).removesuffix(".py").replace(os.sep, ".")
             where = f"{module}.{code.co_name}"
         frame = frame.f_back
-    if any("torch/_dynamo" in f or "torch/_inductor" in f for f in files):
-        return "torch.compile", where
     if any(f.endswith("phalanx/sim/warp_compile.py") for f in files) and any("concurrent/futures" in f for f in files):
         return "waiting for Warp", where
     if any("/warp/" in f or "/mujoco_warp/" in f for f in files[:3]):
         return "Warp", where
+    compiling = ("torch/_dynamo/convert_frame.py", "torch/_inductor/", "torch/_functorch/_aot_autograd/")
+    if any(part in f for f in files for part in compiling):
+        return "torch.compile", where
+    if where == "rl.update_compile.finish":
+        return "waiting for the update's compile", where
     return "other", where
 
 
-def busy_cores() -> tuple[float, float] | None:
-    """(busy, total) CPU seconds summed over cores since boot, from /proc/stat (None elsewhere)."""
+def cpu_times() -> tuple[float, float] | None:
+    """(busy, total) CPU time summed over the machine's cores since boot, in clock ticks, from
+    /proc/stat (None elsewhere). Guest time is inside user time there and is not counted twice."""
     try:
-        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     except OSError:
         return None
     idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK"), sum(fields) / os.sysconf("SC_CLK_TCK")
+    return sum(fields) - idle, sum(fields)
 
 
 class Sampler:
@@ -106,11 +118,13 @@ class Sampler:
         self._thread.join()
 
     def _run(self) -> None:
-        before = busy_cores()
+        before, cores_in_all = cpu_times(), os.cpu_count() or 1
         while not self._stop.wait(self.interval_s):
             frame = sys._current_frames().get(self._main)
-            now, cpu = time.time(), busy_cores()
-            cores = None if cpu is None or before is None else (cpu[0] - before[0]) / self.interval_s
+            now, cpu = time.time(), cpu_times()
+            cores = None
+            if cpu is not None and before is not None and cpu[1] > before[1]:  # busy share of the time since
+                cores = (cpu[0] - before[0]) / (cpu[1] - before[1]) * cores_in_all
             before = cpu
             state, where = main_thread_state(frame)
             self.rows.append([round(now - LAUNCH_T, 2), state, None if cores is None else round(cores, 1), where])
@@ -197,19 +211,19 @@ def probe(task: str, num_envs: int, device_name: str) -> dict[str, Any]:
     with phases.sampler:
         result = _probe(phases, task, num_envs, device_name)
     breakdown = torch_compile_breakdown()
-    if "torch._inductor.config" in sys.modules:  # the processes compiling inductor's kernels
+    inductor: dict[str, int] = {}
+    if "torch._inductor.config" in sys.modules:
         from torch._dynamo.utils import counters
 
-        breakdown["inductor compile_threads"] = sys.modules["torch._inductor.config"].compile_threads
+        inductor["compile_threads"] = sys.modules["torch._inductor.config"].compile_threads  # its processes
         # Graphs inductor compiled (miss) or loaded from its cache (hit), e.g. the update's two when
         # the trainer's second process compiled them first.
-        breakdown |= {
-            f"inductor {key}": counters["inductor"][key] for key in ("fxgraph_cache_hit", "fxgraph_cache_miss")
-        }
+        inductor |= {key: counters["inductor"][key] for key in ("fxgraph_cache_hit", "fxgraph_cache_miss")}
     return result | {
         "main_thread_s": phases.main_thread,
         "samples": phases.sampler.rows,
         "torch_compile_steps_s": breakdown,
+        "inductor": inductor,
     }
 
 
@@ -243,7 +257,7 @@ def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[s
         trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
     with phases.phase("first_reset", sync):  # traces the compiled step, waits for the Warp modules it launches
         env.reset()
-    with phases.phase("first_env_step", sync):  # physics kernels, torch.compile, the env's CUDA graph
+    with phases.phase("first_env_step", sync):  # physics kernels, the env's CUDA graph
         env.step(torch.zeros(env.num_envs, env.action_dim, device=device))
     with phases.phase("first_iteration", sync):  # eager rollout and update
         trainer.iterate()

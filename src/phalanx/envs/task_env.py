@@ -134,7 +134,7 @@ class TaskEnv(VecEnv):
         self._trace_pending = False
         obs = self._dry_step(self._step)  # counts the random numbers a step takes (`StepRandoms`)
         self.obs = {group: torch.zeros_like(value) for group, value in obs.items()}  # until the first reset
-        self._trace_pending, self._reset_pending = self.compile, True
+        self._trace_pending, self.reset_pending = self.compile, True
         if reset:
             self.reset()
         self.observation_spec = {group: tuple(value.shape[1:]) for group, value in self.obs.items()}
@@ -157,6 +157,8 @@ class TaskEnv(VecEnv):
     def reset(self, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """Resets the envs where `mask` (num_envs,) bool is True (all when None) and returns the
         observations of every env; the others keep their state."""
+        if self.reset_pending and mask is not None:
+            raise ValueError("mask: the env's first reset resets every env (mask=None)")
         if self._trace_pending:  # the first reset traces the compiled step (see the class)
             self._trace_pending = False
             self._dry_step(self.stepper.fn)
@@ -170,14 +172,14 @@ class TaskEnv(VecEnv):
             )
         self._reset_envs(mask)
         obs = self._compute_obs(commit=mask)
-        self._reset_pending = False
+        self.reset_pending = False
         if not every_env:  # the other envs keep their observations too (fresh noise included)
             obs = {group: torch.where(rows(mask, value), value, self.obs[group]) for group, value in obs.items()}
         self.obs = obs
         return obs
 
     def step(self, actions: torch.Tensor):
-        if self._reset_pending:
+        if self.reset_pending:
             raise RuntimeError("step: the env was made with reset=False; call reset() before the first step")
         self._check_actions(actions)
         out = self.stepper(actions)
@@ -189,10 +191,12 @@ class TaskEnv(VecEnv):
         launches skipped (other work, e.g. a QP kernel, runs on the stale state), then puts the
         state back; returns the reset's observations."""
         state = self.state_dict()
-        with self.sim.warp_skipped():
-            obs = self.reset()
-            step(torch.zeros((self.num_envs, self.action_dim), device=self.device))
-        self.load_state_dict(state)
+        try:
+            with self.sim.warp_skipped():
+                obs = self.reset()
+                step(torch.zeros((self.num_envs, self.action_dim), device=self.device))
+        finally:
+            self.load_state_dict(state)
         return obs
 
     @property
@@ -233,7 +237,8 @@ class TaskEnv(VecEnv):
         self.sim.load_state_dict(state["sim"])
         self.obs = {group: value.to(self.device).clone() for group, value in state["obs"].items()}
         self.random.generator.set_state(state["rng"])
-        self._reset_pending = False
+        # A loaded env needs no first reset; its first step traces the compiled step, Warp running.
+        self.reset_pending = self._trace_pending = False
 
     def command(self, name: str) -> torch.Tensor:
         """(num_envs, d) the current value of the named command."""

@@ -28,6 +28,9 @@ class VecEnv(abc.ABC):
         step_dt: seconds of simulated time per env step.
         capture: whether `step` replays a CUDA graph (its outputs are then static buffers and a
             learner may record its own work around it as graphs too).
+        reset_pending: whether the env waits for its first `reset` (made with `reset=False`):
+            `obs` are placeholders of the right shapes, and the reset may take long (a
+            `TaskEnv`'s traces its compiled step), so a learner may start work to run beside it.
         reward_names: the reward terms of `extras["episode"]["terms"]`, in order.
         metric_names: the metrics of `extras["episode"]["metrics"]`, in order.
     """
@@ -40,6 +43,7 @@ class VecEnv(abc.ABC):
     max_episode_length: int
     step_dt: float
     capture: bool = False
+    reset_pending: bool = False
     reward_names: list[str] = []  # noqa: RUF012 (read-only default: no terms)
     metric_names: list[str] = []  # noqa: RUF012
 

@@ -7,6 +7,7 @@ losses and counters accumulate on the device and are read once per iteration, to
 from __future__ import annotations
 
 import signal
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,6 @@ class Trainer:
         self.console = console or Console()
         self.device = env.device
         spec = UpdateSpec.for_training(cfg, env)
-        # With a compiled update, a second process compiles it now, beside the env's step (traced at
-        # the env's first reset if that has not happened yet); the first update waits for it.
-        self._update_compile = update_compile.start(spec) if spec.compile_update else None
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         policy = spec.actor_critic()
         self.dist.broadcast_module(policy)
@@ -83,6 +81,14 @@ class Trainer:
         self.progress = progress or Progress()  # work begun by this process (the stall watchdog reads it)
         self._iterated = False  # whether this process has run an iteration (compiled, captured)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
+        # A compiled update is compiled by a second process beside the env's first reset (which
+        # traces the env's step for tens of seconds on a fresh machine); the first update waits for
+        # it, then loads what it compiled from inductor's cache.
+        self._update_compiler = None
+        if spec.compile_update and env.reset_pending:
+            self._update_compiler = update_compile.start(spec)
+            if self._update_compiler is not None:
+                weakref.finalize(self, update_compile.stop, self._update_compiler)
 
     @property
     def policy(self) -> ActorCritic:
@@ -208,9 +214,9 @@ class Trainer:
         collect_timer.end()
         with phase_range("ppo_update", self.profiling):
             self.progress.tick()
-            if self._update_compile is not None:  # its compiled graphs are in the cache once it is done
-                update_compile.finish(self._update_compile)
-                self._update_compile = None
+            if self._update_compiler is not None:  # its compiled graphs are in the cache once it is done
+                update_compile.finish(self._update_compiler)
+                self._update_compiler = None
             losses = self.ppo.update()
         total_timer.end()
 

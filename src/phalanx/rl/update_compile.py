@@ -14,11 +14,12 @@ for the same shapes and compiles its minibatch losses, forward and backward
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
     from phalanx.envs.vec_env import VecEnv
     from phalanx.rl.config import TrainCfg
 
-WAIT_S = 120.0
-"""How long the trainer's first update waits for the process before compiling on its own (a cold
-compile of the update took 6-7.5 s on an H100)."""
+WAIT_S = 30.0
+"""How long the trainer's first update waits for the process before stopping it and compiling on
+its own. The process starts before the env's first reset, which traces the env step for tens of
+seconds on a fresh machine, and a cold compile of the update took 6-7.5 s on an H100."""
 
 
 @dataclass
@@ -62,6 +64,8 @@ class UpdateSpec:
     @classmethod
     def for_training(cls, cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
         images = cfg.policy.image_group
+        # A group the env lacks is refused, by name, when the networks are built.
+        image_dtype = env.obs[images].dtype if images in env.obs else torch.uint8
         return cls(
             policy=cfg.policy,
             algo=cfg.algo,
@@ -73,7 +77,7 @@ class UpdateSpec:
             tf32=cfg.tf32,
             bf16_update=cfg.bf16_update,
             compile_update=cfg.compile_update and env.device.type == "cuda",
-            image_dtype=str(torch.uint8 if images is None else env.obs[images].dtype).removeprefix("torch."),
+            image_dtype=str(image_dtype).removeprefix("torch."),
             device=str(env.device),
         )
 
@@ -91,18 +95,26 @@ class UpdateSpec:
         )  # fmt: skip
 
 
-def start(spec: UpdateSpec) -> subprocess.Popen:
-    """Starts compiling `spec`'s update in a new process (its output discarded: the training
-    process compiles on its own if this one fails) and returns it."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "phalanx.rl.update_compile"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    proc.stdin.write(json.dumps(to_data(spec)))
-    proc.stdin.close()
+def start(spec: UpdateSpec) -> subprocess.Popen | None:
+    """Starts compiling `spec`'s update in a new process that imports this process's phalanx, and
+    returns it; None if it could not start. Its output is discarded: if it fails, the training
+    process compiles on its own."""
+    package_root = str(Path(__file__).resolve().parents[2])
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, environ.get("PYTHONPATH"))))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "phalanx.rl.update_compile"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=environ,
+            text=True,
+        )
+        proc.stdin.write(json.dumps(to_data(spec)))
+        proc.stdin.close()
+    except OSError:
+        return None
     return proc
 
 
@@ -112,9 +124,15 @@ def finish(proc: subprocess.Popen, timeout_s: float = WAIT_S) -> int | None:
     try:
         return proc.wait(timeout_s)
     except subprocess.TimeoutExpired:
+        stop(proc)
+        return None
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stops the process if it still runs (e.g. its trainer is dropped before its first update)."""
+    if proc.poll() is None:
         proc.kill()
         proc.wait()
-        return None
 
 
 def _refuse(reference: str, annotation: Any, path: str) -> Any:
@@ -123,8 +141,10 @@ def _refuse(reference: str, annotation: Any, path: str) -> Any:
 
 def main() -> None:
     spec = from_data(UpdateSpec, json.loads(sys.stdin.read()), "spec", _refuse)
-    spec = dataclasses.replace(spec, compile_update=True)
-    ppo = spec.ppo(spec.actor_critic(), torch.Generator(device=spec.device), capture=False, dist=None)
+    device = torch.device(spec.device)
+    if device.type == "cuda":  # a rank's device: nothing of this process on another GPU
+        torch.cuda.set_device(device)
+    ppo = spec.ppo(spec.actor_critic(), torch.Generator(device=device), capture=False, dist=None)
     ppo.compile_losses()
 
 
