@@ -95,6 +95,10 @@ class UpdateSpec:
         )  # fmt: skip
 
 
+COMPILE_THREADS = 4
+"""inductor's compile processes in the update's process (unless TORCHINDUCTOR_COMPILE_THREADS says)."""
+
+
 def start(spec: UpdateSpec) -> subprocess.Popen | None:
     """Starts compiling `spec`'s update in a new process that imports this process's phalanx, and
     returns it; None if it could not start. Its output is discarded: if it fails, the training
@@ -102,6 +106,10 @@ def start(spec: UpdateSpec) -> subprocess.Popen | None:
     package_root = str(Path(__file__).resolve().parents[2])
     environ = dict(os.environ)
     environ["PYTHONPATH"] = os.pathsep.join(filter(None, (package_root, environ.get("PYTHONPATH"))))
+    # Its few kernels have the env step's whole trace to compile in: a few of inductor's compile
+    # processes (its default is one per core, in every rank's process) leave the cores to the
+    # env's. inductor's cache key ignores the count.
+    environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", str(COMPILE_THREADS))
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "phalanx.rl.update_compile"],
