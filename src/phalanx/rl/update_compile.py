@@ -6,14 +6,16 @@ modules compile in the background meanwhile and are done first. torch.compile ke
 compiles in files that every process of the machine reads: inductor's FX graph cache,
 AOTAutograd's cache and Triton's kernels. So the trainer starts this module as a process as soon
 as it is built, before the env's first reset traces the step. The process builds the same PPO
-for the same shapes and compiles its minibatch losses, forward and backward
-(`PPO.compile_losses`). The training process's first update then loads them from the cache.
+for the same shapes (over a rollout of one minibatch, `one_minibatch`) and compiles its
+minibatch losses, forward and backward (`PPO.compile_losses`). The training process's first
+update then loads them from the cache.
 
     python -m phalanx.rl.update_compile < SPEC.json     (an `UpdateSpec` as `to_data` writes it)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -147,8 +149,16 @@ def _refuse(reference: str, annotation: Any, path: str) -> Any:
     raise ConfigError(f"the update's spec names no functions, got {reference!r}", path)
 
 
+def one_minibatch(spec: UpdateSpec) -> UpdateSpec:
+    """The same update over a rollout of one minibatch: the same minibatch shapes, so the same
+    compiled graphs, for a fraction of the rollout's memory (a pixel task's images included)."""
+    batch = spec.num_envs * spec.num_steps // spec.algo.num_mini_batches
+    algo = dataclasses.replace(spec.algo, num_mini_batches=1)
+    return dataclasses.replace(spec, algo=algo, num_envs=batch, num_steps=1)
+
+
 def main() -> None:
-    spec = from_data(UpdateSpec, json.loads(sys.stdin.read()), "spec", _refuse)
+    spec = one_minibatch(from_data(UpdateSpec, json.loads(sys.stdin.read()), "spec", _refuse))
     device = torch.device(spec.device)
     if device.type == "cuda":  # a rank's device: nothing of this process on another GPU
         torch.cuda.set_device(device)
