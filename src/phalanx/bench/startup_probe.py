@@ -142,27 +142,27 @@ class Sampler:
         return out
 
 
-def torch_compile_s() -> float:
-    """Seconds torch.compile has spent in this process so far (Dynamo's own timer of its
-    compilations: tracing, inductor, Triton), 0 before torch is imported."""
-    if "torch._dynamo" not in sys.modules:
-        return 0.0
-    from torch._dynamo.utils import compile_times
-
-    names, seconds = compile_times(repr="csv", aggregate=True)
-    return float(seconds[names.index("_compile.compile_inner")]) if "_compile.compile_inner" in names else 0.0
-
-
-def torch_compile_breakdown() -> dict[str, float]:
-    """Seconds per timed step of torch.compile so far (Dynamo's `dynamo_timed` regions, nested:
-    tracing, AOTAutograd, inductor's lowering, code generation, kernel compiles and loads), the
-    largest first; empty before anything compiled."""
+def _compile_times() -> dict[str, float]:
+    """Seconds per timed step of torch.compile so far (Dynamo's `dynamo_timed` regions, nested);
+    empty before torch._dynamo is imported."""
     if "torch._dynamo" not in sys.modules:
         return {}
     from torch._dynamo.utils import compile_times
 
     names, seconds = compile_times(repr="csv", aggregate=True)
-    pairs = sorted(zip(names, (float(s) for s in seconds), strict=True), key=lambda pair: -pair[1])
+    return dict(zip(names, (float(s) for s in seconds), strict=True))
+
+
+def torch_compile_s() -> float:
+    """Seconds torch.compile has spent in this process so far (Dynamo's own timer of its
+    compilations: tracing, inductor, Triton), 0 before torch is imported."""
+    return _compile_times().get("_compile.compile_inner", 0.0)
+
+
+def torch_compile_breakdown() -> dict[str, float]:
+    """Seconds per timed step of torch.compile so far (tracing, AOTAutograd, inductor's lowering,
+    code generation, kernel compiles and loads), the largest first, from 0.05 s."""
+    pairs = sorted(_compile_times().items(), key=lambda pair: -pair[1])
     return {name: round(s, 3) for name, s in pairs if s >= 0.05}
 
 
