@@ -83,7 +83,8 @@ class Trainer:
         self.profiling = False  # name the phases for the torch profiler (set while it records)
         # A compiled update is compiled by a second process beside the env's first reset (which
         # traces the env's step for tens of seconds on a fresh machine); the first update waits for
-        # it, then loads what it compiled from inductor's cache.
+        # it, then loads what it compiled from inductor's cache. Where the env step's graphs came
+        # from that cache, the update's do too, sooner than the process ends: it is stopped.
         self._update_compiler = None
         if spec.compile_update and env.reset_pending:
             self._update_compiler = update_compile.start(spec)
@@ -215,7 +216,10 @@ class Trainer:
         with phase_range("ppo_update", self.profiling):
             self.progress.tick()
             if self._update_compiler is not None:  # its compiled graphs are in the cache once it is done
-                update_compile.finish(self._update_compiler)
+                if update_compile.worth_waiting():
+                    update_compile.finish(self._update_compiler)
+                else:  # warm caches: the update loads its graphs sooner than the process could
+                    update_compile.stop(self._update_compiler)
                 self._update_compiler = None
             losses = self.ppo.update()
         total_timer.end()

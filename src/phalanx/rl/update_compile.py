@@ -8,7 +8,8 @@ AOTAutograd's cache and Triton's kernels. So the trainer starts this module as a
 as it is built, before the env's first reset traces the step. The process builds the same PPO
 for the same shapes (over a rollout of one minibatch, `one_minibatch`) and compiles its
 minibatch losses, forward and backward (`PPO.compile_losses`). The training process's first
-update then loads them from the cache.
+update then loads them from the cache. With warm caches (`worth_waiting`) it does not wait: it
+loads them itself, sooner than the process could.
 
     python -m phalanx.rl.update_compile < SPEC.json     (an `UpdateSpec` as `to_data` writes it)
 """
@@ -136,6 +137,18 @@ def finish(proc: subprocess.Popen, timeout_s: float = WAIT_S) -> int | None:
     except subprocess.TimeoutExpired:
         stop(proc)
         return None
+
+
+def worth_waiting() -> bool:
+    """Whether the first update should wait for the process: not when every graph this process has
+    compiled (the env step's) was loaded from inductor's cache. The update's graphs, compiled in an
+    earlier run, then load here in about a second, while the process, launched with the trainer,
+    needed 11-12 s on an H100 to start Python, torch and CUDA and load them itself."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    if utils is None:  # nothing compiled here: no evidence either way
+        return True
+    inductor = utils.counters["inductor"]
+    return inductor["fxgraph_cache_miss"] > 0 or inductor["fxgraph_cache_hit"] == 0
 
 
 def stop(proc: subprocess.Popen) -> None:
