@@ -1,12 +1,17 @@
 """Where the GPU time of one eager env step goes, by phase (torch profiler, CUDA activity).
 
 python bench/profile_step.py --task ant --num-envs 4096
+python bench/profile_step.py --task anymal-stones-qp --ranges actions.low_level.controller.step terrain.height_at
+
+A range is a dotted path from the env to a method (`sim.step`: `env.sim.step`); ranges nest, so
+`actions.apply` holds the controller's and the physics' time.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import functools
 
 import torch
 import warp as wp
@@ -14,21 +19,20 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 import phalanx
 
-PHASES = {  # (part of the env, method): timed as "part.method"
-    "sim": ["step", "check_worlds", "reset_"],
-    "env": ["_compute_obs", "_reset_envs"],
-    "terminations": ["compute"],
-    "rewards": ["values"],
-    "events": ["step"],
-    "commands": ["step"],
-}
+RANGES = (
+    "sim.step", "sim.check_worlds", "sim.reset_", "_compute_obs", "_reset_envs", "actions.apply",
+    "terminations.compute", "rewards.values", "events.step", "commands.step",
+)  # fmt: skip
 
 
-def _wrap(obj, name: str, label: str) -> None:
+def _wrap(env, path: str) -> None:
+    """Names the method at `path` (dotted, from the env) as a profiler range."""
+    *parents, name = path.split(".")
+    obj = functools.reduce(getattr, parents, env)
     fn = getattr(obj, name)
 
     def wrapped(*args, **kwargs):
-        with record_function(label):
+        with record_function(path):
             return fn(*args, **kwargs)
 
     setattr(obj, name, wrapped)
@@ -41,14 +45,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--compile", action="store_true", help="torch.compile the term arithmetic")
     parser.add_argument("--rows", type=int, default=0, help="rows of the per-kernel table (0: none)")
+    parser.add_argument("--ranges", nargs="*", default=[], help="more methods to time, as dotted paths from the env")
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
     env = phalanx.make(
         args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False, compile=args.compile
     )
-    for part, names in PHASES.items():
-        for name in names:
-            _wrap(env if part == "env" else getattr(env, part), name, f"{part}.{name}")
+    ranges = (*RANGES, *args.ranges)
+    for path in ranges:
+        _wrap(env, path)
     actions = torch.empty(env.num_envs, env.action_dim, device=env.device)
     for _ in range(20):
         env.step(actions.uniform_(-1, 1))
@@ -78,7 +83,7 @@ def main() -> None:
         print(f"  {kind:20s} {count / args.steps:5.0f} kernels/step {us / args.steps:8.0f} us/step")
     by_range = collections.defaultdict(lambda: [0, 0.0])
     for e in prof.events():
-        if e.name.startswith(tuple(f"{part}." for part in PHASES)):
+        if e.name in ranges:
             by_range[e.name][0] += 1
             by_range[e.name][1] += e.device_time_total
     for name, (calls, us) in sorted(by_range.items(), key=lambda kv: -kv[1][1]):
