@@ -58,33 +58,47 @@ PHALANX_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 """Where phalanx's modules are: the samples name the innermost phalanx function."""
 
 
-def main_thread_state(frame: Any) -> tuple[str, str]:
-    """What a stack of the main thread is doing, and where in phalanx (the innermost phalanx
-    function, as module.function; "" outside phalanx). The states:
+def _code_name(code: Any) -> str:
+    """A frame's file (from its package: phalanx/sim/simulator.py, torch/_inductor/codecache.py,
+    ast.py) and function."""
+    path = code.co_filename
+    if path.startswith(PHALANX_DIR):
+        path = "phalanx/" + path.removeprefix(PHALANX_DIR)
+    elif found := re.search(r"(?:site-packages|dist-packages|lib/python3\.\d+)/(.*)", path):
+        path = found.group(1)
+    return f"{path}:{code.co_name}"
+
+
+def main_thread_state(frame: Any) -> tuple[str, str, str]:
+    """What a stack of the main thread is doing, where in phalanx (the innermost phalanx
+    function, as module.function; "" outside phalanx), and its innermost frame outside Python's
+    import machinery (file:function: the library call, or the module being imported). The states:
     - "waiting for Warp": for module loads on the compile threads;
     - "Warp": Warp's or MuJoCo Warp's own Python (code generation, model upload);
     - "torch.compile": Dynamo tracing, AOTAutograd, inductor and its kernel compiles, and first
       calls' kernel timing (running compiled code is not compiling);
     - "waiting for the update's compile": for the trainer's second process;
     - "other"."""
-    files, where = [], ""
+    files, where, inner = [], "", ""
     while frame is not None:
         code = frame.f_code
         files.append(code.co_filename)
+        if not inner and not code.co_filename.startswith("<frozen importlib"):
+            inner = _code_name(code)
         if not where and code.co_filename.startswith(PHALANX_DIR):
             module = code.co_filename.removeprefix(PHALANX_DIR).removesuffix(".py").replace(os.sep, ".")
             where = f"{module}.{code.co_name}"
         frame = frame.f_back
     if any(f.endswith("phalanx/sim/warp_compile.py") for f in files) and any("concurrent/futures" in f for f in files):
-        return "waiting for Warp", where
+        return "waiting for Warp", where, inner
     if any("/warp/" in f or "/mujoco_warp/" in f for f in files[:3]):
-        return "Warp", where
+        return "Warp", where, inner
     compiling = ("torch/_dynamo/convert_frame.py", "torch/_inductor/", "torch/_functorch/_aot_autograd/")
     if any(part in f for f in files for part in compiling):
-        return "torch.compile", where
+        return "torch.compile", where, inner
     if where == "rl.update_compile.finish":
-        return "waiting for the update's compile", where
-    return "other", where
+        return "waiting for the update's compile", where, inner
+    return "other", where, inner
 
 
 def cpu_times() -> tuple[float, float] | None:
@@ -101,7 +115,7 @@ def cpu_times() -> tuple[float, float] | None:
 class Sampler:
     """Samples, every `interval_s` on a thread of its own, what the main thread does
     (`main_thread_state`) and how many CPU cores the machine keeps busy: rows of [seconds from
-    the launch, state, busy cores, where in phalanx]."""
+    the launch, state, busy cores, where in phalanx, innermost frame]."""
 
     def __init__(self, interval_s: float = 0.1) -> None:
         self.interval_s, self.rows = interval_s, []
@@ -126,8 +140,9 @@ class Sampler:
             if cpu is not None and before is not None and cpu[1] > before[1]:  # busy share of the time since
                 cores = (cpu[0] - before[0]) / (cpu[1] - before[1]) * cores_in_all
             before = cpu
-            state, where = main_thread_state(frame)
-            self.rows.append([round(now - LAUNCH_T, 2), state, None if cores is None else round(cores, 1), where])
+            state, where, inner = main_thread_state(frame)
+            busy = None if cores is None else round(cores, 1)
+            self.rows.append([round(now - LAUNCH_T, 2), state, busy, where, inner])
 
     def split(self, start_s: float, end_s: float) -> dict[str, float]:
         """Seconds of each main-thread state between two times (from the launch): each sample
