@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from phalanx.compiling import import_compiler
 from phalanx.envs.actions import Actions, JointTargets
 from phalanx.envs.broken_worlds import BrokenWorlds
 from phalanx.envs.captured_step import CapturedStep
@@ -87,6 +88,8 @@ class TaskEnv(VecEnv):
             self.terrain = TerrainScene(cfg.terrain, num_envs, device, self.random, cfg.terrain_command)
         edit = None if self.terrain is None else self.terrain.add_to
         model = build_model(cfg.model, cfg.actuators, edit, cfg.cameras)
+        if self.compile:  # before the physics' modules compile beside it (see `import_compiler`)
+            import_compiler()
         self.sim = Simulator(model, num_envs, str(device), cfg.sim)
         self.step_dt = self.sim.dt * cfg.sim.decimation * cfg.actions.low_level_steps()
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
