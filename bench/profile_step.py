@@ -10,6 +10,7 @@ A range is a dotted path from the env to a method (`sim.step`: `env.sim.step`); 
 from __future__ import annotations
 
 import argparse
+import bisect
 import collections
 import functools
 
@@ -62,7 +63,8 @@ def main() -> None:
         for _ in range(args.steps):
             env.step(actions.uniform_(-1, 1))
         torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    cuda = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernels = sorted((e for e in cuda if e.name not in ranges), key=lambda e: e.time_range.start)
     total_us = sum(e.device_time for e in kernels)
     print(
         f"{args.task} {args.num_envs} envs: {len(kernels) / args.steps:.0f} kernels per step, "
@@ -71,7 +73,7 @@ def main() -> None:
     by_kind = collections.defaultdict(lambda: [0, 0.0])
     for e in kernels:
         kind = (
-            "warp (physics)"
+            "warp"
             if "cuda_kernel_forward" in e.name
             else "triton (compiled)"
             if e.name.startswith("triton")
@@ -81,13 +83,19 @@ def main() -> None:
         by_kind[kind][1] += e.device_time
     for kind, (count, us) in by_kind.items():
         print(f"  {kind:20s} {count / args.steps:5.0f} kernels/step {us / args.steps:8.0f} us/step")
+    # A range's time: its kernels' (those that ran inside its span on the GPU), not the span,
+    # which also holds the GPU's idle gaps between launches.
+    starts = [e.time_range.start for e in kernels]
     by_range = collections.defaultdict(lambda: [0, 0.0])
-    for e in prof.events():
-        if e.name in ranges:
-            by_range[e.name][0] += 1
-            by_range[e.name][1] += e.device_time_total
+    for span in cuda:
+        if span.name in ranges:
+            first, end = span.time_range.start, span.time_range.end
+            inside = kernels[bisect.bisect_left(starts, first) : bisect.bisect_right(starts, end)]
+            by_range[span.name][0] += 1
+            by_range[span.name][1] += sum(e.device_time for e in inside if e.time_range.end <= end)
+    print("  kernel time by range (ranges nest):")
     for name, (calls, us) in sorted(by_range.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {name:28s} {calls / args.steps:4.1f} calls/step {us / args.steps:8.0f} us/step")
+        print(f"  {name:36s} {calls / args.steps:4.1f} calls/step {us / args.steps:8.0f} us/step")
     print(prof.key_averages().table(sort_by="device_time_total", row_limit=args.rows))
 
 
