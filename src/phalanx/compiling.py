@@ -44,9 +44,9 @@ def compiled(fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
 
 
 def import_compiler() -> None:
-    """Imports torch.compile's machinery: Dynamo (with sympy) and inductor (with Triton). On an
-    H100 host that took 2.8 s alone, and 7.3 s on a cold start, where it ran beside the Warp
-    threads generating the physics' modules' code, which hold the GIL in turn. An env that
-    compiles imports it before its physics' modules start compiling."""
+    """Imports torch.compile's machinery: Dynamo (with sympy) and inductor (with Triton). On H100
+    hosts that took 2-3 s alone, and 7.3 s on a cold start, where it ran beside the Warp threads
+    generating the physics' modules' code, which hold the GIL in turn. An env that compiles
+    imports it before its physics' modules start compiling."""
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
