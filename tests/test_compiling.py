@@ -1,6 +1,6 @@
 """compile_boundary: torch.compile runs the marked methods as they are, whether their class was
-defined before anything compiled or after; and a process that compiles nothing never imports
-torch._dynamo."""
+defined before anything compiled or after; a process that compiles nothing never imports
+torch._dynamo, and an env that compiles imports it before its physics' modules compile."""
 
 from __future__ import annotations
 
@@ -55,3 +55,24 @@ def test_training_without_compile_never_imports_torch_dynamo(tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def test_an_env_that_compiles_imports_the_compiler_before_its_physics() -> None:
+    """Imported beside Warp's compile threads, torch.compile's machinery took 7.3 s instead of 2-3
+    s of a cold start on an H100: an env that compiles imports it before its `Simulator` starts
+    them; one that does not, never."""
+    code = (
+        "import sys\n"
+        "import phalanx\n"
+        "from phalanx.envs import task_env\n"
+        "seen, simulator = [], task_env.Simulator\n"
+        "def spy(*args, **kwargs):\n"
+        "    seen.append('torch._inductor.compile_fx' in sys.modules)\n"
+        "    return simulator(*args, **kwargs)\n"
+        "task_env.Simulator = spy\n"
+        "for compile in (False, True):\n"
+        "    phalanx.make('cartpole', num_envs=2, device='cpu', verbose=False, compile=compile, reset=False)\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[False, True]"
