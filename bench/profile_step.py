@@ -3,8 +3,10 @@
 python bench/profile_step.py --task ant --num-envs 4096
 python bench/profile_step.py --task anymal-stones-qp --ranges actions.low_level.controller.step terrain.height_at
 
-A range is a dotted path from the env to a method (`sim.step`: `env.sim.step`); ranges nest, so
-`actions.apply` holds the controller's and the physics' time.
+A range is a dotted path from the env to a method (`sim.step`: `env.sim.step`). Its time is that
+of the kernels inside its span on the GPU. The profiler builds that span from the kernels launched
+in the range itself, not in a range within it: an outer range (`actions.apply`) can show less
+than the ranges it calls. With `--compile`, ranges inside the compiled code are not recorded.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def main() -> None:
     env = phalanx.make(
         args.task, num_envs=args.num_envs, device="cuda", verbose=False, capture=False, compile=args.compile
     )
-    ranges = (*RANGES, *args.ranges)
+    ranges = tuple(dict.fromkeys((*RANGES, *args.ranges)))  # each method wrapped once
     for path in ranges:
         _wrap(env, path)
     actions = torch.empty(env.num_envs, env.action_dim, device=env.device)
@@ -93,7 +95,7 @@ def main() -> None:
             inside = kernels[bisect.bisect_left(starts, first) : bisect.bisect_right(starts, end)]
             by_range[span.name][0] += 1
             by_range[span.name][1] += sum(e.device_time for e in inside if e.time_range.end <= end)
-    print("  kernel time by range (ranges nest):")
+    print("  kernel time by range:")
     for name, (calls, us) in sorted(by_range.items(), key=lambda kv: -kv[1][1]):
         print(f"  {name:36s} {calls / args.steps:4.1f} calls/step {us / args.steps:8.0f} us/step")
     print(prof.key_averages().table(sort_by="device_time_total", row_limit=args.rows))

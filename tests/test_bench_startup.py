@@ -46,6 +46,7 @@ def test_cold_then_warm_start(tmp_path: Path) -> None:
     assert wheres and all("/" not in where and ".py" not in where for where in wheres), wheres
     inner = {row[4] for row in cold["samples"]}  # the innermost frame, as file:function
     assert any(i.startswith("phalanx/") and ".py:" in i for i in inner) and all(":" in i for i in inner), inner
+    assert not any(i.startswith(("site-packages/", "dist-packages/", "/")) and "-packages/" in i for i in inner), inner
     timeline = [m for p in PHASES for m in cold["warp"][p]["timeline"]]
     assert len(timeline) == loads(cold, "compiled")
     assert all(0 < start < end <= cold["to_first_iteration_s"] for _, how, start, end in timeline)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import time
 from collections import Counter
 
@@ -65,10 +66,12 @@ def test_a_failing_compile_process_ends_at_once_and_is_reported() -> None:
     assert update_compile.finish(proc, timeout_s=0.01) is None and proc.poll() is not None
 
 
-def test_the_first_update_waits_for_the_process_only_when_this_process_compiled_something(monkeypatch) -> None:
-    """Once the env step's graphs all came from inductor's cache (a warm start), the update's do
-    too, sooner than the process ends: the trainer does not wait. Any miss, or no compile yet,
-    and it waits."""
+def test_the_first_update_waits_for_the_process_unless_every_compile_here_came_from_the_cache(monkeypatch) -> None:
+    """Once the env step's graphs all came from inductor's cache (a warm start), the update's most
+    likely do too, sooner than the process ends: the trainer does not wait. With any miss, with
+    nothing compiled yet, or before torch._dynamo is imported, it waits."""
     for hits, misses, wait in ((5, 0, False), (2, 3, True), (0, 0, True), (0, 1, True)):
         monkeypatch.setitem(counters, "inductor", Counter(fxgraph_cache_hit=hits, fxgraph_cache_miss=misses))
         assert update_compile.worth_waiting() is wait, (hits, misses)
+    monkeypatch.delitem(sys.modules, "torch._dynamo.utils")
+    assert update_compile.worth_waiting()

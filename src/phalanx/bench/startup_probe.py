@@ -61,10 +61,10 @@ PHALANX_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 def _code_name(code: Any) -> str:
     """A frame's file (from its package: phalanx/sim/simulator.py, torch/_inductor/codecache.py,
     ast.py) and function."""
-    path = code.co_filename
-    if path.startswith(PHALANX_DIR):
-        path = "phalanx/" + path.removeprefix(PHALANX_DIR)
-    elif found := re.search(r"(?:site-packages|dist-packages|lib/python3\.\d+)/(.*)", path):
+    path = code.co_filename.replace(os.sep, "/")
+    if path.startswith(PHALANX_DIR.replace(os.sep, "/")):
+        path = "phalanx/" + path.removeprefix(PHALANX_DIR.replace(os.sep, "/"))
+    elif found := re.search(r"[/-]packages/(.*)", path) or re.search(r"/lib/python3\.\d+/(.*)", path):
         path = found.group(1)
     return f"{path}:{code.co_name}"
 
@@ -75,15 +75,15 @@ def main_thread_state(frame: Any) -> tuple[str, str, str]:
     import machinery (file:function: the library call, or the module being imported). The states:
     - "waiting for Warp": for module loads on the compile threads;
     - "Warp": Warp's or MuJoCo Warp's own Python (code generation, model upload);
-    - "torch.compile": Dynamo tracing, AOTAutograd, inductor and its kernel compiles, and first
-      calls' kernel timing (running compiled code is not compiling);
+    - "torch.compile": importing its machinery, Dynamo tracing, AOTAutograd, inductor and its
+      kernel compiles, and first calls' kernel timing (running compiled code is not compiling);
     - "waiting for the update's compile": for the trainer's second process;
     - "other"."""
     files, where, inner = [], "", ""
     while frame is not None:
         code = frame.f_code
         files.append(code.co_filename)
-        if not inner and not code.co_filename.startswith("<frozen importlib"):
+        if not inner and "importlib" not in code.co_filename:
             inner = _code_name(code)
         if not where and code.co_filename.startswith(PHALANX_DIR):
             module = code.co_filename.removeprefix(PHALANX_DIR).removesuffix(".py").replace(os.sep, ".")

@@ -84,7 +84,8 @@ class Trainer:
         # A compiled update is compiled by a second process beside the env's first reset (which
         # traces the env's step for tens of seconds on a fresh machine); the first update waits for
         # it, then loads what it compiled from inductor's cache. Where the env step's graphs came
-        # from that cache, the update's do too, sooner than the process ends: it is stopped.
+        # from that cache, the update's most likely do too, sooner than the process ends: it is
+        # stopped (`update_compile.worth_waiting`).
         self._update_compiler = None
         if spec.compile_update and env.reset_pending:
             self._update_compiler = update_compile.start(spec)

@@ -141,9 +141,11 @@ def finish(proc: subprocess.Popen, timeout_s: float = WAIT_S) -> int | None:
 
 def worth_waiting() -> bool:
     """Whether the first update should wait for the process: not when every graph this process has
-    compiled (the env step's) was loaded from inductor's cache. The update's graphs, compiled in an
-    earlier run, then load here in about a second, while the process, launched with the trainer,
-    needed 11-12 s on an H100 to start Python, torch and CUDA and load them itself."""
+    compiled (the env step's) was loaded from inductor's cache. The update's graphs were then most
+    likely compiled by the same earlier run and load here in about a second, while the process,
+    launched with the trainer, needed 11-12 s on an H100 to start Python, torch and CUDA and load
+    them itself. Where only the update's settings changed since, the trainer compiles it on its
+    own, as it did before this process existed."""
     utils = sys.modules.get("torch._dynamo.utils")
     if utils is None:  # nothing compiled here: no evidence either way
         return True
