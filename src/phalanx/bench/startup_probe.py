@@ -61,10 +61,11 @@ PHALANX_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 def _code_name(code: Any) -> str:
     """A frame's file (from its package: phalanx/sim/simulator.py, torch/_inductor/codecache.py,
     ast.py) and function."""
-    path = code.co_filename.replace(os.sep, "/")
-    if path.startswith(PHALANX_DIR.replace(os.sep, "/")):
-        path = "phalanx/" + path.removeprefix(PHALANX_DIR.replace(os.sep, "/"))
-    elif found := re.search(r"[/-]packages/(.*)", path) or re.search(r"/lib/python3\.\d+/(.*)", path):
+    path = code.co_filename
+    if path.startswith(PHALANX_DIR):
+        path = "phalanx/" + path.removeprefix(PHALANX_DIR)
+    path = path.replace(os.sep, "/")
+    if found := re.search(r"[/-]packages/(.*)", path) or re.search(r"/lib/python3\.\d+/(.*)", path):
         path = found.group(1)
     return f"{path}:{code.co_name}"
 
