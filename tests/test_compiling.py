@@ -76,3 +76,16 @@ def test_an_env_that_compiles_imports_the_compiler_before_its_physics() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[False, True]"
+
+
+def test_compiled_names_kernels_short_beside_the_callers_options(monkeypatch) -> None:
+    """`compiled` adds `SHORT_KERNEL_NAMES` to the options a caller gives (which win where both
+    set one); the GPU test `test_every_compiled_kernel_launches_from_the_graph_cache` shows why."""
+    seen = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: seen.append(kwargs) or fn)
+    compiled(abs, dynamic=False, options={"triton.autotune_pointwise": False})
+    compiled(abs)
+    assert seen == [
+        {"dynamic": False, "options": {"triton.descriptive_names": False, "triton.autotune_pointwise": False}},
+        {"options": {"triton.descriptive_names": False}},
+    ]

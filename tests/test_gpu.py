@@ -211,3 +211,45 @@ def test_a_library_trains_on_two_gpus(trainer: str, tmp_path) -> None:
     steps = phalanx.train_cfg("cartpole").num_steps_per_env
     assert [row["frames"] for row in rows] == [2 * 256 * steps * i for i in (1, 2, 3)]
     assert all(row["fps_total"] > 0 for row in rows)
+
+
+_MANY_OPS = """
+import logging, sys, torch
+from phalanx.compiling import compiled
+bypassed = []
+class Record(logging.Handler):
+    def emit(self, record):
+        bypassed.append("Bypassing StaticallyLaunched" in record.getMessage())
+log = logging.getLogger("torch._inductor.runtime.triton_heuristics")
+log.setLevel(logging.INFO)
+log.addHandler(Record())
+def many_ops(x):  # one fused kernel that inductor would name after its 30 ops
+    y = torch.sin(x) + torch.cos(x) * torch.exp(x) - torch.log1p(x.abs()) + torch.tanh(x) * torch.sigmoid(x)
+    y = torch.atan2(y, x + 2) + torch.sqrt(x.abs()) + torch.clamp(y, -1, 1) * torch.floor(x) - torch.ceil(y)
+    y = torch.where(x > 0.5, torch.round(y), torch.reciprocal(x + 3)) + torch.rsqrt(x + 1) - torch.expm1(x)
+    y = y + torch.erf(x) + torch.pow(x, 3) + torch.maximum(x, y) - torch.minimum(x, y) + torch.remainder(y, 2)
+    y = y * torch.sign(x) + torch.trunc(y) + torch.frac(y) + torch.hypot(x, y) + torch.logaddexp(x, y)
+    return torch.nan_to_num(torch.lerp(x, y, 0.3))
+fn = compiled(many_ops) if sys.argv[1] == "compiled" else torch.compile(many_ops)
+fn(torch.rand(4096, device="cuda"))
+torch.cuda.synchronize()
+print(sum(bypassed))
+"""
+
+
+@pytest.mark.parametrize("compiler", ["compiled", "torch.compile"])
+def test_every_compiled_kernel_launches_from_the_graph_cache(compiler: str, tmp_path) -> None:
+    """A kernel that fuses 30 ops: named after them (over Triton's 150-character file names),
+    inductor cannot find its binary and leaves it out of its FX graph cache entry, so a warm
+    start compiles it again (`phalanx.compiling.SHORT_KERNEL_NAMES`). `compiled` names it short;
+    plain torch.compile shows that the kernel is one such."""
+    import os
+    import subprocess
+    import sys
+
+    caches = {"TORCHINDUCTOR_CACHE_DIR": tmp_path / "inductor", "TRITON_CACHE_DIR": tmp_path / "triton"}
+    env = os.environ | {name: str(path) for name, path in caches.items()} | {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-c", _MANY_OPS, compiler], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    bypassed = int(run.stdout.split()[-1])
+    assert bypassed == 0 if compiler == "compiled" else bypassed > 0
