@@ -36,11 +36,11 @@ class compile_boundary:  # noqa: N801 (a decorator, named like one)
 
 
 SHORT_KERNEL_NAMES = {"triton.descriptive_names": False}
-"""inductor names a fused Triton kernel after every op it fuses: 170-200 characters for the
-largest kernels of ant's and anymal-rough's env steps. Triton cuts its cache's file names at 150
+"""inductor names a fused Triton kernel after every op it fuses: 164 characters for a kernel of
+ant's env step, 194 for one of anymal-rough's. Triton cuts its cache's file names at 150
 characters, and inductor, looking for the kernel's binary under the whole name, launches it
-through Triton instead and leaves it out of its FX graph cache entry. Every warm start then
-compiled those kernels again: 0.4 s of ant's start on an H100, 1.6 s of anymal-rough's. Without
+through Triton instead and leaves it out of its FX graph cache entry. Warm starts then compiled
+those kernels again: up to 0.4 s of ant's start on an H100 and 1.6 s of anymal-rough's. Without
 the ops in their names (`triton_poi__3`), every kernel is in the entry."""
 
 
