@@ -9,8 +9,9 @@ caches: the second run is a warm start, which should compile nothing.
     grep -E "RESULT|Bypass|TRITON-COMPILE" warm.log
 
 A `TRITON-COMPILE` line is a kernel this process compiled (inductor's compile workers are other
-processes); a `Bypassing StaticallyLaunchedCudaKernel` line, a kernel left out of inductor's FX
-graph cache entry, which a warm start therefore compiles again.
+processes; Triton does not name the kernel at that stage); a `Bypassing
+StaticallyLaunchedCudaKernel` line names a kernel left out of inductor's FX graph cache entry,
+which a warm start therefore compiles again.
 """
 
 from __future__ import annotations
@@ -27,24 +28,24 @@ import triton.backends.nvidia.compiler as nvidia
 from phalanx.registry import make
 
 START = time.perf_counter()
-COMPILED: list[str] = []
+COMPILED: list[float] = []
+"""Seconds from the start at which this process began compiling a Triton kernel."""
 
 
 def _record_compiles() -> None:
-    """Prints each kernel Triton compiles in this process (its first stage after the cache)."""
+    """Prints a line for each kernel Triton compiles in this process (its first stage after the
+    cache), with the time since the start."""
     make_ttgir = nvidia.CUDABackend.make_ttgir
 
     def traced(*args):
-        name = args[1].get("name") if len(args) > 1 and isinstance(args[1], dict) else "?"
-        COMPILED.append(name)
-        print("TRITON-COMPILE", name, f"t={time.perf_counter() - START:.2f}", flush=True)
+        COMPILED.append(time.perf_counter() - START)
+        print("TRITON-COMPILE", f"t={COMPILED[-1]:.2f}", flush=True)
         return make_ttgir(*args)
 
     nvidia.CUDABackend.make_ttgir = staticmethod(traced)
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.WARNING, format="LOG %(name)s %(message)s")
     for name in ("torch._inductor.runtime.triton_heuristics", "torch._inductor.triton_bundler"):
         logging.getLogger(name).setLevel(logging.INFO)
     _record_compiles()
@@ -59,7 +60,7 @@ def main() -> None:
 
     print(f"RESULT {task}: make + first reset {built:.2f} s, pid {os.getpid()}, triton {triton.__version__}")
     print("RESULT inductor", dict(counters["inductor"]))
-    print("RESULT compiled in this process:", len(COMPILED), COMPILED)
+    print("RESULT Triton kernels compiled in this process:", len(COMPILED))
     print(compile_times(repr="str", aggregate=True))
 
 

@@ -79,13 +79,20 @@ def test_an_env_that_compiles_imports_the_compiler_before_its_physics() -> None:
 
 
 def test_compiled_names_kernels_short_beside_the_callers_options(monkeypatch) -> None:
-    """`compiled` adds `SHORT_KERNEL_NAMES` to the options a caller gives (which win where both
-    set one); the GPU test `test_every_compiled_kernel_launches_from_the_graph_cache` shows why."""
+    """`compiled` adds `SHORT_KERNEL_NAMES` to the options a caller gives to inductor (which win
+    where both set one); not to another backend's, nor beside a `mode`, which torch.compile takes
+    only without options. The GPU test `test_every_compiled_kernel_launches_from_the_graph_cache`
+    shows why."""
     seen = []
     monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: seen.append(kwargs) or fn)
     compiled(abs, dynamic=False, options={"triton.autotune_pointwise": False})
-    compiled(abs)
+    compiled(abs, options=None)
+    compiled(abs, backend="eager")
+    compiled(abs, mode="max-autotune")
+    short = {"triton.descriptive_names": False}
     assert seen == [
-        {"dynamic": False, "options": {"triton.descriptive_names": False, "triton.autotune_pointwise": False}},
-        {"options": {"triton.descriptive_names": False}},
+        {"dynamic": False, "options": short | {"triton.autotune_pointwise": False}},
+        {"options": short},
+        {"backend": "eager"},
+        {"mode": "max-autotune"},
     ]

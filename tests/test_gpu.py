@@ -219,7 +219,7 @@ from phalanx.compiling import compiled
 bypassed = []
 class Record(logging.Handler):
     def emit(self, record):
-        bypassed.append("Bypassing StaticallyLaunched" in record.getMessage())
+        bypassed.append("Cubin path not found" in record.getMessage())
 log = logging.getLogger("torch._inductor.runtime.triton_heuristics")
 log.setLevel(logging.INFO)
 log.addHandler(Record())
@@ -240,16 +240,22 @@ print(sum(bypassed))
 @pytest.mark.parametrize("compiler", ["compiled", "torch.compile"])
 def test_every_compiled_kernel_launches_from_the_graph_cache(compiler: str, tmp_path) -> None:
     """A kernel that fuses 30 ops: named after them (over Triton's 150-character file names),
-    inductor cannot find its binary and leaves it out of its FX graph cache entry, so a warm
-    start compiles it again (`phalanx.compiling.SHORT_KERNEL_NAMES`). `compiled` names it short;
-    plain torch.compile shows that the kernel is one such."""
+    inductor does not find its binary, launches it through Triton and leaves it out of its FX
+    graph cache entry, so a warm start compiles it again (`phalanx.compiling.SHORT_KERNEL_NAMES`).
+    `compiled` names it short; plain torch.compile shows that the kernel is one such, or, where it
+    no longer is (torch or Triton changed), skips: the short names may then go."""
     import os
     import subprocess
     import sys
 
+    if not getattr(torch._inductor.config, "use_static_cuda_launcher", False):
+        pytest.skip("this torch launches no kernel from inductor's graph cache")
     caches = {"TORCHINDUCTOR_CACHE_DIR": tmp_path / "inductor", "TRITON_CACHE_DIR": tmp_path / "triton"}
     env = os.environ | {name: str(path) for name, path in caches.items()} | {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
     run = subprocess.run([sys.executable, "-c", _MANY_OPS, compiler], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     bypassed = int(run.stdout.split()[-1])
-    assert bypassed == 0 if compiler == "compiled" else bypassed > 0
+    if compiler == "compiled":
+        assert bypassed == 0
+    elif bypassed == 0:
+        pytest.skip("plain torch.compile keeps the long-named kernel in its cache now")

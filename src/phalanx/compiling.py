@@ -45,13 +45,16 @@ the ops in their names (`triton_poi__3`), every kernel is in the entry."""
 
 
 def compiled(fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
-    """`torch.compile(fn, **kwargs)` with `SHORT_KERNEL_NAMES` added to its options, after
-    marking every `compile_boundary` defined so far."""
+    """`torch.compile(fn, **kwargs)`, after marking every `compile_boundary` defined so far. For
+    inductor (the default backend), `SHORT_KERNEL_NAMES` joins the caller's options, unless the
+    caller gives a `mode`, which torch.compile takes only without options."""
     while _PENDING:
         owner, name = _PENDING.pop()
         setattr(owner, name, torch.compiler.disable(owner.__dict__[name]))
-    options = SHORT_KERNEL_NAMES | kwargs.pop("options", {})
-    return torch.compile(fn, options=options, **kwargs)
+    options = kwargs.pop("options", None) or {}
+    if kwargs.get("backend", "inductor") == "inductor" and kwargs.get("mode") is None:
+        options = SHORT_KERNEL_NAMES | options
+    return torch.compile(fn, **kwargs, **({"options": options} if options else {}))
 
 
 def import_compiler() -> None:
