@@ -37,7 +37,7 @@ for task in ${TASKS:-cartpole ant humanoid}; do
     [ "$side" = before ] && src=$(realpath "$BEFORE")/src
     echo "== $task ($side, ${SECONDS}s into the script)" | tee -a "$work/startup.log"
     PYTHONPATH="$src:$base_path" python3 -m phalanx bench startup "$task" --num-envs "${ENVS:-4096}" \
-      --runs "${RUNS:-cold,warm}" --run-dir "/tmp/startup-$task-$side" 2>&1 | tail -16 | tee -a "$work/startup.log"
+      --runs "${RUNS:-cold,warm}" --run-dir "/tmp/startup-$task-$side" 2>&1 | tail -30 | tee -a "$work/startup.log"
     cp "/tmp/startup-$task-$side/bench.json" "$work/startup-$task-$side.json"
     tar czf "$out/startup.tgz.tmp" -C "$work" . && mv "$out/startup.tgz.tmp" "$out/startup.tgz"
   done

@@ -57,3 +57,20 @@ def test_unknown_run_kind_is_refused(tmp_path: Path) -> None:
     run = _bench("--runs", "cold,hot", "--run-dir", str(tmp_path / "run"))
     assert run.returncode == 2
     assert "--runs: expected comma-separated 'cold' and 'warm', got 'cold,hot'" in run.stderr
+
+
+def test_repeated_runs_get_their_median() -> None:
+    """`--runs cold,warm,warm,warm`: each run's row, then the repeated kind's median and range
+    (the single cold run gets none)."""
+    from phalanx.bench.startup import table
+
+    def result(run: str, total: float) -> dict:
+        phases = dict.fromkeys(PHASES, total / len(PHASES)) | {"second_iteration": 0.1, "steady_iteration": 0.01}
+        warp = {p: {"compiled": 0, "cached": 1, "compile_s": 0.0, "cached_load_s": 0.1} for p in PHASES}
+        return {"run": run, "valid": True, "to_first_iteration_s": total, "phases_s": phases, "warp": warp}
+
+    results = [result("cold", 30.0), result("warm", 12.0), result("warm", 10.0), result("warm", 15.0)]
+    rows = [line for line in table(results).splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in rows] == ["| cold", "| warm", "| warm", "| warm", "| warm, median of 3"]
+    assert rows[-1].split(" | ")[1] == "**12.0 s** (10.0-15.0)"
+    assert rows[-1].split(" | ")[2] == f"{12.0 / len(PHASES):.1f}"

@@ -90,7 +90,8 @@ class StartupCfg:
     device: str | None = None
     """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
     runs: str = "cold,warm"
-    """Comma-separated, in order: 'cold' empties the caches first, 'warm' uses them as left."""
+    """Comma-separated, in order: 'cold' empties the caches first, 'warm' uses them as left. A kind
+    given more than once ('cold,warm,warm,warm') also gets its median, with the range."""
     cache_dir: str | None = None
     """Where the runs' Warp, inductor, Triton and CUDA caches go (its warp/, inductor/, triton/ and
     cuda/, which a cold run empties); default: a temporary directory, removed at the end."""
@@ -271,8 +272,9 @@ def run_startup(args: list[str], console: Console) -> None:
     results = []
     with contextlib.ExitStack() as stack:
         cache = Path(cfg.cache_dir) if cfg.cache_dir else Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        for run in runs:
-            r = startup.run(task, num_envs, str(device), cache, run == "cold", run_dir)
+        for k, run in enumerate(runs):
+            repeat = runs[: k + 1].count(run)
+            r = startup.run(task, num_envs, str(device), cache, run == "cold", run_dir, repeat)
             results.append(r)
             status = f"{r['to_first_iteration_s']:.1f} s to the first iteration" if r["valid"] else r["reason"]
             console.print(f"{task} {num_envs} envs, {run} caches: {status}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -38,12 +39,16 @@ def cache_env(cache_dir: Path, cold: bool) -> dict[str, str]:
     return env
 
 
-def run(task: str, num_envs: int, device: str, cache_dir: Path, cold: bool, out_dir: Path) -> dict[str, Any]:
-    """One training start in a fresh process with its caches in `cache_dir` (see `cache_env`).
-    Returns the probe's result and the process's wall clock, or why it failed."""
+def run(
+    task: str, num_envs: int, device: str, cache_dir: Path, cold: bool, out_dir: Path, repeat: int = 1
+) -> dict[str, Any]:
+    """One training start in a fresh process with its caches in `cache_dir` (see `cache_env`), the
+    `repeat`-th of its kind (its log: startup-warm.log, startup-warm-2.log, ...). Returns the
+    probe's result and the process's wall clock, or why it failed."""
     label = "cold" if cold else "warm"
     env = cache_env(cache_dir, cold)
-    result_path, log_path = out_dir / f"startup-{label}.json", out_dir / f"startup-{label}.log"
+    name = label if repeat == 1 else f"{label}-{repeat}"
+    result_path, log_path = out_dir / f"startup-{name}.json", out_dir / f"startup-{name}.log"
     command = [sys.executable, "-m", "phalanx.bench.startup_probe", task, str(num_envs), device, str(result_path)]
     env["PHALANX_LAUNCH_T"] = repr(time.time())
     start = time.perf_counter()
@@ -80,6 +85,7 @@ def table(results: list[dict[str, Any]]) -> str:
             + [f"{sum(v for p, v in r.get('torch_compile_s', {}).items() if p in PHASES):.1f}"]
             + [f"{s['second_iteration']:.2f}", f"{s['steady_iteration']:.3f}"]
         )
+    rows += median_rows(results)
     note = (
         "Seconds; each phase counts from the end of the one before it, the first from the launch. Warp"
         " compiles a step's modules in parallel, so their summed compile time exceeds the wall clock; the"
@@ -93,6 +99,28 @@ def table(results: list[dict[str, Any]]) -> str:
     if any(r["valid"] and "main_thread_s" in r for r in results):
         note += "\n\n" + main_thread_table(results)
     return markdown_table(columns, rows) + "\n\n" + note
+
+
+def median_rows(results: list[dict[str, Any]]) -> list[list[str]]:
+    """For each kind of run repeated (`--runs cold,warm,warm,warm`): its median time to the first
+    iteration with the range, and each phase's median. A warm start of one task on one machine
+    varied by up to 2.7 s from run to run on an H100; one run does not tell differences of that
+    size."""
+    rows = []
+    for label in ("cold", "warm"):
+        valid = [r for r in results if r["valid"] and r["run"] == label]
+        if len(valid) < 2:
+            continue
+        total = [r["to_first_iteration_s"] for r in valid]
+        phases = [
+            f"{statistics.median(r['phases_s'][p] for r in valid):.1f}"
+            if all(p in r["phases_s"] for r in valid)
+            else "-"
+            for p in PHASES
+        ]
+        launch = f"**{statistics.median(total):.1f} s** ({min(total):.1f}-{max(total):.1f})"
+        rows.append([f"{label}, median of {len(valid)}", launch, *phases])
+    return rows
 
 
 STATES = ("torch.compile", "waiting for Warp", "Warp", "waiting for the update's compile", "other")
