@@ -6,7 +6,7 @@ installed, proxsuite's time per QP on one CPU core (the reference solver, run on
 another).
 
     python bench/qp_speed.py [--batches 1024,4096,16384,65536] [--iterations 200,25] [--backends torch,warp]
-        [--compile] [--device cuda|cpu] [--out F]
+        [--block-dims 32,64,256] [--compile] [--device cuda|cpu] [--out F]
 
 The constraint matrix is the same for every problem (friction pyramids and normal-force rows),
 so the solver's products with it are one matrix product for the batch. Problems: random feet
@@ -44,9 +44,11 @@ def problems(batch: int, device: torch.device, seed: int = 0, dtype=torch.float3
     return [t.to(device, dtype).contiguous() for t in qp]
 
 
-def time_solves(batch: int, iterations: int, backend: str, compile_solve: bool, device: torch.device) -> dict:
+def time_solves(
+    batch: int, iterations: int, backend: str, compile_solve: bool, device: torch.device, block_dim: int = 256
+) -> dict:
     H, g, A, l, u = problems(batch, device)
-    settings = QPSettings(iterations=iterations, backend=backend)
+    settings = QPSettings(iterations=iterations, backend=backend, block_dim=block_dim)
     solver = BatchedQP(batch, 12, 20, settings, compile=compile_solve, device=device)
     solve = solver.solve
 
@@ -78,6 +80,7 @@ def time_solves(batch: int, iterations: int, backend: str, compile_solve: bool, 
     return {
         "backend": backend,
         "compile": compile_solve,
+        "block_dim": block_dim if backend == "warp" else None,
         "batch": batch,
         "iterations": iterations,
         "solve_ms": 1e3 * per_solve,
@@ -111,17 +114,23 @@ def main() -> None:
     parser.add_argument("--backends", default="torch,warp")
     parser.add_argument("--compile", action="store_true", help="also time the torch steps compiled")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--block-dims", default="256", help="the warp backend's threads per block, each timed")
     parser.add_argument("--out", help="write the results here as JSON")
     args = parser.parse_args()
     torch.set_num_threads(1)
     device = torch.device(args.device)
     rows = []
-    ways = [(backend, False) for backend in args.backends.split(",")]
-    ways += [("torch", True)] if args.compile and "torch" in args.backends.split(",") else []
-    for backend, compile_solve in ways:
+    block_dims = [int(d) for d in args.block_dims.split(",")]
+    ways = [
+        (backend, False, d)
+        for backend in args.backends.split(",")
+        for d in (block_dims if backend == "warp" else [256])
+    ]
+    ways += [("torch", True, 256)] if args.compile and "torch" in args.backends.split(",") else []
+    for backend, compile_solve, block_dim in ways:
         for iterations in (int(i) for i in args.iterations.split(",")):
             for batch in (int(b) for b in args.batches.split(",")):
-                row = time_solves(batch, iterations, backend, compile_solve, device)
+                row = time_solves(batch, iterations, backend, compile_solve, device, block_dim)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     reference = time_proxsuite()

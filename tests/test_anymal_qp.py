@@ -100,3 +100,7 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     with pytest.raises(ConfigError, match="must be one of 'auto', 'torch', 'warp', got 'cuda'") as error:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.qp_backend"
+    cfg.actions.controller.params.update(qp_backend="auto", qp_block_dim=100)
+    with pytest.raises(ConfigError, match="must be a multiple of 32 in \\[32, 1024\\], got 100") as error:
+        make_cpu(cfg, num_envs=2)
+    assert error.value.field == "env.actions.controller.params.qp_block_dim"

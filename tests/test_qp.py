@@ -170,6 +170,11 @@ def test_bad_settings_and_shapes_are_refused() -> None:
         BatchedQP(2, 3, 4, QPSettings(iterations=0))
     with pytest.raises(ConfigError, match="qp.backend: must be one of 'auto', 'torch', 'warp', got 'cuda'"):
         BatchedQP(2, 3, 4, QPSettings(backend="cuda"))
+    for block_dim in (48, 0, 2048, 64.0):
+        with pytest.raises(
+            ConfigError, match=f"qp.block_dim: must be a multiple of 32 in \\[32, 1024\\], got {block_dim}"
+        ):
+            BatchedQP(2, 3, 4, QPSettings(block_dim=block_dim))
     assert BatchedQP(2, 3, 4).backend == "torch", "auto: torch on a CPU"
     with pytest.raises(ValueError, match="the warp backend solves in float32 or float64, got torch.float16"):
         BatchedQP(2, 3, 4, QPSettings(backend="warp"), dtype=torch.float16)

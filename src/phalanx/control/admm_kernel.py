@@ -34,9 +34,11 @@ class ADMMKernel:
     """Launches the solve kernel for batches of `batch` problems of `n` variables and `m` rows in
     `dtype` on `device`, on torch's current stream there (eagerly, or recorded into a torch CUDA
     graph being captured), from and into the warm start `state` (x (B, n), y (B, m), rho (B,):
-    tensors written in place, never replaced)."""
+    tensors written in place, never replaced), `block_dim` threads per block."""
 
-    def __init__(self, batch: int, n: int, m: int, state: tuple, dtype: torch.dtype, device: torch.device):
+    def __init__(
+        self, batch: int, n: int, m: int, state: tuple, dtype: torch.dtype, device: torch.device, block_dim: int = 256
+    ):
         if dtype not in WARP_TYPES:
             raise ValueError(f"BatchedQP: the warp backend solves in float32 or float64, got {dtype}")
         wp.init()
@@ -49,7 +51,8 @@ class ADMMKernel:
         """D, E and c of a problem solved as given (no scaling)."""
         self.kernel = admm_solve_kernel(WARP_TYPES[dtype], n, m)
         self.wp_device = wp.device_from_torch(device)
-        wp.load_module(self.kernel.module, device=self.wp_device)  # compiled before any capture
+        self.block_dim = block_dim
+        wp.load_module(self.kernel.module, device=self.wp_device, block_dim=block_dim)  # compiled before any capture
 
     @compile_boundary
     def launch(self, problem: tuple, scaling: tuple, results: tuple, settings) -> None:
@@ -65,7 +68,9 @@ class ADMMKernel:
         arrays += [*self.kept, *(wp.from_torch(t) for t in results)]
         inputs = [*arrays[:8], *constants, *arrays[8:]]
         stream = warp_stream(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
-        wp.launch(self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream)
+        wp.launch(
+            self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream, block_dim=self.block_dim
+        )
 
 
 WARP_TYPES = {torch.float32: wp.float32, torch.float64: wp.float64}

@@ -67,6 +67,10 @@ class QPSettings:
     for those dtypes (on an H100 2-3x the
     compiled torch steps' QPs/s from 1k to 64k problems) and torch elsewhere (on a CPU the
     kernel's threads run one after another). The same algorithm: solutions agree to rounding."""
+    block_dim: int = 256
+    """Threads per block of the warp backend's launch (Warp's default). A block runs on one
+    multiprocessor, so with 256, 4096 problems use 16 of an H100's 132; each size compiles the
+    kernel once more."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`qp.FIELD`)."""
@@ -80,6 +84,7 @@ class QPSettings:
             if not getattr(self, name) > 0:
                 raise ConfigError(f"must be positive, got {getattr(self, name)}", f"qp.{name}")
         check_backend(self.backend, "qp.backend")
+        check_block_dim(self.block_dim, "qp.block_dim")
         if not self.adapt_tolerance >= 1:
             raise ConfigError(f"must be >= 1, got {self.adapt_tolerance}", "qp.adapt_tolerance")
 
@@ -88,6 +93,12 @@ def check_backend(value: str, field: str) -> None:
     """Raises ConfigError naming `field` unless `value` is one of `BACKENDS`."""
     if value not in BACKENDS:
         raise ConfigError(f"must be one of {', '.join(map(repr, BACKENDS))}, got {value!r}", field)
+
+
+def check_block_dim(value: int, field: str) -> None:
+    """Raises ConfigError naming `field` unless `value` is a multiple of 32 in [32, 1024]."""
+    if not isinstance(value, int) or isinstance(value, bool) or value % 32 or not 32 <= value <= 1024:
+        raise ConfigError(f"must be a multiple of 32 in [32, 1024], got {value!r}", field)
 
 
 @dataclass
@@ -139,7 +150,8 @@ class BatchedQP:
         if self.backend == "warp":  # Warp imported only here: configs and `phalanx list` stay light
             from phalanx.control.admm_kernel import ADMMKernel
 
-            self._kernel = ADMMKernel(batch, n, m, (self.x, self.y, self.rho.view(batch)), self.x.dtype, self.x.device)
+            state = (self.x, self.y, self.rho.view(batch))
+            self._kernel = ADMMKernel(batch, n, m, state, self.x.dtype, self.x.device, self.settings.block_dim)
 
     def reset(self, mask: torch.Tensor | None = None) -> None:
         """Forgets the warm start of the problems where `mask` (B,) is True (all when None)."""

@@ -16,7 +16,7 @@ import torch
 from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
-from phalanx.control.qp import check_backend
+from phalanx.control.qp import check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.envs.cfg import ActionController
 from phalanx.errors import ConfigError
@@ -74,7 +74,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     default) or "host" (per robot on the CPU with proxsuite, to compare with a CPU-side
     controller; only in an env that does not capture its step: `capture=False`). `qp_backend` says
     how a batched solve runs (`QPSettings.backend`): "auto" (the default: one Warp kernel on a
-    GPU, torch elsewhere), "torch" or "warp"."""
+    GPU, torch elsewhere), "torch" or "warp"; `qp_block_dim`, the kernel's threads per block
+    (`QPSettings.block_dim`)."""
 
     def __init__(
         self,
@@ -92,9 +93,11 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         foothold_scale: float = 0.1,
         qp_solver: str = "device",
         qp_backend: str = "auto",
+        qp_block_dim: int = 256,
     ):
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
+        check_block_dim(qp_block_dim, "env.actions.controller.params.qp_block_dim")
         if qp_solver == "host" and env.capture:
             raise ConfigError(
                 "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
@@ -119,7 +122,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         self._root = int(sim.body_ids([root])[0])
         self.radius = float(sim.mjm.site_size[int(self._feet[0]), 0])
         body, height = standing_body(sim.mjm, root, feet)
-        body = dataclasses.replace(body, qp_solver=qp_solver, qp=dataclasses.replace(body.qp, backend=qp_backend))
+        qp = dataclasses.replace(body.qp, backend=qp_backend, block_dim=qp_block_dim)
+        body = dataclasses.replace(body, qp_solver=qp_solver, qp=qp)
         self.controller = QuadrupedController(QuadrupedCfg(body), env.num_envs, len(legs), env.device)
         self.heuristic = HeuristicCfg(height=height, frequency=frequency)
         self.command = command
