@@ -74,3 +74,27 @@ def test_repeated_runs_get_their_median() -> None:
     assert [row.split(" | ")[0] for row in rows] == ["| cold", "| warm", "| warm", "| warm", "| warm, median of 3"]
     assert rows[-1].split(" | ")[1] == "**12.0 s** (10.0-15.0)"
     assert rows[-1].split(" | ")[2] == f"{12.0 / len(PHASES):.1f}"
+
+
+def test_a_warm_run_that_compiles_triton_kernels_is_called_out() -> None:
+    """Time the main thread spent in Triton's compiler: none is expected warm, where inductor's
+    cache holds the kernels; a warm run with some gets a sentence under the table."""
+    from phalanx.bench.startup import table, triton_compiling_s
+
+    def result(run: str, compiler_samples: int) -> dict:
+        frames = ["triton/backends/nvidia/compiler.py:make_ttgir"] * compiler_samples + ["phalanx/rl/ppo.py:update"] * 3
+        samples = [[0.1 * (k + 1), "torch.compile", 1.0, "", inner] for k, inner in enumerate(frames)]
+        phases = dict.fromkeys(PHASES, 0.1) | {"second_iteration": 0.1, "steady_iteration": 0.01}
+        warp = {p: {"compiled": 0, "cached": 1, "compile_s": 0.0, "cached_load_s": 0.1, "timeline": []} for p in PHASES}
+        main_thread = {p: {"torch.compile": 0.1} for p in PHASES}
+        return {
+            "run": run, "valid": True, "to_first_iteration_s": 10.0, "phases_s": phases, "warp": warp,
+            "main_thread_s": main_thread, "samples": samples,
+        }  # fmt: skip
+
+    cold, warm = result("cold", 20), result("warm", 5)
+    assert (
+        round(triton_compiling_s(cold), 6) == 1.9 and round(triton_compiling_s(warm), 6) == 0.4
+    )  # the first counts none
+    assert "A warm run spent 0.4 s in Triton's compiler" in table([cold, warm])
+    assert "Triton's compiler:" not in table([cold, result("warm", 1)])  # 0 s: below the threshold

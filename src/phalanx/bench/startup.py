@@ -128,18 +128,23 @@ STATES = ("torch.compile", "waiting for Warp", "Warp", "waiting for the update's
 
 
 def main_thread_table(results: list[dict[str, Any]]) -> str:
-    """Up to the end of the first iteration: the main thread's seconds in each state, when the
-    last Warp module finished loading, and the CPU cores kept busy on average."""
-    columns = ["run", *(f"main thread: {state}" for state in STATES), "Warp modules done at", "busy CPU cores"]
-    rows = []
+    """Up to the end of the first iteration: the main thread's seconds in each state and, of
+    torch.compile's, in Triton's compiler; when the last Warp module finished loading, and the
+    CPU cores kept busy on average."""
+    columns = ["run", *(f"main thread: {state}" for state in STATES), "of torch.compile: Triton compiling"]
+    columns += ["Warp modules done at", "busy CPU cores"]
+    rows, recompiled = [], []
     for r in results:
         if not r["valid"] or "main_thread_s" not in r:
             continue
         split = [r["main_thread_s"].get(p, {}) for p in PHASES]
         ends = [m[3] for p in PHASES for m in r["warp"].get(p, {}).get("timeline", [])]
         cores = [row[2] for row in r["samples"] if row[2] is not None and row[0] <= r["to_first_iteration_s"]]
+        triton = triton_compiling_s(r)
+        if r["run"] == "warm" and triton >= RECOMPILED_S:
+            recompiled.append(triton)
         rows.append(
-            [r["run"], *(f"{sum(s.get(state, 0.0) for s in split):.1f}" for state in STATES)]
+            [r["run"], *(f"{sum(s.get(state, 0.0) for s in split):.1f}" for state in STATES), f"{triton:.1f}"]
             + [f"{max(ends):.1f} s" if ends else "-", f"{sum(cores) / len(cores):.1f}" if cores else "-"]
         )
     note = (
@@ -148,4 +153,30 @@ def main_thread_table(results: list[dict[str, Any]]) -> str:
         " model upload); waiting for Warp: for modules still compiling on the compile threads; running"
         " compiled code counts as other."
     )
+    if recompiled:
+        note += (
+            f" A warm run spent {max(recompiled):.1f} s in Triton's compiler: kernels that inductor did not"
+            " take from its cache were compiled again."
+        )
     return markdown_table(columns, rows) + "\n\n" + note
+
+
+TRITON_COMPILER = ("triton/compiler/", "triton/backends/")
+"""Where a sample's innermost frame is while Triton compiles a kernel (its stages, not its cache;
+older samples keep a site-packages/ prefix)."""
+RECOMPILED_S = 0.2
+"""Seconds in Triton's compiler past which a warm run is said to have compiled kernels again."""
+
+
+def triton_compiling_s(result: dict[str, Any]) -> float:
+    """Seconds the main thread spent in Triton's compiler up to the end of the first iteration:
+    each sample there counts for the time since the one before. A warm start should spend none
+    (inductor's FX graph cache holds the compiled kernels). Samples written before they named
+    the innermost frame count none."""
+    seconds, previous = 0.0, None
+    for t, _state, _cores, *frames in result["samples"]:
+        inner = frames[1] if len(frames) > 1 else ""
+        if previous is not None and t <= result["to_first_iteration_s"] and any(p in inner for p in TRITON_COMPILER):
+            seconds += t - previous
+        previous = t
+    return seconds
