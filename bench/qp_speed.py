@@ -45,7 +45,7 @@ def problems(batch: int, device: torch.device, seed: int = 0, dtype=torch.float3
 
 
 def time_solves(
-    batch: int, iterations: int, backend: str, compile_solve: bool, device: torch.device, block_dim: int = 256
+    batch: int, iterations: int, backend: str, compile_solve: bool, device: torch.device, block_dim: int
 ) -> dict:
     H, g, A, l, u = problems(batch, device)
     settings = QPSettings(iterations=iterations, backend=backend, block_dim=block_dim)
@@ -114,19 +114,16 @@ def main() -> None:
     parser.add_argument("--backends", default="torch,warp")
     parser.add_argument("--compile", action="store_true", help="also time the torch steps compiled")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--block-dims", default="256", help="the warp backend's threads per block, each timed")
+    parser.add_argument("--block-dims", default=str(QPSettings.block_dim), help="the warp backend's threads per block")
     parser.add_argument("--out", help="write the results here as JSON")
     args = parser.parse_args()
     torch.set_num_threads(1)
     device = torch.device(args.device)
     rows = []
     block_dims = [int(d) for d in args.block_dims.split(",")]
-    ways = [
-        (backend, False, d)
-        for backend in args.backends.split(",")
-        for d in (block_dims if backend == "warp" else [256])
-    ]
-    ways += [("torch", True, 256)] if args.compile and "torch" in args.backends.split(",") else []
+    default = QPSettings.block_dim  # the torch steps launch no kernel of their own
+    ways = [(b, False, d) for b in args.backends.split(",") for d in (block_dims if b == "warp" else [default])]
+    ways += [("torch", True, default)] if args.compile and "torch" in args.backends.split(",") else []
     for backend, compile_solve, block_dim in ways:
         for iterations in (int(i) for i in args.iterations.split(",")):
             for batch in (int(b) for b in args.batches.split(",")):

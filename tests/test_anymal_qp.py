@@ -83,7 +83,7 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     steps, each with its QP) from the same state gives the torch solve's observations to float32
     rounding (measured: 6e-5 on values up to 38; scaling the actions by 1 + 1e-6 moves them by
     8e-5, and such differences grow to tenths within 5 steps, so later steps are only checked
-    finite); an unknown backend is refused naming the param."""
+    finite); an unknown backend and a bad block size are refused naming the param."""
     cfg = env_cfg("anymal-qp")
     envs = []
     for backend in ("torch", "warp"):
@@ -101,6 +101,6 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.qp_backend"
     cfg.actions.controller.params.update(qp_backend="auto", qp_block_dim=100)
-    with pytest.raises(ConfigError, match="must be a multiple of 32 in \\[32, 1024\\], got 100") as error:
+    with pytest.raises(ConfigError, match="must be a multiple of 32 in \\[32, 256\\], got 100") as error:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.qp_block_dim"

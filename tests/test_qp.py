@@ -170,9 +170,9 @@ def test_bad_settings_and_shapes_are_refused() -> None:
         BatchedQP(2, 3, 4, QPSettings(iterations=0))
     with pytest.raises(ConfigError, match="qp.backend: must be one of 'auto', 'torch', 'warp', got 'cuda'"):
         BatchedQP(2, 3, 4, QPSettings(backend="cuda"))
-    for block_dim in (48, 0, 2048, 64.0):
+    for block_dim in (48, 0, 512, 64.0):
         with pytest.raises(
-            ConfigError, match=f"qp.block_dim: must be a multiple of 32 in \\[32, 1024\\], got {block_dim}"
+            ConfigError, match=f"qp.block_dim: must be a multiple of 32 in \\[32, 256\\], got {block_dim}"
         ):
             BatchedQP(2, 3, 4, QPSettings(block_dim=block_dim))
     assert BatchedQP(2, 3, 4).backend == "torch", "auto: torch on a CPU"

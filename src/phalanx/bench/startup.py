@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -58,10 +59,11 @@ def run(
     if proc.returncode != 0 or not result_path.is_file():
         tail = log_path.read_text()[-2000:].strip().splitlines()
         reason = tail[-1] if tail else "no output"
-        return {"run": label, "valid": False, "reason": f"exit {proc.returncode}: {reason} (see {log_path.name})"}
+        reason = f"exit {proc.returncode}: {reason} (see {log_path.name})"
+        return {"run": label, "name": name, "valid": False, "reason": reason}
     result = json.loads(result_path.read_text())
     result_path.unlink()
-    return {"run": label, "valid": True, "process_wall_s": wall_s, **result}
+    return {"run": label, "name": name, "valid": True, "process_wall_s": wall_s, **result}
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -72,13 +74,13 @@ def table(results: list[dict[str, Any]]) -> str:
     rows = []
     for r in results:
         if not r["valid"]:
-            rows.append([r["run"], f"invalid: {r['reason']}"])
+            rows.append([_label(r), f"invalid: {r['reason']}"])
             continue
         s = r["phases_s"]
         warp = [w for phase, w in r["warp"].items() if phase in PHASES]
         compiled, cached = sum(w["compiled"] for w in warp), sum(w["cached"] for w in warp)
         rows.append(
-            [r["run"], f"**{r['to_first_iteration_s']:.1f} s**", *(f"{s[p]:.1f}" if p in s else "-" for p in PHASES)]
+            [_label(r), f"**{r['to_first_iteration_s']:.1f} s**", *(f"{s[p]:.1f}" if p in s else "-" for p in PHASES)]
             + [f"{compiled} / {cached}"]
             + [f"{sum(w['compile_s'] for w in warp):.1f} / {max(w.get('longest_compile_s', 0.0) for w in warp):.1f}"]
             + [f"{sum(w['cached_load_s'] for w in warp):.1f}"]
@@ -99,6 +101,11 @@ def table(results: list[dict[str, Any]]) -> str:
     if any(r["valid"] and "main_thread_s" in r for r in results):
         note += "\n\n" + main_thread_table(results)
     return markdown_table(columns, rows) + "\n\n" + note
+
+
+def _label(result: dict[str, Any]) -> str:
+    """A run's row label: its name (warm, warm-2, ...: its log is startup-NAME.log)."""
+    return result.get("name", result["run"])
 
 
 def median_rows(results: list[dict[str, Any]]) -> list[list[str]]:
@@ -131,7 +138,7 @@ def main_thread_table(results: list[dict[str, Any]]) -> str:
     """Up to the end of the first iteration: the main thread's seconds in each state and, of
     torch.compile's, in Triton's compiler; when the last Warp module finished loading, and the
     CPU cores kept busy on average."""
-    columns = ["run", *(f"main thread: {state}" for state in STATES), "of torch.compile: Triton compiling"]
+    columns = ["run", *(f"main thread: {state}" for state in STATES), "main thread: in Triton's compiler"]
     columns += ["Warp modules done at", "busy CPU cores"]
     rows, recompiled = [], []
     for r in results:
@@ -141,10 +148,11 @@ def main_thread_table(results: list[dict[str, Any]]) -> str:
         ends = [m[3] for p in PHASES for m in r["warp"].get(p, {}).get("timeline", [])]
         cores = [row[2] for row in r["samples"] if row[2] is not None and row[0] <= r["to_first_iteration_s"]]
         triton = triton_compiling_s(r)
-        if r["run"] == "warm" and triton >= RECOMPILED_S:
+        if r["run"] == "warm" and triton is not None and triton >= RECOMPILED_S:
             recompiled.append(triton)
         rows.append(
-            [r["run"], *(f"{sum(s.get(state, 0.0) for s in split):.1f}" for state in STATES), f"{triton:.1f}"]
+            [_label(r), *(f"{sum(s.get(state, 0.0) for s in split):.1f}" for state in STATES)]
+            + ["-" if triton is None else f"{triton:.1f}"]
             + [f"{max(ends):.1f} s" if ends else "-", f"{sum(cores) / len(cores):.1f}" if cores else "-"]
         )
     note = (
@@ -161,22 +169,27 @@ def main_thread_table(results: list[dict[str, Any]]) -> str:
     return markdown_table(columns, rows) + "\n\n" + note
 
 
-TRITON_COMPILER = ("triton/compiler/", "triton/backends/")
-"""Where a sample's innermost frame is while Triton compiles a kernel (its stages, not its cache;
-older samples keep a site-packages/ prefix)."""
+TRITON_COMPILER = re.compile(
+    r"triton/(backends/\w+/compiler\.py|compiler/code_generator\.py|compiler/compiler\.py:make_ir$)"
+)
+"""A sample's innermost frame while Triton compiles a kernel: its stages, not its cache lookups
+or kernel launches (older samples keep a site-packages/ prefix). ptxas, which Triton runs as a
+process, is not seen."""
 RECOMPILED_S = 0.2
 """Seconds in Triton's compiler past which a warm run is said to have compiled kernels again."""
 
 
-def triton_compiling_s(result: dict[str, Any]) -> float:
+def triton_compiling_s(result: dict[str, Any]) -> float | None:
     """Seconds the main thread spent in Triton's compiler up to the end of the first iteration:
     each sample there counts for the time since the one before. A warm start should spend none
-    (inductor's FX graph cache holds the compiled kernels). Samples written before they named
-    the innermost frame count none."""
+    (inductor's FX graph cache holds the compiled kernels). None for samples written before they
+    named the innermost frame."""
+    if not any(len(row) > 4 for row in result["samples"]):
+        return None
     seconds, previous = 0.0, None
     for t, _state, _cores, *frames in result["samples"]:
         inner = frames[1] if len(frames) > 1 else ""
-        if previous is not None and t <= result["to_first_iteration_s"] and any(p in inner for p in TRITON_COMPILER):
+        if previous is not None and t <= result["to_first_iteration_s"] and TRITON_COMPILER.search(inner):
             seconds += t - previous
         previous = t
-    return seconds
+    return round(seconds, 2)

@@ -37,7 +37,7 @@ class ADMMKernel:
     tensors written in place, never replaced), `block_dim` threads per block."""
 
     def __init__(
-        self, batch: int, n: int, m: int, state: tuple, dtype: torch.dtype, device: torch.device, block_dim: int = 256
+        self, batch: int, n: int, m: int, state: tuple, dtype: torch.dtype, device: torch.device, block_dim: int
     ):
         if dtype not in WARP_TYPES:
             raise ValueError(f"BatchedQP: the warp backend solves in float32 or float64, got {dtype}")
@@ -51,8 +51,9 @@ class ADMMKernel:
         """D, E and c of a problem solved as given (no scaling)."""
         self.kernel = admm_solve_kernel(WARP_TYPES[dtype], n, m)
         self.wp_device = wp.device_from_torch(device)
-        self.block_dim = block_dim
-        wp.load_module(self.kernel.module, device=self.wp_device, block_dim=block_dim)  # compiled before any capture
+        self.launch_kw = {"block_dim": block_dim} if self.wp_device.is_cuda else {}
+        """Where the threads of a block run at once: on a GPU (on a CPU they run one after another)."""
+        wp.load_module(self.kernel.module, device=self.wp_device, **self.launch_kw)  # compiled before any capture
 
     @compile_boundary
     def launch(self, problem: tuple, scaling: tuple, results: tuple, settings) -> None:
@@ -68,9 +69,7 @@ class ADMMKernel:
         arrays += [*self.kept, *(wp.from_torch(t) for t in results)]
         inputs = [*arrays[:8], *constants, *arrays[8:]]
         stream = warp_stream(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
-        wp.launch(
-            self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream, block_dim=self.block_dim
-        )
+        wp.launch(self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream, **self.launch_kw)
 
 
 WARP_TYPES = {torch.float32: wp.float32, torch.float64: wp.float64}

@@ -68,9 +68,9 @@ class QPSettings:
     compiled torch steps' QPs/s from 1k to 64k problems) and torch elsewhere (on a CPU the
     kernel's threads run one after another). The same algorithm: solutions agree to rounding."""
     block_dim: int = 256
-    """Threads per block of the warp backend's launch (Warp's default). A block runs on one
-    multiprocessor, so with 256, 4096 problems use 16 of an H100's 132; each size compiles the
-    kernel once more."""
+    """Threads per block of the warp backend's launch on a GPU (Warp's default; at most 256). A
+    block runs on one multiprocessor, so with 256, 4096 problems use 16 of an H100's 132; each
+    size compiles the kernel once more."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`qp.FIELD`)."""
@@ -96,9 +96,10 @@ def check_backend(value: str, field: str) -> None:
 
 
 def check_block_dim(value: int, field: str) -> None:
-    """Raises ConfigError naming `field` unless `value` is a multiple of 32 in [32, 1024]."""
-    if not isinstance(value, int) or isinstance(value, bool) or value % 32 or not 32 <= value <= 1024:
-        raise ConfigError(f"must be a multiple of 32 in [32, 1024], got {value!r}", field)
+    """Raises ConfigError naming `field` unless `value` is a multiple of 32 in [32, 256]: the
+    kernel keeps much per thread, and larger blocks may not get the registers to launch."""
+    if not isinstance(value, int) or isinstance(value, bool) or value % 32 or not 32 <= value <= 256:
+        raise ConfigError(f"must be a multiple of 32 in [32, 256], got {value!r}", field)
 
 
 @dataclass

@@ -5,6 +5,7 @@ every physics step (`mdp.quadruped_control`). With zero actions it walks as the 
 
 from __future__ import annotations
 
+from phalanx.control.qp import QPSettings
 from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
 from phalanx.envs.mdp import quadruped_control
 from phalanx.registry import register
@@ -28,7 +29,7 @@ def through_qp(cfg: TaskCfg) -> None:
     # One physics step per control step: the controller sets the torques at 200 Hz, the policy
     # corrects its command at 50 Hz.
     cfg.sim.decimation = 1
-    params = {"qp_backend": "auto", "qp_block_dim": 256}  # listed: flags can set them
+    params = {"qp_backend": "auto", "qp_block_dim": QPSettings.block_dim}  # listed: flags can set them
     controller = ControllerCfg(func=quadruped_control.quadruped_control, decimation=4, params=params)
     cfg.actions = ActionCfg(controller=controller)
     cfg.observations["policy"]["gait_phase"] = ObsTermCfg(func=quadruped_control.gait_phase)

@@ -16,7 +16,7 @@ import torch
 from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
-from phalanx.control.qp import check_backend, check_block_dim
+from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.envs.cfg import ActionController
 from phalanx.errors import ConfigError
@@ -93,7 +93,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         foothold_scale: float = 0.1,
         qp_solver: str = "device",
         qp_backend: str = "auto",
-        qp_block_dim: int = 256,
+        qp_block_dim: int = QPSettings.block_dim,
     ):
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
