@@ -135,8 +135,8 @@ STATES = ("torch.compile", "waiting for Warp", "Warp", "waiting for the update's
 
 
 def main_thread_table(results: list[dict[str, Any]]) -> str:
-    """Up to the end of the first iteration: the main thread's seconds in each state and, of
-    torch.compile's, in Triton's compiler; when the last Warp module finished loading, and the
+    """Up to the end of the first iteration: the main thread's seconds in each state and in
+    Triton's compiler (`triton_compiling_s`); when the last Warp module finished loading, and the
     CPU cores kept busy on average."""
     columns = ["run", *(f"main thread: {state}" for state in STATES), "main thread: in Triton's compiler"]
     columns += ["Warp modules done at", "busy CPU cores"]
