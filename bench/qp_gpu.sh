@@ -6,7 +6,11 @@
 # then the GPU tests of the QP tasks. Every result and log is packed into $OUT/qp.tgz after each
 # step: a call cut short (by its time limit, or the device time left) still returns what the
 # finished steps measured. A device call runs at most 10 minutes: STEPS picks the steps.
+# Steps not in the default: block-dims (the kernel's QPs/s per threads per block, BLOCK_DIMS) and
+# stones-blocks (anymal-stones-qp's throughput at each of STONES_BLOCK_DIMS, "default" for none
+# given, in that order; the first run also compiles what the others share).
 #   STEPS="gpu-tests qp-speed controller" bash bench/qp_gpu.sh; STEPS="anymal-qp qp-methods task-tests" bash bench/qp_gpu.sh
+#   STEPS="block-dims stones-blocks" STONES_BLOCK_DIMS="default 32 64 default" bash bench/qp_gpu.sh
 set -uo pipefail
 work=/tmp/qp-gpu
 out=${OUT:-bench-out}
@@ -27,6 +31,20 @@ if want gpu-tests; then
 fi
 if want qp-speed; then
   run qp-speed 240 python3 bench/qp_speed.py --compile --backends "${BACKENDS:-torch,warp}" --out "$work/qp-speed.json"
+fi
+if want block-dims; then
+  run block-dims 240 python3 bench/qp_speed.py --backends warp --iterations 25 \
+    --block-dims "${BLOCK_DIMS:-32,64,128,256}" --out "$work/block-dims.json"
+fi
+if want stones-blocks; then
+  i=0
+  for dim in ${STONES_BLOCK_DIMS:-default 32 64 default}; do
+    i=$((i + 1))
+    args=()
+    [ "$dim" = default ] || args=("--train-args=--env.actions.controller.params.qp-block-dim $dim")
+    run "stones-$i-$dim" 300 python3 -m phalanx bench throughput anymal-stones-qp --num-envs 4096 --iterations 10 \
+      --run-dir "$work/stones-$i-$dim" "${args[@]}"
+  done
 fi
 if want controller; then
   for backend in warp torch; do

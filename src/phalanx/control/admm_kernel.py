@@ -15,6 +15,18 @@ each thread keeps its problem's vectors, H and the inverse as local values: regi
 they do not fit, local memory that the GPU caches per multiprocessor, laid out so that a warp's
 threads read consecutive addresses. The inputs keep torch's batch-first layout; a constraint
 matrix shared by every problem is read from one copy (A's first dimension is then 1).
+
+How its loops are laid out sets much of its speed. Three changes, each measured against the one
+before it on one H100 (force QPs, 25 steps, 32 threads a block, 1024 / 65536 problems):
+- Products with A' and A' diag(rho) A add A's rows one after another, each row's n products
+  independent of each other: 0.28 / 3.79 ms a solve before, 0.26 / 3.49 ms after, and the
+  kernel compiles in 15-20 s instead of 42 s.
+- The steps run in runs between rho updates, so the loop of steps assigns neither K nor rho
+  (assigned in that loop, K, 144 values, was selected and copied at every step): 0.25 / 3.40 ms
+  before, 0.21 / 2.28 ms after.
+- One step is a function, called for all but the last step of a run and then for the last one
+  after keeping x and y for the certificates (kept at every step before): 0.21 / 2.30 ms before,
+  0.21 / 2.06 ms after.
 """
 
 # No `from __future__ import annotations`: Warp reads the kernel's annotations as types.
@@ -98,13 +110,12 @@ def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
 
     @wp.func
     def times_a_transposed(A: array3, a: int, w: vec_m) -> vec_n:
-        """A[a]' w."""
+        """A[a]' w, row by row: each row's n products are independent, and each sum adds the rows
+        in order."""
         out = vec_n()
-        for i in range(n):
-            s = T(0.0)
-            for r in range(m):
-                s += A[a, r, i] * w[r]
-            out[i] = s
+        for r in range(m):
+            for i in range(n):
+                out[i] = out[i] + A[a, r, i] * w[r]
         return out
 
     @wp.func
@@ -126,14 +137,17 @@ def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
         """(H + sigma' I + A' diag(rho) A)^-1 with sigma' = max(sigma, 10 eps x the largest
         diagonal entry), by Gauss-Jordan elimination in place without pivoting; a pivot that
         rounding made tiny or negative is raised to eps x the largest diagonal entry."""
-        K = mat_nn()
+        K = H
+        for r in range(m):  # row by row, as in `times_a_transposed`
+            row = vec_n()
+            for j in range(n):
+                row[j] = A[a, r, j]
+            for i in range(n):
+                scaled = row[i] * rho[r]
+                for j in range(n):
+                    K[i, j] = K[i, j] + scaled * row[j]
         largest = T(0.0)
         for i in range(n):
-            for j in range(n):
-                s = H[i, j]
-                for r in range(m):
-                    s += A[a, r, i] * rho[r] * A[a, r, j]
-                K[i, j] = s
             largest = wp.max(largest, K[i, i])
         shift = wp.max(sigma, T(10.0) * eps * largest)
         for i in range(n):
@@ -171,6 +185,30 @@ def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
         if far and not (primal < converged and dual < converged):
             factor = ratio
         return wp.clamp(base * factor, T(1e-6), T(1e6))
+
+    @wp.func
+    def admm_step(
+        H: mat_nn,
+        g: vec_n,
+        A: array3,
+        a: int,
+        K: mat_nn,
+        rho: vec_m,
+        lower: vec_m,
+        upper: vec_m,
+        alpha: T,
+        x: vec_n,
+        z: vec_m,
+        y: vec_m,
+    ):
+        """One relaxed OSQP step from (x, z, y), K the inverse of the ADMM matrix for `rho`; the
+        torch steps' `admm_step`."""
+        # x~ = x - K^-1 (H x + g + A'(y + rho (A x - z))): OSQP's linear system as a correction
+        w = y + wp.cw_mul(rho, times_a(A, a, x) - z)
+        x_tilde = x - K @ (times_a_transposed(A, a, w) + H @ x + g)
+        relaxed = alpha * times_a(A, a, x_tilde) + (T(1.0) - alpha) * z  # alpha z~ + (1 - alpha) z
+        z_next = wp.min(wp.max(relaxed + wp.cw_div(y, rho), lower), upper)
+        return alpha * x_tilde + (T(1.0) - alpha) * x, z_next, y + wp.cw_mul(rho, relaxed - z_next)
 
     @wp.kernel(enable_backward=False, module="unique")
     def solve(
@@ -229,22 +267,21 @@ def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
         K = invert(H, A, a, rho, sigma, eps, tiny)
         x_prev = x
         y_prev = y
-        for k in range(iterations):
-            if adapt_every > 0 and k > 0 and k % adapt_every == 0:
+        done = int(0)  # noqa: UP018 (Warp: a variable the loop changes, not a constant)
+        while done < iterations:  # in runs of `adapt_every` steps (all in one when 0), rho fixed in each
+            if done > 0:
                 base = adapted(base, H, g, A, a, x, z, y, adapt_tolerance, converged, tiny)
                 rho = row_step_sizes(base, lower, upper, equality_scale)
                 K = invert(H, A, a, rho, sigma, eps, tiny)
-            if k == iterations - 1:  # the last step's change certifies infeasibility
-                x_prev = x
-                y_prev = y
-            # x~ = x - K^-1 (H x + g + A'(y + rho (A x - z))): OSQP's linear system as a correction
-            w = y + wp.cw_mul(rho, times_a(A, a, x) - z)
-            x_tilde = x - K @ (times_a_transposed(A, a, w) + H @ x + g)
-            relaxed = alpha * times_a(A, a, x_tilde) + (T(1.0) - alpha) * z  # alpha z~ + (1 - alpha) z
-            x = alpha * x_tilde + (T(1.0) - alpha) * x
-            z_next = wp.min(wp.max(relaxed + wp.cw_div(y, rho), lower), upper)
-            y = y + wp.cw_mul(rho, relaxed - z_next)
-            z = z_next
+            steps = iterations - done
+            if adapt_every > 0:
+                steps = wp.min(steps, adapt_every)
+            for _ in range(steps - 1):
+                x, z, y = admm_step(H, g, A, a, K, rho, lower, upper, alpha, x, z, y)
+            x_prev = x  # the last step's change certifies infeasibility
+            y_prev = y
+            x, z, y = admm_step(H, g, A, a, K, rho, lower, upper, alpha, x, z, y)
+            done += steps
 
         # OSQP's certificates on the last step's change. Primal: dy (projected: no push against
         # an infinite bound) with |A'dy| <= tol |dy| and u'max(dy, 0) + l'min(dy, 0) < -tol |dy|.
