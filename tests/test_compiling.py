@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+import types
 
 import torch
 
-from phalanx.compiling import compile_boundary, compiled
+from phalanx.compiling import compile_boundary, compiled, import_compiler
 
 
 def _seen_while_compiling(cls: type) -> list[bool]:
@@ -96,3 +98,20 @@ def test_compiled_names_kernels_short_beside_the_callers_options(monkeypatch) ->
         {"backend": "eager"},
         {"mode": "max-autotune"},
     ]
+
+
+def test_import_compiler_hashes_triton_off_the_main_thread(monkeypatch) -> None:
+    """inductor's first compile hashes Triton (`triton_key`, 0.4 s of an H100 start): after
+    `import_compiler` a thread of its own has done it. Here a stand-in Triton records where."""
+    import torch._inductor.compile_fx  # noqa: F401 (before the stand-in: it imports Triton where there is one)
+
+    threads = []
+    cache = types.ModuleType("triton.runtime.cache")
+    cache.triton_key = lambda: threads.append(threading.current_thread().name)
+    for name, module in {"triton": None, "triton.runtime": None, "triton.runtime.cache": cache}.items():
+        monkeypatch.setitem(sys.modules, name, module or types.ModuleType(name))
+    import_compiler()
+    for thread in threading.enumerate():
+        if thread.name == "triton-key":
+            thread.join(timeout=10)
+    assert threads == ["triton-key"]

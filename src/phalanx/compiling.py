@@ -10,7 +10,9 @@ once torch._dynamo is loaded gets it at once."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +63,20 @@ def import_compiler() -> None:
     """Imports torch.compile's machinery: Dynamo (with sympy) and inductor (with Triton). On H100
     hosts that took 2-3 s alone, and 7.3 s on a cold start, where it ran beside the Warp threads
     generating the physics' modules' code, which hold the GIL in turn. An env that compiles
-    imports it before its physics' modules start compiling."""
+    imports it before its physics' modules start compiling, and hashes Triton on a thread
+    (`_hash_triton`)."""
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
+
+    threading.Thread(target=_hash_triton, name="triton-key", daemon=True).start()
+
+
+def _hash_triton() -> None:
+    """Computes Triton's `triton_key`, which inductor's cache keys include: a hash of Triton's
+    sources and its 415 MB library, cached for the process. Computed by the first compile, it
+    held the main thread 0.4 s of every anymal-rough start on an H100 (4 samples at 0.1 s, warm
+    and cold); on this thread, none (hashing releases the GIL)."""
+    with contextlib.suppress(Exception):  # no Triton (CPU builds of torch): nothing to hash
+        from triton.runtime.cache import triton_key
+
+        triton_key()
