@@ -64,9 +64,9 @@ class QPSettings:
     """How a solve runs: "torch", several tensor operations per ADMM step (with `compile`,
     fused by torch.compile); "warp", the whole solve as one Warp kernel, one thread per problem
     (`phalanx.control.admm_kernel`; float32 or float64); "auto", the kernel on a CUDA device
-    for those dtypes (on an H100 2-3x the
-    compiled torch steps' QPs/s from 1k to 64k problems) and torch elsewhere (on a CPU the
-    kernel's threads run one after another). The same algorithm: solutions agree to rounding."""
+    for those dtypes (3-7x the compiled torch steps' QPs/s from 1k to 64k problems, on H100s)
+    and torch elsewhere (on a CPU the kernel's threads run one after another). The same
+    algorithm: solutions agree to rounding."""
     block_dim: int = 32
     """Threads per block of the warp backend's launch on a GPU (at most 256). A block runs on one
     multiprocessor: with Warp's default of 256, 1024 and 4096 problems ran on 4 and 16 of an
