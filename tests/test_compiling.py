@@ -7,10 +7,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 import types
 
 import torch
 
+from phalanx import compiling
 from phalanx.compiling import compile_boundary, compiled, import_compiler
 
 
@@ -102,16 +104,23 @@ def test_compiled_names_kernels_short_beside_the_callers_options(monkeypatch) ->
 
 def test_import_compiler_hashes_triton_off_the_main_thread(monkeypatch) -> None:
     """inductor's first compile hashes Triton (`triton_key`, 0.4 s of an H100 start): after
-    `import_compiler` a thread of its own has done it. Here a stand-in Triton records where."""
+    `import_compiler` a thread of its own does it, and `compiled` waits for that thread, whose
+    imports of Triton's packages must not run beside a compile's. A stand-in Triton records
+    where it was hashed and when it was done."""
     import torch._inductor.compile_fx  # noqa: F401 (before the stand-in: it imports Triton where there is one)
 
-    threads = []
+    hashed = []
+
+    def triton_key() -> None:
+        time.sleep(0.3)
+        hashed.append(threading.current_thread().name)
+
     cache = types.ModuleType("triton.runtime.cache")
-    cache.triton_key = lambda: threads.append(threading.current_thread().name)
+    cache.triton_key = triton_key
     for name, module in {"triton": None, "triton.runtime": None, "triton.runtime.cache": cache}.items():
         monkeypatch.setitem(sys.modules, name, module or types.ModuleType(name))
+    monkeypatch.setattr(compiling, "_HASHING", [])  # as in a process that has not hashed yet
     import_compiler()
-    for thread in threading.enumerate():
-        if thread.name == "triton-key":
-            thread.join(timeout=10)
-    assert threads == ["triton-key"]
+    assert hashed == []  # still hashing: import_compiler did not wait
+    compiled(abs, backend="eager")
+    assert hashed == ["triton-key"]

@@ -20,6 +20,8 @@ import torch
 
 _PENDING: list[tuple[type, str]] = []
 """(class, method name) of the boundaries not yet marked for torch.compile."""
+_HASHING: list[threading.Thread] = []
+"""The thread computing Triton's hash (`_hash_triton`), once started."""
 
 
 class compile_boundary:  # noqa: N801 (a decorator, named like one)
@@ -49,7 +51,11 @@ the ops in their names (`triton_poi__3`), every kernel is in the entry."""
 def compiled(fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
     """`torch.compile(fn, **kwargs)`, after marking every `compile_boundary` defined so far. For
     inductor (the default backend), `SHORT_KERNEL_NAMES` joins the caller's options, unless the
-    caller gives a `mode`, which torch.compile takes only without options."""
+    caller gives a `mode`, which torch.compile takes only without options. Waits for Triton's
+    hash (`_hash_triton`) first: it imports Triton's packages, which compiling imports too, and
+    two threads importing one package can each find the other's modules half done."""
+    for thread in _HASHING:
+        thread.join()
     while _PENDING:
         owner, name = _PENDING.pop()
         setattr(owner, name, torch.compiler.disable(owner.__dict__[name]))
@@ -68,14 +74,17 @@ def import_compiler() -> None:
     import torch._dynamo  # noqa: F401
     import torch._inductor.compile_fx  # noqa: F401
 
-    threading.Thread(target=_hash_triton, name="triton-key", daemon=True).start()
+    if not _HASHING:
+        _HASHING.append(threading.Thread(target=_hash_triton, name="triton-key", daemon=True))
+        _HASHING[0].start()
 
 
 def _hash_triton() -> None:
     """Computes Triton's `triton_key`, which inductor's cache keys include: a hash of Triton's
     sources and its 415 MB library, cached for the process. Computed by the first compile, it
     held the main thread 0.4 s of every anymal-rough start on an H100 (4 samples at 0.1 s, warm
-    and cold); on this thread, none (hashing releases the GIL)."""
+    and cold); on this thread, none (hashing releases the GIL). The env's simulator is built in
+    the meantime, so `compiled`'s wait for it is usually over at once."""
     with contextlib.suppress(Exception):  # no Triton (CPU builds of torch): nothing to hash
         from triton.runtime.cache import triton_key
 
