@@ -262,3 +262,17 @@ def test_the_backends_agree_to_rounding(scaling_iterations: int) -> None:
         assert torch.allclose(ours.x, theirs.x, atol=1e-7) and torch.allclose(ours.y, theirs.y, atol=1e-7)
         for name in ("primal_residual", "dual_residual"):
             assert torch.allclose(getattr(ours, name), getattr(theirs, name), atol=1e-8), name
+
+
+def test_the_backends_agree_on_every_step_schedule() -> None:
+    """The kernel runs its steps in runs between step-size updates (`adapt_every` steps each, all
+    in one when 0, a shorter last one): one step, updates after every step, none, and runs that
+    do not divide the steps give the torch steps' solutions, as above."""
+    H, g, A, l, u = random_qps(32, 10, 8, seed=3)
+    for iterations, adapt_every in ((1, 25), (2, 1), (7, 0), (7, 3), (26, 25)):
+        settings = {"iterations": iterations, "adapt_every": adapt_every}
+        solvers = [BatchedQP(32, 10, 8, QPSettings(**settings, backend=b), dtype=torch.float64) for b in BACKENDS]
+        for step in range(3):
+            ours, theirs = (solver.solve(H, g * (1 + 0.01 * step), A, l, u) for solver in solvers)
+            assert (ours.primal_infeasible == theirs.primal_infeasible).all(), settings
+            assert torch.allclose(ours.x, theirs.x, atol=1e-7) and torch.allclose(ours.y, theirs.y, atol=1e-7), settings
