@@ -11,6 +11,7 @@ from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
     ControllerCfg,
+    CurriculumTermCfg,
     EventTermCfg,
     GripperCfg,
     MetricTermCfg,
@@ -20,7 +21,7 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
     exact_policy_observations,
 )
-from phalanx.envs.mdp import end_effector, events, observations, rewards, terminations, velocity_rewards
+from phalanx.envs.mdp import curriculum, end_effector, events, observations, rewards, terminations, velocity_rewards
 from phalanx.envs.mdp.differential_ik import differential_ik
 from phalanx.registry import register
 from phalanx.rl.config import PolicyCfg, TrainCfg
@@ -62,9 +63,9 @@ def franka_reach_cfg() -> TaskCfg:
     the end effector's error from it (position and rotation vector, base frame: the arm's forward
     kinematics, which a real arm's controller knows) and its last action. Rewards (Isaac Lab's
     weights): -0.2 x the distance, 0.1 x (1 - tanh(distance / 0.1)), -0.1 x the orientation error
-    (rad), -1e-4 x the action rate and the joint velocities squared. 12 s episodes at 30 Hz, three
-    commands each; `final_position_error` is the error at an episode's end, 4 s after its last
-    command."""
+    (rad), -1e-4 x the action rate and the joint velocities squared, raised to -5e-3 and -1e-3 from
+    4500 env steps on (Isaac Lab's curriculum). 12 s episodes at 30 Hz, three commands each;
+    `final_position_error` is the error at an episode's end, 4 s after its last command."""
     pose = {"site": EE, "command": "ee_pose"}
     noisy = {"noise": 0.01}
     return TaskCfg(
@@ -107,6 +108,13 @@ def franka_reach_cfg() -> TaskCfg:
             "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
         },
         terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
+        curriculum={
+            # Once the arm reaches, it must move smoothly (4500 env steps: about 190 iterations).
+            name: CurriculumTermCfg(
+                func=curriculum.reward_weight, params={"reward": name, "weight": weight, "num_steps": 4500}
+            )
+            for name, weight in (("action_rate", -5e-3), ("joint_vel", -1e-3))
+        },
         metrics={
             "position_error": MetricTermCfg(func=end_effector.site_position_error, params=pose),
             "orientation_error": MetricTermCfg(func=end_effector.site_orientation_error, params=pose),
@@ -135,13 +143,13 @@ def franka_reach_ik_cfg() -> TaskCfg:
 
 
 def franka_train_cfg() -> TrainCfg:
-    """rsl_rl's FrankaReachPPORunnerCfg: 64-64 ELU networks, 24-step rollouts."""
+    """rsl_rl's FrankaReachPPORunnerCfg: 64-64 ELU networks, 24-step rollouts, 8 epochs."""
     return TrainCfg(
         max_iterations=1000,
         num_steps_per_env=24,
         cpu_num_envs=256,
         policy=PolicyCfg(actor_hidden_dims=(64, 64), critic_hidden_dims=(64, 64)),
-        algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.001),
+        algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.001, num_learning_epochs=8),
     )
 
 
