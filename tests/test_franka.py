@@ -93,6 +93,35 @@ def test_the_pose_command_and_its_errors() -> None:
     assert torch.allclose(error, (env.sim.site_xpos[:, site] - position).norm(dim=1))
 
 
+def test_the_goal_marker_sits_at_each_drawn_pose_and_shows_in_the_video() -> None:
+    """franka-reach's "goal" mocap body follows each env's draws (world pose), and the recorder
+    copies it into its frames: moved away, the same state renders another frame."""
+    from phalanx.sim.video import EnvRecorder
+
+    env = make_cpu("franka-reach", num_envs=4)
+    env.reset()
+    env.step(torch.zeros(4, env.action_dim))
+    term, marker = env.command_term("ee_pose"), env.sim.mocap_index("goal")
+    position, rotation = term.goal_w(env)
+    assert torch.allclose(env.sim.mocap_pos[:, marker], position, atol=1e-5)
+    assert torch.allclose(end_effector.matrix_from_quat(env.sim.mocap_quat[:, marker]), rotation, atol=1e-5)
+    before = env.sim.mocap_pos[:, marker].clone()
+    term.resample(env, torch.tensor([False, True, False, False]))
+    position, _ = term.goal_w(env)
+    after = env.sim.mocap_pos[:, marker]
+    assert torch.allclose(after, position, atol=1e-5) and torch.equal(after[[0, 2, 3]], before[[0, 2, 3]])
+    assert not torch.allclose(after[1], before[1])
+    with pytest.raises(ValueError, match="not a mocap body"):
+        env.sim.mocap_index("panda_link0")
+
+    recorder = EnvRecorder(env.sim, env_id=1, width=160, height=120)
+    recorder.capture()
+    assert np.allclose(recorder.data.mocap_pos.numpy()[0, marker], position[1].numpy(), atol=1e-6)
+    env.sim.mocap_pos[1, marker] = torch.tensor([0.5, 0.0, -1.0])  # under the table
+    recorder.capture()
+    assert not np.array_equal(recorder.frames[0], recorder.frames[1]), "the marker is drawn"
+
+
 def test_the_pose_error_observation_points_from_the_site_to_the_goal() -> None:
     """Turning the site by the observed rotation vector and moving it by the observed offset (base
     frame; the base is the world here) lands on the commanded pose."""

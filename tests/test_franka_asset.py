@@ -1,8 +1,8 @@
-"""The Franka-Panda-like MJCF (phalanx/assets/franka.xml) and its task scenes (franka_lift.xml,
-franka_cabinet.xml), checked with MuJoCo C: the "ee" site against Franka's published DH forward
-kinematics, the published joint ranges and torque limits, a gripper whose fingers move together,
-a grasp that lifts the cube, a drawer that moves only along its joint, and stepping under random
-torques without NaN."""
+"""The Franka-Panda-like MJCF (phalanx/assets/franka.xml) and its task scenes (franka_reach.xml,
+franka_lift.xml, franka_cabinet.xml), checked with MuJoCo C: the "ee" site against Franka's
+published DH forward kinematics, the published joint ranges and torque limits, a gripper whose
+fingers move together, a goal marker that is only seen, a grasp that lifts the cube, a drawer that
+moves only along its joint, and stepping under random torques without NaN."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from phalanx.assets import asset_path
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 
-SCENES = ("franka.xml", "franka_lift.xml", "franka_cabinet.xml")
+SCENES = ("franka.xml", "franka_reach.xml", "franka_lift.xml", "franka_cabinet.xml")
 ARM = [f"panda_joint{i}" for i in range(1, 8)]
 FINGERS = ["panda_finger_joint1", "panda_finger_joint2"]
 HOME = [0.0, -0.569, 0.0, -2.810, 0.0, 3.037, 0.741]
@@ -118,6 +118,14 @@ def test_scene_compiles_with_the_arm_at_its_home_pose(name) -> None:
     np.testing.assert_allclose(data.ctrl, [0.04])
     bodies = {model.body(model.geom_bodyid[g]).name for c in data.contact[: data.ncon] for g in c.geom}
     assert bodies <= {"world", "cube"}, f"at home only the cube touches the table, got {bodies}"
+    if name == "franka_reach.xml":  # the goal marker: a mocap body, seen and never touched
+        goal = model.body("goal")
+        assert goal.mocapid[0] == 0 and goal.jntnum[0] == 0
+        markers = model.geom_bodyid == goal.id
+        assert markers.sum() == 4
+        assert not model.geom_contype[markers].any() and not model.geom_conaffinity[markers].any()
+        arm = mujoco.MjModel.from_xml_path(asset_path("franka.xml"))
+        np.testing.assert_array_equal(model.body_mass[: arm.nbody], arm.body_mass)
     if name == "franka_lift.xml":
         cube = model.body("cube")
         assert model.jnt_type[cube.jntadr[0]] == mujoco.mjtJoint.mjJNT_FREE

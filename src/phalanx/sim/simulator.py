@@ -147,6 +147,8 @@ class Simulator:
         self.qfrc_applied = t(d.qfrc_applied)  # (num_envs, nv)
         self.qfrc_constraint = t(d.qfrc_constraint)  # (num_envs, nv)
         self.xfrc_applied = t(d.xfrc_applied)  # (num_envs, nbody, 6)
+        self.mocap_pos = t(d.mocap_pos)  # (num_envs, nmocap, 3) mocap bodies' positions, world (the env sets them)
+        self.mocap_quat = t(d.mocap_quat)  # (num_envs, nmocap, 4) and orientations (w, x, y, z)
         self.xpos = t(d.xpos)  # (num_envs, nbody, 3) body frame positions, world
         self.xquat = t(d.xquat)  # (num_envs, nbody, 4) body orientations (w, x, y, z), world
         self.xmat = t(d.xmat)  # (num_envs, nbody, 3, 3) body rotation matrices, world
@@ -288,6 +290,16 @@ class Simulator:
         if name not in self.site_names:
             raise ValueError(f"sites {[name]} not in the model; it has {self.site_names}")
         return self.site_names.index(name)
+
+    def mocap_index(self, name: str) -> int:
+        """The named mocap body's index into `mocap_pos` and `mocap_quat`, a Python int; a missing
+        name, or a body that is not a mocap body, raises."""
+        if name not in self.body_names:
+            raise ValueError(f"bodies {[name]} not in the model; it has {self.body_names}")
+        index = int(self.mjm.body_mocapid[self.body_names.index(name)])
+        if index < 0:
+            raise ValueError(f'body {name!r} is not a mocap body (mocap="true" in the model)')
+        return index
 
     def body_ids(self, names: list[str]) -> torch.Tensor:
         """Indices of the named bodies; a missing name raises with the model's body names."""

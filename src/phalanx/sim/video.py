@@ -16,7 +16,8 @@ from phalanx.sim.simulator import Simulator
 
 class EnvRecorder:
     """Renders world `env_id` of a `Simulator` through the model's first camera (the tasks name it
-    "track"), frame by frame, into a 1-world copy of the model on the same device."""
+    "track"), frame by frame, into a 1-world copy of the model on the same device: the env's joints
+    and its mocap bodies (markers such as a commanded pose) where the env has them."""
 
     def __init__(self, sim: Simulator, env_id: int = 0, width: int = 480, height: int = 360):
         if sim.mjm.ncam == 0:
@@ -39,12 +40,15 @@ class EnvRecorder:
             )
             self._rgb = wp.zeros((1, height, width), dtype=wp.vec3)
         self._qpos = wp.to_torch(self.data.qpos)
+        self._mocap = (wp.to_torch(self.data.mocap_pos), wp.to_torch(self.data.mocap_quat))
 
     def capture(self, beside: torch.Tensor | None = None) -> None:
         """Renders the env's current state and keeps the frame (a host copy: for play, not
         training); `beside`, an (H, W, C) image of that env (what its policy sees), goes to the
         frame's right, enlarged (`policy_view`)."""
         self._qpos[0].copy_(self.sim.qpos[self.env_id])
+        self._mocap[0][0].copy_(self.sim.mocap_pos[self.env_id])
+        self._mocap[1][0].copy_(self.sim.mocap_quat[self.env_id])
         with wp.ScopedDevice(self.sim.wp_device):
             mjw.forward(self.model, self.data)
             mjw.refit_bvh(self.model, self.data, self.context)

@@ -1,6 +1,7 @@
-"""A Franka-Panda-like arm on a table (phalanx/assets/franka.xml): reach a commanded pose with the
-end effector (Isaac-Reach-Franka-v0 with joint-position actions, Isaac-Reach-Franka-IK-Rel-v0
-with differential IK)."""
+"""A Franka-Panda-like arm on a table (phalanx/assets/franka_reach.xml: the arm of franka.xml and a
+marker of the goal for videos): reach a commanded pose with the end effector
+(Isaac-Reach-Franka-v0 with joint-position actions, Isaac-Reach-Franka-IK-Rel-v0 with
+differential IK)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def franka_reach_cfg() -> TaskCfg:
     noisy = {"noise": 0.01}
     return TaskCfg(
         description="a 7-DoF arm moves its end effector to commanded poses (Isaac-Reach-Franka-v0)",
-        model=asset_path("franka.xml"),
+        model=asset_path("franka_reach.xml"),
         episode_length_s=12.0,
         sim=SimCfg(dt=0.005, decimation=6),
         actuators=arm_actuators(kp=80.0, kd=4.0),
@@ -95,6 +96,7 @@ def franka_reach_cfg() -> TaskCfg:
                     "pos_z": (0.15, 0.5),
                     "pitch": (math.pi, math.pi),
                     "yaw": (-math.pi, math.pi),
+                    "marker": "goal",
                 },
             ),
         },

@@ -60,7 +60,8 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
     """(num_envs, 7) a pose in the frame of the body `base`: a position uniform in `pos_x` x
     `pos_y` x `pos_z` (m) and an orientation of `roll`, `pitch`, `yaw` each uniform in its range
     (rad; about the fixed x, y, z axes), as a quaternion (w, x, y, z) (Isaac Lab's
-    UniformPoseCommand). `goal_w` gives it in the world."""
+    UniformPoseCommand). `goal_w` gives it in the world. With `marker`, the mocap body of that name
+    is placed at each pose drawn (world, from the base's pose at the draw): videos show the goal."""
 
     def __init__(
         self,
@@ -72,8 +73,10 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
         roll: tuple[float, float] = (0.0, 0.0),
         pitch: tuple[float, float] = (0.0, 0.0),
         yaw: tuple[float, float] = (0.0, 0.0),
+        marker: str | None = None,
     ):
         self.base = env.sim.body_names.index(base)
+        self.marker = None if marker is None else env.sim.mocap_index(marker)
         self.ranges = torch.tensor([pos_x, pos_y, pos_z, roll, pitch, yaw], dtype=torch.float32, device=env.device)
         self.command = torch.zeros(env.num_envs, 7, device=env.device)
         self.command[:, 3] = 1.0
@@ -82,6 +85,9 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
         draw = env.uniform((env.num_envs, 6), self.ranges[:, 0], self.ranges[:, 1])
         pose = torch.cat((draw[:, :3], quat_from_euler_xyz(*draw[:, 3:].unbind(1))), dim=1)
         self.command.copy_(torch.where(mask[:, None], pose, self.command))
+        if self.marker is not None:  # every env's, from its base's pose now
+            env.sim.mocap_pos[:, self.marker] = self.goal_w(env)[0]
+            env.sim.mocap_quat[:, self.marker] = quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
 
     def goal_w(self, env: TaskEnv) -> tuple[torch.Tensor, torch.Tensor]:
         """(num_envs, 3) the commanded position and (num_envs, 3, 3) orientation in the world."""
