@@ -94,7 +94,7 @@ def test_the_pose_command_and_its_errors() -> None:
 
 
 def test_the_goal_marker_sits_at_each_drawn_pose_and_shows_in_the_video() -> None:
-    """franka-reach's "goal" mocap body follows each env's draws (world pose), and the recorder
+    """franka-reach's "goal" mocap body follows each env's goal (world pose), and the recorder
     copies it into its frames: moved away, the same state renders another frame."""
     from phalanx.sim.video import EnvRecorder
 
@@ -107,6 +107,7 @@ def test_the_goal_marker_sits_at_each_drawn_pose_and_shows_in_the_video() -> Non
     assert torch.allclose(end_effector.matrix_from_quat(env.sim.mocap_quat[:, marker]), rotation, atol=1e-5)
     before = env.sim.mocap_pos[:, marker].clone()
     term.resample(env, torch.tensor([False, True, False, False]))
+    term.update(env)
     position, _ = term.goal_w(env)
     after = env.sim.mocap_pos[:, marker]
     assert torch.allclose(after, position, atol=1e-5) and torch.equal(after[[0, 2, 3]], before[[0, 2, 3]])

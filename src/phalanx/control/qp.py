@@ -64,7 +64,7 @@ class QPSettings:
     """How a solve runs: "torch", several tensor operations per ADMM step (with `compile`,
     fused by torch.compile); "warp", the whole solve as one Warp kernel, one thread per problem
     (`phalanx.control.admm_kernel`; float32 or float64); "auto", the kernel on a CUDA device
-    for those dtypes (3-7x the compiled torch steps' QPs/s from 1k to 64k problems, on H100s)
+    for those dtypes (6-10x the compiled torch steps' QPs/s from 1k to 64k problems, on H100s)
     and torch elsewhere (on a CPU the kernel's threads run one after another). The same
     algorithm: solutions agree to rounding."""
     block_dim: int = 32

@@ -431,8 +431,8 @@ class Simulator:
 
         Default state: `default_qpos`, zero velocity, control, activation, applied forces, warm
         start, sensor data and body wrenches, time 0, overflow bits cleared. Other worlds are not
-        touched. Graph-safe. (Mocap bodies and equality activations are not reset: phalanx's
-        models have none.)
+        touched. Graph-safe. (Mocap bodies are not reset: a command term that owns one places it,
+        `uniform_pose(marker=...)`; equality activations are not reset: phalanx's models have none.)
         """
         m = mask[:, None]
         self.qpos.copy_(torch.where(m, self.default_qpos, self.qpos))

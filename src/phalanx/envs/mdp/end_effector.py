@@ -61,7 +61,7 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
     `pos_y` x `pos_z` (m) and an orientation of `roll`, `pitch`, `yaw` each uniform in its range
     (rad; about the fixed x, y, z axes), as a quaternion (w, x, y, z) (Isaac Lab's
     UniformPoseCommand). `goal_w` gives it in the world. With `marker`, the mocap body of that name
-    is placed at each pose drawn (world, from the base's pose at the draw): videos show the goal."""
+    follows every env's goal in the world (`update`, every env step): videos show the goal."""
 
     def __init__(
         self,
@@ -85,7 +85,9 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
         draw = env.uniform((env.num_envs, 6), self.ranges[:, 0], self.ranges[:, 1])
         pose = torch.cat((draw[:, :3], quat_from_euler_xyz(*draw[:, 3:].unbind(1))), dim=1)
         self.command.copy_(torch.where(mask[:, None], pose, self.command))
-        if self.marker is not None:  # every env's, from its base's pose now
+
+    def update(self, env: TaskEnv) -> None:
+        if self.marker is not None:
             env.sim.mocap_pos[:, self.marker] = self.goal_w(env)[0]
             env.sim.mocap_quat[:, self.marker] = quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
 
