@@ -3,6 +3,7 @@ one env step) timed and split by kernel with the torch profiler, after a short r
 
 python bench/physics_profile.py --task anymal-rough --num-envs 4096 [--zero-actions] [--rows 12]
 python bench/physics_profile.py --task anymal-rough --no-collision base   # the base collides with nothing
+python bench/physics_profile.py --task anymal-rough --contacts mujoco     # MuJoCo Warp's heightfield collision
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from phalanx.sim.model import load_spec
 
 def _cfg(args: argparse.Namespace):
     cfg = env_cfg(args.task)
+    if args.contacts:
+        cfg.terrain.contacts = args.contacts
     if args.budget:
         cfg.sim.iterations, cfg.sim.ls_iterations = (int(x) for x in args.budget.split(","))
     if args.no_collision:
@@ -40,6 +43,7 @@ def main() -> None:
     parser.add_argument("--zero-actions", action="store_true", help="hold the default pose instead of random actions")
     parser.add_argument("--budget", default="", help="solver ITERATIONS,LS_ITERATIONS instead of the task's")
     parser.add_argument("--no-collision", default="", help="regex of geoms that collide with nothing")
+    parser.add_argument("--contacts", default="", help="the terrain's contacts: grid or mujoco (default: the task's)")
     parser.add_argument("--rows", type=int, default=12, help="kernels listed, most GPU time first")
     args = parser.parse_args()
     env = phalanx.make(_cfg(args), num_envs=args.num_envs, device="cuda", compile=False)

@@ -90,7 +90,8 @@ class TaskEnv(VecEnv):
         model = build_model(cfg.model, cfg.actuators, edit, cfg.cameras)
         if self.compile:  # before the physics' modules compile beside it (see `import_compiler`)
             import_compiler()
-        self.sim = Simulator(model, num_envs, str(device), cfg.sim)
+        contacts = None if self.terrain is None else self.terrain.grid_contacts(model)
+        self.sim = Simulator(model, num_envs, str(device), cfg.sim, contacts)
         self.step_dt = self.sim.dt * cfg.sim.decimation * cfg.actions.low_level_steps()
         self.max_episode_length = math.ceil(cfg.episode_length_s / self.step_dt - 1e-6)
         self._joint_ids_cache: dict[str, torch.Tensor] = {}

@@ -17,6 +17,7 @@ from phalanx.terrain.model import add_terrain
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
+    from phalanx.terrain.contacts import GridContacts
 
 
 class TerrainScene:
@@ -29,6 +30,8 @@ class TerrainScene:
         self, cfg: TerrainCfg, num_envs: int, device: torch.device, random: StepRandoms,
         command: str | None = None,
     ):  # fmt: skip
+        if cfg.contacts not in ("grid", "mujoco"):
+            raise ConfigError(f"unknown contacts {cfg.contacts!r}; allowed: 'grid', 'mujoco'", "env.terrain.contacts")
         self.terrain = generate_terrain(cfg)
         self.heights = torch.tensor(self.terrain.heights, dtype=torch.float32, device=device)
         self.curriculum = TerrainCurriculum(self.terrain, num_envs, device, random.randint)
@@ -38,6 +41,15 @@ class TerrainScene:
     def add_to(self, spec: mujoco.MjSpec) -> None:
         """Puts the terrain in place of the model's geom named "floor"."""
         add_terrain(spec, self.terrain)
+
+    def grid_contacts(self, mjm: mujoco.MjModel) -> GridContacts | None:
+        """With `contacts` "grid": the terrain's contacts for the simulator to add (`grid_contacts`),
+        MuJoCo's own collision of the terrain turned off in `mjm`; else None."""
+        if self.terrain.cfg.contacts != "grid":
+            return None
+        from phalanx.terrain.contacts import grid_contacts  # Warp kernels: defined on first use
+
+        return grid_contacts(mjm, self.terrain)
 
     def check(self, env: TaskEnv) -> None:
         if env.sim.root_qposadr is None:

@@ -7,7 +7,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import mujoco_warp as mjw
@@ -23,6 +23,9 @@ from phalanx.sim.columns import columns, nonfinite_rows
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 from phalanx.sim.warp_compile import ModuleLoader
 from phalanx.warp_streams import warp_stream
+
+if TYPE_CHECKING:
+    from phalanx.terrain.contacts import GridContacts
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
 # iteration limits (ITERATIONS, LS_ITERATIONS) are not buffer overflows and do not reset a world.
@@ -67,7 +70,9 @@ class Simulator:
     come from the last substep's forward pass, i.e. one physics step behind qpos.
     """
 
-    def __init__(self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg):
+    def __init__(
+        self, mjm: mujoco.MjModel, num_envs: int, device: str, cfg: SimCfg, contacts: GridContacts | None = None
+    ):
         check_int("num_envs", num_envs)
         cfg.check()
         for option, value in (("timestep", cfg.dt), ("iterations", cfg.iterations),
@@ -79,7 +84,10 @@ class Simulator:
         self.num_envs = num_envs
         self.device = torch.device(device)
         self.wp_device = wp.get_device(str(self.device) if self.device.type == "cpu" else f"cuda:{self._cuda_index()}")
-        self.nconmax = cfg.nconmax_per_env if cfg.nconmax_per_env is not None else round_up(contact_capacity(mjm), 4)
+        extra = 0 if contacts is None else contacts.max_contacts
+        self.nconmax = (
+            cfg.nconmax_per_env if cfg.nconmax_per_env is not None else round_up(contact_capacity(mjm) + extra, 4)
+        )
         self.njmax = (
             cfg.njmax_per_env if cfg.njmax_per_env is not None else round_up(constraint_capacity(mjm, self.nconmax), 4)
         )
@@ -88,6 +96,8 @@ class Simulator:
             self.model = mjw.put_model(mjm)
             self.model.opt.warn_overflow = 0  # overflows are reported by phalanx, per env, with the flag to fix them
             self.model.opt.graph_conditional = not cfg.unroll_solver
+            if contacts is not None:  # called by MuJoCo Warp after its collision detection, every physics step
+                self.model.callback.contactfilter = contacts.on(self.wp_device)
             try:
                 self.data = mjw.make_data(mjm, nworld=num_envs, nconmax=self.nconmax, njmax=self.njmax)
             except RuntimeError as error:  # Warp's allocator: "Failed to allocate N bytes on device ..."

@@ -1,6 +1,7 @@
-"""Procedural terrain: a grid of sub-terrains of rising difficulty, as one MuJoCo heightfield,
-and the curriculum that moves robots over it. Pure generation: the env places robots on it
-(`phalanx.envs.terrain_scene`). The MuJoCo and torch parts load on first use."""
+"""Procedural terrain: a grid of sub-terrains of rising difficulty, as MuJoCo heightfield blocks,
+the curriculum that moves robots over it, and the contacts of spheres and capsules with its grid
+(`contacts`). The env places robots on it (`phalanx.envs.terrain_scene`). The MuJoCo, Warp and
+torch parts load on first use."""
 
 from __future__ import annotations
 

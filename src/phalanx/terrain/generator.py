@@ -153,6 +153,10 @@ class TerrainCfg:
     For a body whose touching the ground only ends the episode: `site_touches_terrain` tells that
     from the terrain's heights, for a fraction of the cost of colliding a large geom with the
     heightfield."""
+    contacts: str = "grid"
+    """How the terrain collides: "grid", phalanx's contacts of spheres and capsules with the height
+    grid in one kernel (the same prisms and contacts as MuJoCo's, several times faster on a GPU);
+    "mujoco", MuJoCo Warp's heightfield collision (GJK/EPA per prism, any geom type)."""
 
 
 @dataclass

@@ -38,7 +38,7 @@ def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, replace: str | None = "fl
         exclude.bodyname1, exclude.bodyname2 = "world", body
     old = next((g for g in spec.geoms if g.name == replace), None) if replace else None
     h = terrain.cfg.horizontal_scale
-    cells = max(1, int(round(BLOCK_SIZE / h)))
+    cells = block_cells(h)
     nx, ny = terrain.heights.shape
     geoms = []
     for bi, x0 in enumerate(range(0, max(nx - 1, 1), cells)):
@@ -52,6 +52,23 @@ def add_terrain(spec: mujoco.MjSpec, terrain: Terrain, replace: str | None = "fl
     if old is not None:
         spec.delete(old)
     return geoms
+
+
+def block_cells(horizontal_scale: float) -> int:
+    """Grid cells along a side of one heightfield block."""
+    return max(1, int(round(BLOCK_SIZE / horizontal_scale)))
+
+
+def block_table(mjm: mujoco.MjModel) -> np.ndarray:
+    """(blocks along x, blocks along y) geom ids of the terrain's heightfield blocks in `mjm`."""
+    ids = {}
+    for g in range(mjm.ngeom):
+        name = mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g) or ""
+        if name.startswith("terrain_") and int(mjm.geom_type[g]) == int(mujoco.mjtGeom.mjGEOM_HFIELD):
+            bi, bj = name.split("_")[1:]
+            ids[int(bi), int(bj)] = g
+    nbx, nby = max(i for i, _ in ids) + 1, max(j for _, j in ids) + 1
+    return np.array([[ids[i, j] for j in range(nby)] for i in range(nbx)], dtype=np.int64)
 
 
 def _add_block(
