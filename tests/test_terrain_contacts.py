@@ -16,7 +16,7 @@ from helpers import make_cpu
 from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
 from phalanx.terrain import TerrainCfg, add_terrain, generate_terrain
-from phalanx.terrain.contacts import grid_contacts
+from phalanx.terrain.contacts import grid_contacts, tile_tops
 
 _BODIES = """
 <mujoco>
@@ -139,7 +139,7 @@ def test_the_deepest_contact_and_its_parameters_match_mujoco_c() -> None:
 def test_a_capsule_on_more_prisms_than_held_keeps_four_spread_contacts() -> None:
     """A capsule lying 2 mm deep on a flat 5 mm grid touches hundreds of prisms (the kernel holds
     50 and scans again for the rest): four contacts, the deepest under its axis, the others
-    spread along it (shallower, beside the axis); no overflow."""
+    spread along it (shallower, beside the axis)."""
     terrain, mjm = _scene(horizontal_scale=0.005, proportions={"flat": 1.0})
     qpos = np.zeros((1, mjm.nq))
     qpos[0, :7] = [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # the sphere far above
@@ -153,7 +153,41 @@ def test_a_capsule_on_more_prisms_than_held_keeps_four_spread_contacts() -> None
     assert np.all((dist >= -0.002 - 1e-6) & (dist < 0.0)), dist
     x = np.sort(d.contact.pos.numpy()[:n, 0])
     assert x[0] < 2.0 - 0.13 and x[-1] > 2.0 + 0.13, f"contacts at both ends of the capsule: {x}"
-    assert int(d.overflow.numpy()[0]) == 0
+
+
+def test_geoms_below_the_terrain_static_and_mocap_ones_get_no_contacts() -> None:
+    """A sphere 2 m under the terrain (below the prisms' bottom) touches nothing; geoms of a body
+    welded to the world or of a mocap body never collide with it (MuJoCo's filter), whatever
+    their type."""
+    terrain, mjm = _scene(proportions={"flat": 1.0})
+    qpos = np.zeros((1, mjm.nq))
+    qpos[0, :7] = [2.0, 2.0, -2.0, 1.0, 0.0, 0.0, 0.0]
+    qpos[0, 7:] = [3.0, 3.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert int(_grid(terrain, mjm, qpos).nacon.numpy()[0]) == 0
+    spec = mujoco.MjSpec.from_string(
+        _BODIES.replace(
+            "</worldbody>",
+            '<body name="post" pos="1 1 0"><geom type="box" size="0.1 0.1 0.3" contype="2"/></body>'
+            '<body name="goal" mocap="true" pos="2 1 0"><geom type="sphere" size="0.1" contype="2"/></body>'
+            "</worldbody>",
+        )
+    )
+    add_terrain(spec, terrain)
+    mjm = spec.compile()
+    contacts = grid_contacts(mjm, terrain)
+    names = [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, int(mjm.geom_bodyid[g])) for g in contacts.colliders]
+    assert names == ["ball", "rod"]
+
+
+def test_tile_tops_are_the_highest_grid_point_of_each_tile() -> None:
+    rng = np.random.default_rng(0)
+    for shape in [(17, 25), (9, 9), (20, 11), (2, 2)]:
+        heights = rng.standard_normal(shape)
+        tiles = (-(-(shape[0] - 1) // 8), -(-(shape[1] - 1) // 8))
+        expected = [
+            [heights[a * 8 : a * 8 + 9, b * 8 : b * 8 + 9].max() for b in range(tiles[1])] for a in range(tiles[0])
+        ]
+        np.testing.assert_array_equal(tile_tops(heights, 8), expected)
 
 
 def test_a_robot_standing_on_the_terrain_moves_as_with_mujocos_collision() -> None:

@@ -16,8 +16,12 @@ captured steps too. One geom in 32 neighbouring worlds makes a GPU warp: the sam
 Where a capsule's segment overlaps a prism, the depth is that of the segment's deepest point
 below the prism's nearest face; MuJoCo's EPA finds the smallest translation that separates
 them. For a sphere they are the same; for a capsule they agree in shallow contact and differ
-when a capsule is pushed deep into a corner. A world whose contacts overflow MuJoCo Warp's
-contact buffer is flagged by MuJoCo Warp (every world's narrowphase bit), as for its own contacts.
+when a capsule is pushed deep into a corner. Other differences from MuJoCo Warp: up to four
+contacts per geom, not per geom and 8 m block; where contacts tie (a capsule lying on flat
+ground) the scan order may pick others; distances are true distances with a nonzero margin
+(MuJoCo Warp raises the prisms' tops by it); a geom entirely below the prisms' bottom (fallen
+through) gets none. A world whose contacts overflow MuJoCo Warp's contact buffer is flagged by
+MuJoCo Warp (every world's narrowphase bit), as for its own contacts.
 """
 
 # ruff: noqa: UP018 (Warp: int(0) and float(0.0) declare variables that loops change, not constants)
@@ -348,9 +352,10 @@ def _prism_contact(
     """The contact of a sphere (a, radius) or a capsule (segment a-b, radius) with one prism of
     grid cell (i, j) (corner heights z00 at (x0, y0), z10 at (x1, y0), ...): `half` 0 the
     triangle (x0, y0) (x1, y0) (x1, y1), 1 the triangle (x0, y0) (x1, y1) (x0, y1). Returns the
-    signed distance (1e10 when the prism's top lies below the geom or its faces' planes put the
-    geom's core farther than `reach` away) and, in world coordinates, the contact point (halfway
-    between the surfaces) and the normal (out of the terrain)."""
+    signed distance (1e10 when the prism's top lies below the geom, the geom below the prism's
+    bottom, or the prism's faces' planes put the geom's core farther than `reach` away) and, in
+    world coordinates, the contact point (halfway between the surfaces) and the normal (out of
+    the terrain)."""
     c00 = wp.vec3(0.0, 0.0, z00)
     c11 = wp.vec3(spacing, spacing, z11)
     v1 = wp.vec3(spacing, 0.0, z10)
@@ -365,6 +370,8 @@ def _prism_contact(
         m1 = wp.vec3(0.0, 1.0, 0.0)
         m2 = wp.vec3(-1.0, 0.0, 0.0)
     if wp.max(wp.max(c00[2], v1[2]), v2[2]) < wp.min(a[2], b[2]) - reach:  # the top below the geom
+        return 1.0e10, wp.vec3(0.0), wp.vec3(0.0)
+    if wp.max(a[2], b[2]) < bottom - reach:  # fallen through, below the prisms' bottom
         return 1.0e10, wp.vec3(0.0), wp.vec3(0.0)
     # In the cell's frame (its corner (x0, y0) at the origin), for float32's sake far out.
     origin = wp.vec3(float(i) * spacing, float(j) * spacing, 0.0)
@@ -598,16 +605,16 @@ def tile_tops(heights: np.ndarray, tile: int) -> np.ndarray:
 
 def grid_colliders(mjm: mujoco.MjModel, blocks: list[int]) -> list[int]:
     """The geoms MuJoCo's filter lets collide with the terrain's heightfield geoms `blocks` (their
-    contype and conaffinity bits, bodies excluded from the world body left out). Each must be a
-    sphere or a capsule."""
+    contype and conaffinity bits; geoms of static or mocap bodies and of bodies excluded from the
+    world body left out). Each must be a sphere or a capsule."""
     t = blocks[0]
     pairs = [(int(s >> 16), int(s & 0xFFFF)) for s in mjm.exclude_signature]
     excluded = {b1 + b2 for b1, b2 in pairs if min(b1, b2) == 0}  # bodies excluded from the world body
     colliders = []
     for g in range(mjm.ngeom):
         body = int(mjm.geom_bodyid[g])
-        if body == 0 or body in excluded:
-            continue
+        if mjm.body_weldid[body] == 0 or mjm.body_mocapid[body] >= 0 or body in excluded:
+            continue  # static and mocap bodies never collide with the world's geoms (MuJoCo's filter)
         if not (mjm.geom_contype[g] & mjm.geom_conaffinity[t] or mjm.geom_contype[t] & mjm.geom_conaffinity[g]):
             continue
         if int(mjm.geom_type[g]) not in (int(mujoco.mjtGeom.mjGEOM_SPHERE), int(mujoco.mjtGeom.mjGEOM_CAPSULE)):
@@ -714,6 +721,14 @@ def grid_contacts(mjm: mujoco.MjModel, terrain: Terrain) -> GridContacts:
     """The contacts of the geoms that collide with `terrain` (put into `mjm` by `add_terrain`),
     for a `Simulator` to add; MuJoCo's own collision of the terrain is turned off in `mjm`, which
     the simulator must be built from afterwards."""
+    unsupported = {
+        "flexes": mjm.nflex > 0,
+        "sleeping": bool(mjm.opt.enableflags & mujoco.mjtEnableBit.mjENBL_SLEEP),
+        "surface velocities": bool(mjm.flg_surfacevel),
+    }
+    for what, present in unsupported.items():
+        if present:
+            raise ConfigError(f"grid contacts do not handle a model with {what}: use 'mujoco'", "env.terrain.contacts")
     blocks = block_table(mjm)
     colliders = grid_colliders(mjm, blocks.ravel().tolist())
     mjm.geom_contype[blocks] = 0
