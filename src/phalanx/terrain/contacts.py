@@ -71,6 +71,25 @@ def _max4(v: wp.vec4) -> float:
 
 
 @wp.func
+def _nearest_face(faces: wp.vec4, n: wp.vec3, m0: wp.vec3, m1: wp.vec3, m2: wp.vec3):
+    """The largest of a point's signed distances to a prism's top and walls (`faces`, in that
+    order; the top on ties) and that face's outward normal: where the point is inside, its depth
+    below the nearest face."""
+    depth = faces[0]
+    normal = n
+    if faces[1] > depth:
+        depth = faces[1]
+        normal = m0
+    if faces[2] > depth:
+        depth = faces[2]
+        normal = m1
+    if faces[3] > depth:
+        depth = faces[3]
+        normal = m2
+    return depth, normal
+
+
+@wp.func
 def _wall_point(p: wp.vec3, a: wp.vec3, b: wp.vec3, m: wp.vec3, bottom: float):
     """p projected onto the wall under edge a -> b (outward normal m), and whether the foot of the
     projection lies on the wall (else another feature is at least as close)."""
@@ -100,23 +119,11 @@ def _point_prism(
     out of the prism (toward p when p is outside). 1e10 where a face's plane alone puts p at least
     `reach` away (the distance to a convex set is at least that beyond any of its faces' planes)."""
     top = wp.dot(p - v0, n)
-    s0 = wp.dot(p - v0, m0)
-    s1 = wp.dot(p - v1, m1)
-    s2 = wp.dot(p - v2, m2)
-    if wp.max(wp.max(top, s0), wp.max(s1, s2)) >= reach:
+    faces = wp.vec4(top, wp.dot(p - v0, m0), wp.dot(p - v1, m1), wp.dot(p - v2, m2))
+    if _max4(faces) >= reach:
         return 1.0e10, p, n
-    if top <= 0.0 and s0 <= 0.0 and s1 <= 0.0 and s2 <= 0.0:  # inside: the nearest face
-        depth = top
-        normal = n
-        if s0 > depth:
-            depth = s0
-            normal = m0
-        if s1 > depth:
-            depth = s1
-            normal = m1
-        if s2 > depth:
-            depth = s2
-            normal = m2
+    if _max4(faces) <= 0.0:  # inside: the nearest face
+        depth, normal = _nearest_face(faces, n, m0, m1, m2)
         return depth, p - depth * normal, normal
     # Outside: the nearest of the top's, the walls', the top edges' and the corners' closest points.
     f = p - top * n
@@ -196,18 +203,7 @@ def _segment_prism(
         return 1.0e10, a, a, n
     if best_h <= 0.0:  # overlapping: the deepest point and its nearest face
         s = a + best_t * d
-        e = c + best_t * k
-        normal = n
-        depth = e[0]
-        if e[1] > depth:
-            depth = e[1]
-            normal = m0
-        if e[2] > depth:
-            depth = e[2]
-            normal = m1
-        if e[3] > depth:
-            depth = e[3]
-            normal = m2
+        depth, normal = _nearest_face(c + best_t * k, n, m0, m1, m2)
         return depth, s, s - depth * normal, normal
     # Apart: the ends against the prism, the segment against the prism's top and vertical edges.
     best = float(1.0e10)
@@ -485,9 +481,7 @@ def _grid_contacts(
     solimp = _vec5(0.0)
     geoms = wp.vec2i(0, g)
     for slot in range(4):
-        best = float(-1.0e10)
-        if slot == 0:
-            best = 1.0e10
+        best = float(-1.0e10)  # slot 0 scores a contact by -distance, the others by `_spread`
         pick = int(-1)
         dist = float(0.0)
         p = wp.vec3(0.0)
@@ -533,8 +527,8 @@ def _grid_contacts(
                                         spread = -1.0e10
                                     else:
                                         spread = _spread(slot, q, p0, n0, p1, p2)
-                                    if (slot == 0 and d < best) or (slot > 0 and spread > best):
-                                        best = wp.where(slot == 0, d, spread)
+                                    if spread > best:
+                                        best = spread
                                         pick = c
                                         dist = d
                                         p = q
