@@ -23,7 +23,8 @@ def test_gae_by_hand() -> None:
     rewards = torch.tensor([[1.0], [2.0], [3.0]])
     values = torch.tensor([[0.5], [1.0], [1.5]])
     dones = torch.tensor([[0.0], [1.0], [0.0]])
-    advantages, returns = compute_gae(rewards, values, dones, torch.tensor([2.0]), gamma=0.9, lam=0.5)
+    advantages, returns = torch.zeros(3, 1), torch.zeros(3, 1)
+    compute_gae(rewards, values, dones, torch.tensor([2.0]), 0.9, 0.5, advantages, returns)
     torch.testing.assert_close(advantages[:, 0], torch.tensor([1.85, 1.0, 3.3]))
     torch.testing.assert_close(returns[:, 0], torch.tensor([2.35, 2.0, 4.8]))
 
@@ -77,6 +78,56 @@ def test_clipped_losses_have_the_value_and_gradient_of_their_max_form() -> None:
     value = torch.tensor([1e-9], requires_grad=True)
     loss = value_loss(value, torch.tensor([0.15]), torch.tensor([2e-9]), clip, clipped=True)
     assert float(torch.autograd.grad(loss, value)[0]) < 0
+
+
+def test_fused_losses_match_the_torch_form() -> None:
+    """The eager update's Warp kernel gives the loss, its terms and every parameter's gradient of
+    the torch form (which torch.compile fuses), with ratios and values on both sides of the clip
+    range, for each value-loss and advantage setting, and a privileged critic."""
+    from phalanx.rl.models import ActorCritic
+    from phalanx.rl.ppo import PPO, PPOCfg
+
+    for clipped, normalize in ((True, True), (True, False), (False, True)):
+        torch.manual_seed(0)
+        policy = ActorCritic(5, 7, 3, (16, 16), (16,), "elu", 0.8)
+        cfg = PPOCfg(use_clipped_value_loss=clipped, normalize_advantages=normalize, clip_param=0.1)
+        spec = {"policy": (5,), "critic": (7,)}
+        ppo = PPO(policy, cfg, spec, num_envs=64, num_steps=4, normalize=False, generator=torch.Generator())
+        s = ppo.storage
+        for name in ("obs", "critic_obs", "action_mean", "actions", "advantages", "returns"):
+            getattr(s, name).normal_()
+        s.action_std.uniform_(0.5, 1.5)
+        with torch.no_grad():  # the rollout's policy: 0.15 away from the current one in log-probability and value
+            dist, values = policy.distribution_and_value(s.obs, s.critic_obs)
+            s.log_probs.copy_(dist.log_prob(s.actions) + 0.15 * torch.randn_like(s.log_probs))
+            s.values.copy_(values + 0.15 * torch.randn_like(s.values))
+        mb = next(ppo._minibatches(torch.randperm(256)))
+        results = []
+        for form in (ppo._minibatch_losses, ppo._fused_losses):
+            policy.zero_grad(set_to_none=True)
+            loss, terms = form(mb)
+            loss.backward()
+            results.append((loss.detach(), terms, [p.grad for p in policy.parameters()]))
+        (loss, terms, grads), (fused_loss, fused_terms, fused_grads) = results
+        torch.testing.assert_close(fused_loss, loss, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(fused_terms, terms, rtol=1e-5, atol=1e-6)
+        for grad, fused_grad in zip(grads, fused_grads, strict=True):
+            torch.testing.assert_close(fused_grad, grad, rtol=1e-4, atol=1e-6)
+        with torch.no_grad():
+            dist, values = policy.distribution_and_value(mb["obs"], mb["critic_obs"])
+            ratio = torch.exp(dist.log_prob(mb["actions"]) - mb["log_probs"])
+            change = values - mb["values"]
+        assert 0 < ((ratio - 1).abs() > 0.1).float().mean() < 1, "the ratio clip must bind on some samples"
+        assert 0 < (change.abs() > 0.1).float().mean() < 1, "the value clip must bind on some samples"
+
+
+def test_the_log_probability_of_a_sample_is_that_of_its_noise() -> None:
+    from phalanx.rl.gaussian import DiagonalGaussian
+
+    g = torch.Generator().manual_seed(0)
+    dist = DiagonalGaussian(torch.randn(64, 3, generator=g), torch.randn(3, generator=g))
+    noise = torch.randn(64, 3, generator=g)
+    torch.testing.assert_close(dist.sample_log_prob(noise), dist.log_prob(dist.sample(noise)), rtol=1e-5, atol=1e-5)
 
 
 def test_gaussian_kl_by_hand() -> None:

@@ -16,16 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import warp as wp
 from torch import nn
 
 from phalanx.compiling import compiled
 from phalanx.dist import DistContext
 from phalanx.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.rl.adam import FusedAdam
+from phalanx.rl.gaussian import DiagonalGaussian
+from phalanx.rl.loss_kernel import PPOLossKernel
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
-from phalanx.rl.storage import RolloutStorage, compute_gae
+from phalanx.rl.storage import GAE_MODULE, RolloutStorage, compute_gae
 
 
 @dataclass
@@ -163,7 +166,20 @@ class PPO:
         self.capture = capture
         self.matmul_precision = "tf32" if tf32 else "ieee"
         self.bf16_update = bf16_update and device.type == "cuda"
-        self._losses = compiled(self._minibatch_losses, dynamic=False) if compile_update else self._minibatch_losses
+        self._loss_kernel = None
+        if compile_update:
+            self._losses = compiled(self._minibatch_losses, dynamic=False)
+        else:
+            self._loss_kernel = PPOLossKernel(
+                device, cfg.clip_param, cfg.use_clipped_value_loss, cfg.normalize_advantages,
+                cfg.value_loss_coef, cfg.entropy_coef,
+            )  # fmt: skip
+            self._losses = self._fused_losses
+        # Loaded now, not at their first launch: a module that loads while any CUDA graph is being
+        # captured (the update's, the env's) breaks the capture.
+        wp.init()
+        for module in [GAE_MODULE] + ([] if self._loss_kernel is None else [PPOLossKernel.MODULE]):
+            wp.load_module(module, device=wp.device_from_torch(device))
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
@@ -203,11 +219,10 @@ class PPO:
         if self.image_targets is not None:
             storage.image_targets[t] = obs[self.image_targets]
         storage.actions[t] = actions
-        storage.log_probs[t] = dist.log_prob(actions)
+        storage.log_probs[t] = dist.sample_log_prob(noise)
         storage.values[t] = values
         storage.action_mean[t] = dist.mean
-        storage.action_std[t] = dist.stddev
-        return actions
+        return actions  # the action std, the same at every step of a rollout, is stored by `compute_returns`
 
     @torch.no_grad()
     @_in_matmul_precision
@@ -235,9 +250,11 @@ class PPO:
         storage = self.storage
         _, critic_obs = self._normalized(obs, update=False)
         last_values = self.policy.value(critic_obs, self._image(obs))
-        storage.advantages[:], storage.returns[:] = compute_gae(
-            storage.rewards, storage.values, storage.dones, last_values, self.cfg.gamma, self.cfg.lam
-        )
+        storage.action_std.copy_(self.policy.log_std.exp().expand_as(storage.action_std))  # what every step acted with
+        compute_gae(
+            storage.rewards, storage.values, storage.dones, last_values.float(), self.cfg.gamma, self.cfg.lam,
+            storage.advantages, storage.returns,
+        )  # fmt: skip
         if self.normalize:
             self.obs_norm.commit(self.dist)
             if self.critic_norm is not self.obs_norm:
@@ -322,14 +339,17 @@ class PPO:
         loss.backward()
         self.optimizer.zero_grad()
 
+    def _outputs(self, mb: dict[str, torch.Tensor]) -> tuple[DiagonalGaussian, torch.Tensor, torch.Tensor | None]:
+        """The policy's action distribution, values and image-target predictions on the minibatch."""
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16_update):
+            return self.policy.distribution_and_value(mb["obs"], mb["critic_obs"], mb.get("image"), predict=True)
+
     def _minibatch_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """The minibatch's PPO loss (plus the image-target loss), and its terms (`terms`, then
-        0 * loss: NaN if the loss is not finite) stacked and detached."""
+        0 * loss: NaN if the loss is not finite) stacked and detached. torch's form, which
+        torch.compile fuses (`_fused_losses` computes the same in few kernels, eagerly)."""
         cfg = self.cfg
-        with torch.autocast(self.device.type, torch.bfloat16, enabled=self.bf16_update):
-            dist, values, predicted = self.policy.distribution_and_value(
-                mb["obs"], mb["critic_obs"], mb.get("image"), predict=True
-            )
+        dist, values, predicted = self._outputs(mb)
         values = values.float()
         log_prob = dist.log_prob(mb["actions"])
         entropy = dist.entropy()
@@ -339,14 +359,27 @@ class PPO:
         surrogate = surrogate_loss(log_prob, mb["log_probs"], advantages, cfg.clip_param)
         v_loss = value_loss(values, mb["values"], mb["returns"], cfg.clip_param, cfg.use_clipped_value_loss)
         loss = surrogate + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy
-        extra = []
+        with torch.no_grad():
+            kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
+        return self._with_image_targets(loss, torch.stack([surrogate, v_loss, entropy, kl]), predicted, mb)
+
+    def _fused_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """`_minibatch_losses` with the PPO terms and their gradient in one Warp kernel
+        (`phalanx.rl.loss_kernel`): the eager update's form."""
+        dist, values, predicted = self._outputs(mb)
+        loss, terms = self._loss_kernel(dist.mean, dist.log_std, values, mb)
+        return self._with_image_targets(loss, terms, predicted, mb)
+
+    def _with_image_targets(
+        self, loss: torch.Tensor, terms: torch.Tensor, predicted: torch.Tensor | None, mb: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss plus the image-target loss, if the encoder learns targets, and all `terms`
+        followed by 0 * loss, detached."""
         if self.image_targets is not None:
             target_loss = (predicted.float() - mb["image_targets"]).square().mean()
             loss = loss + self.image_target_coef * target_loss
-            extra.append(target_loss)
-        with torch.no_grad():
-            kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
-            return loss, torch.stack([surrogate, v_loss, entropy, kl, *extra, 0.0 * loss]).detach()
+            terms = torch.cat((terms, target_loss.view(1)))
+        return loss, torch.cat((terms, (0.0 * loss).view(1))).detach()
 
     def _minibatch(self, mb: dict[str, torch.Tensor]) -> torch.Tensor:
         """One optimizer step on the minibatch; returns its `terms` (averaged over ranks)."""

@@ -1,0 +1,218 @@
+"""PPO's minibatch loss and its gradient with respect to the policy's outputs in one Warp kernel,
+for the eager update.
+
+Written with torch operations, the loss terms of `phalanx.rl.losses` (clipped surrogate, clipped
+value error, entropy, the KL that adapts the learning rate) and their backward pass take about 90
+kernels per minibatch; a small policy's eager update is bound by those launches (cartpole: 168
+kernels per minibatch, 8.1 ms per update on an H100). Here one thread per sample computes its
+terms and, in closed form, its gradient with respect to the action mean, the log standard
+deviation and the value; a deterministic sum over the samples and a one-thread kernel finish the
+means. The autograd function hands those gradients to the networks' backward pass.
+
+torch.compile fuses the torch form into a few kernels by itself, so a compiled update keeps it;
+`tests/test_ppo_math.py` holds the two to the same values and gradients."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+import warp as wp
+
+from phalanx.warp_streams import warp_stream
+
+wp.set_module_options({"enable_backward": False})
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@wp.kernel
+def _per_sample(
+    mean: wp.array2d(dtype=wp.float32),
+    log_std: wp.array(dtype=wp.float32),
+    values: wp.array(dtype=wp.float32),
+    actions: wp.array2d(dtype=wp.float32),
+    old_log_prob: wp.array(dtype=wp.float32),
+    advantages: wp.array(dtype=wp.float32),
+    old_values: wp.array(dtype=wp.float32),
+    returns: wp.array(dtype=wp.float32),
+    old_mean: wp.array2d(dtype=wp.float32),
+    old_std: wp.array2d(dtype=wp.float32),
+    adv_std: wp.array(dtype=wp.float32),
+    adv_mean: wp.array(dtype=wp.float32),
+    normalize: int,
+    clip: float,
+    clipped_value: int,
+    value_coef: float,
+    inv_b: float,
+    grad_mean: wp.array2d(dtype=wp.float32),
+    grad_values: wp.array(dtype=wp.float32),
+    rows: wp.array2d(dtype=wp.float32),
+):
+    """Sample i's surrogate, value error and KL (rows[i, 0:3]), the surrogate mean's gradient
+    with respect to each log standard deviation (rows[i, 3:]), and the loss's gradient with
+    respect to its action mean and value (grad_mean, grad_values)."""
+    i = wp.tid()
+    num_actions = mean.shape[1]
+    adv = advantages[i]
+    if normalize != 0:
+        adv = (adv - adv_mean[0]) / (adv_std[0] + 1.0e-8)
+    # log-probability of the stored action under the current Gaussian
+    squares = wp.float32(0.0)
+    log_std_sum = wp.float32(0.0)
+    kl = wp.float32(0.0)
+    for a in range(num_actions):
+        z = (actions[i, a] - mean[i, a]) * wp.exp(-log_std[a])
+        squares += z * z
+        log_std_sum += log_std[a]
+        std = wp.exp(log_std[a])
+        s_old = old_std[i, a]
+        d_mean = old_mean[i, a] - mean[i, a]
+        kl += wp.log(std / s_old) + (s_old * s_old + d_mean * d_mean) / (2.0 * std * std) - 0.5
+    log_prob = -0.5 * squares - (log_std_sum + float(num_actions) * _HALF_LOG_2PI)
+    # clipped surrogate: the larger of -A r and -A clip(r); the gradient is -A r's where it is the larger
+    ratio = wp.exp(log_prob - old_log_prob[i])
+    term = -adv * ratio
+    clipped = -adv * wp.clamp(ratio, 1.0 - clip, 1.0 + clip)
+    surrogate = clipped
+    g = wp.float32(0.0)  # d(mean surrogate) / d(log_prob_i)
+    if term >= clipped:
+        surrogate = term
+        g = term * inv_b
+    for a in range(num_actions):
+        z = (actions[i, a] - mean[i, a]) * wp.exp(-log_std[a])
+        grad_mean[i, a] = g * z * wp.exp(-log_std[a])
+        rows[i, 3 + a] = g * (z * z - 1.0)
+    # value error, clipped like the surrogate
+    error = values[i] - returns[i]
+    value_term = error * error
+    d_value = 2.0 * error
+    if clipped_value != 0:
+        change = values[i] - old_values[i]
+        clipped_error = old_values[i] + wp.clamp(change, -clip, clip) - returns[i]
+        if value_term < clipped_error * clipped_error and wp.abs(change) > clip:
+            value_term = clipped_error * clipped_error
+            d_value = 0.0
+    grad_values[i] = value_coef * inv_b * d_value
+    rows[i, 0] = surrogate
+    rows[i, 1] = value_term
+    rows[i, 2] = kl
+
+
+@wp.kernel
+def _finish(
+    sums: wp.array(dtype=wp.float32),
+    log_std: wp.array(dtype=wp.float32),
+    inv_b: float,
+    value_coef: float,
+    entropy_coef: float,
+    loss: wp.array(dtype=wp.float32),
+    terms: wp.array(dtype=wp.float32),
+    grad_log_std: wp.array(dtype=wp.float32),
+):
+    """The means over the samples: the loss, its terms (surrogate, value, entropy, KL) and its
+    gradient with respect to the log standard deviations."""
+    num_actions = log_std.shape[0]
+    entropy = float(num_actions) * (0.5 + _HALF_LOG_2PI)
+    for a in range(num_actions):
+        entropy += log_std[a]
+        grad_log_std[a] = sums[3 + a] - entropy_coef
+    surrogate = sums[0] * inv_b
+    value = sums[1] * inv_b
+    total = surrogate + value_coef * value - entropy_coef * entropy
+    loss[0] = total
+    terms[0] = surrogate
+    terms[1] = value
+    terms[2] = entropy
+    terms[3] = sums[2] * inv_b
+
+
+class PPOLossKernel:
+    """`(loss, terms)` of a minibatch (terms: surrogate, value, entropy, KL) as `PPO`'s torch form
+    computes them, from the policy's action means (B, A), log standard deviations (A,) and values
+    (B,), with the gradient of the loss flowing back to those three. `MODULE` must be loaded before
+    a call is recorded into a CUDA graph."""
+
+    MODULE = _per_sample.module
+
+    def __init__(
+        self,
+        device: torch.device,
+        clip: float,
+        clipped_value: bool,
+        normalize: bool,
+        value_coef: float,
+        entropy_coef: float,
+    ):
+        wp.init()
+        self.device = device
+        self.wp_device = wp.device_from_torch(device)
+        self.constants = (clip, int(clipped_value), value_coef)
+        self.normalize, self.entropy_coef = normalize, entropy_coef
+
+    def __call__(
+        self, mean: torch.Tensor, log_std: torch.Tensor, values: torch.Tensor, mb: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return _Loss.apply(mean.float(), log_std, values.float(), mb, self)
+
+    def forward(
+        self, mean: torch.Tensor, log_std: torch.Tensor, values: torch.Tensor, mb: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, ...]:
+        """loss (), terms (4,), and the loss's gradients with respect to mean, log_std and values."""
+        batch, num_actions = mean.shape
+        inv_b = 1.0 / batch
+        if self.normalize:
+            adv_std, adv_mean = torch.std_mean(mb["advantages"])
+        else:
+            adv_std = adv_mean = mean.new_zeros(())
+        grad_mean, grad_values = torch.empty_like(mean), torch.empty_like(values)
+        rows = mean.new_empty(batch, 3 + num_actions)
+        loss, terms, grad_log_std = mean.new_empty(()), mean.new_empty(4), torch.empty_like(log_std)
+        clip, clipped_value, value_coef = self.constants
+        data = [mb[name] for name in ("actions", "log_probs", "advantages", "values", "returns")]
+        data += [mb["action_mean"], mb["action_std"]]
+        self._launch(
+            _per_sample,
+            batch,
+            [mean, log_std, values, *data, adv_std.view(1), adv_mean.view(1)],
+            [int(self.normalize), clip, clipped_value, value_coef, inv_b],
+            [grad_mean, grad_values, rows],
+        )
+        sums = rows.sum(dim=0)
+        outputs = [loss.view(1), terms, grad_log_std]
+        self._launch(_finish, 1, [sums, log_std], [inv_b, value_coef, self.entropy_coef], outputs)
+        return loss, terms, grad_mean, grad_log_std, grad_values
+
+    def _launch(self, kernel: wp.Kernel, dim: int, arrays: list, constants: list, outputs: list) -> None:
+        stream = warp_stream(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
+        inputs = [*(_array(t) for t in arrays), *constants]
+        wp.launch(
+            kernel,
+            dim=dim,
+            inputs=inputs,
+            outputs=[_array(t) for t in outputs],
+            device=self.wp_device,
+            stream=stream,
+        )
+
+
+def _array(tensor: torch.Tensor) -> Any:
+    """Warp's view of a float32 tensor, strided as it is (the minibatch's fields are columns of one
+    gathered block), as the descriptor a launch takes; without its gradient (the networks' outputs
+    require one, and Warp would allocate it)."""
+    return wp.from_torch(tensor, requires_grad=False, return_ctype=True)
+
+
+class _Loss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, mean, log_std, values, mb, kernel: PPOLossKernel):  # noqa: ANN001, ANN205
+        loss, terms, grad_mean, grad_log_std, grad_values = kernel.forward(mean, log_std, values, mb)
+        ctx.save_for_backward(grad_mean, grad_log_std, grad_values)
+        ctx.mark_non_differentiable(terms)
+        return loss, terms
+
+    @staticmethod
+    def backward(ctx: Any, grad_loss, grad_terms):  # noqa: ANN001, ANN205
+        grad_mean, grad_log_std, grad_values = ctx.saved_tensors
+        return grad_loss * grad_mean, grad_loss * grad_log_std, grad_loss * grad_values, None, None
