@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
@@ -119,6 +120,27 @@ def test_fused_losses_match_the_torch_form() -> None:
             change = values - mb["values"]
         assert 0 < ((ratio - 1).abs() > 0.1).float().mean() < 1, "the ratio clip must bind on some samples"
         assert 0 < (change.abs() > 0.1).float().mean() < 1, "the value clip must bind on some samples"
+
+
+def test_after_backward_adapts_the_rate_skips_and_sums() -> None:
+    """The bookkeeping kernel between backward pass and optimizer step, case by case."""
+    from phalanx.rl.loss_kernel import after_backward
+
+    def run(terms: list[float], grad_norm: float, desired_kl: float | None, lr: float) -> tuple[float, ...]:
+        """(learning rate, found_inf, skipped, *sums) after the kernel, from skipped 3 and sums 1."""
+        state = torch.tensor(lr), torch.tensor(0.0), torch.tensor(3), torch.ones(len(terms) - 1)
+        after_backward(torch.tensor(terms), torch.tensor(grad_norm), desired_kl, *state)
+        return (float(state[0]), float(state[1]), int(state[2]), *state[3].tolist())
+
+    big = torch.finfo(torch.float32).max
+    assert run([1.0, 2.0, 3.0, 0.05, 0.0], 1.0, 0.01, 1e-3) == pytest.approx((1e-3 / 1.5, 0, 3, 2, 3, 4, 1.05))
+    assert run([1.0, 2.0, 3.0, 0.001, 0.0], 1.0, 0.01, 9e-3) == pytest.approx((1e-2, 0, 3, 2, 3, 4, 1.001))
+    assert run([1.0, 2.0, 3.0, 0.01, 0.0], 1.0, 0.01, 2e-3)[0] == pytest.approx(2e-3)  # within the band
+    assert run([1.0, 2.0, 3.0, 0.05, 0.0], 1.0, None, 1e-3)[0] == pytest.approx(1e-3)  # fixed schedule
+    nan, inf = float("nan"), float("inf")
+    skipped = run([nan, inf, -inf, 0.001, nan], 1.0, 0.01, 1e-3)  # the rate stays; non-finite terms add as nan_to_num
+    assert skipped == pytest.approx((1e-3, 1, 4, 1, big, -big, 1.001))
+    assert run([1.0, 2.0, 3.0, 0.001, 0.0], inf, 0.01, 1e-3)[:3] == pytest.approx((1e-3, 1, 4))  # an infinite gradient
 
 
 def test_the_log_probability_of_a_sample_is_that_of_its_noise() -> None:

@@ -128,6 +128,75 @@ def _finish(
     terms[3] = sums[2] * inv_b
 
 
+@wp.kernel
+def _after_backward(
+    terms: wp.array(dtype=wp.float32),
+    grad_norm: wp.array(dtype=wp.float32),
+    adaptive: int,
+    kl_high: float,
+    kl_low: float,
+    learning_rate: wp.array(dtype=wp.float32),
+    found_inf: wp.array(dtype=wp.float32),
+    skipped: wp.array(dtype=wp.int64),
+    sums: wp.array(dtype=wp.float32),
+):
+    """One thread: the bookkeeping between a minibatch's backward pass and its optimizer step."""
+    n = terms.shape[0] - 1  # the last term is 0 * loss: NaN unless the loss is finite
+    bad = wp.isnan(terms[n] + 0.0 * grad_norm[0])
+    if adaptive != 0:
+        factor = wp.float32(1.0)
+        if not bad:
+            kl = terms[3]
+            if kl > kl_high:
+                factor = 1.0 / 1.5
+            elif kl < kl_low:
+                factor = 1.5
+        learning_rate[0] = wp.clamp(learning_rate[0] * factor, 1.0e-5, 1.0e-2)
+    found_inf[0] = 0.0
+    if bad:
+        found_inf[0] = 1.0
+        skipped[0] = skipped[0] + wp.int64(1)
+    for k in range(n):  # nan_to_num: a skipped minibatch adds 0
+        x = terms[k]
+        if wp.isnan(x):
+            x = 0.0
+        elif wp.isinf(x):
+            x = wp.sign(x) * 3.4028234663852886e38
+        sums[k] = sums[k] + x
+
+
+def after_backward(
+    terms: torch.Tensor,
+    grad_norm: torch.Tensor,
+    desired_kl: float | None,
+    learning_rate: torch.Tensor,
+    found_inf: torch.Tensor,
+    skipped: torch.Tensor,
+    sums: torch.Tensor,
+) -> None:
+    """After a minibatch's backward pass, in one kernel (about 20 small torch kernels before): a
+    minibatch whose loss or gradient norm is not finite is skipped (`found_inf` 1, `skipped` + 1);
+    with `desired_kl` (the adaptive schedule) the learning rate is divided by 1.5 when the step's KL
+    (`terms[3]`) overshoots twice the target and multiplied by 1.5 below half of it, clamped to
+    [1e-5, 1e-2]. A skipped minibatch leaves it: the unchanged policy's KL of ~0 would raise it to
+    the cap (an anymal-rough run went from 1e-5 to 1e-2 over three skipped iterations and then took
+    one step of KL 7.5). `sums` gains the terms but the last (0 * loss), non-finite ones as
+    `torch.nan_to_num` makes them."""
+    wp.init()
+    device = wp.device_from_torch(terms.device)
+    stream = warp_stream(torch.cuda.current_stream(terms.device)) if device.is_cuda else None
+    adaptive = desired_kl is not None
+    kl = desired_kl if adaptive else 0.0
+    wp.launch(
+        _after_backward,
+        dim=1,
+        inputs=[_array(terms), _array(grad_norm.view(1)), int(adaptive), 2.0 * kl, kl / 2.0],
+        outputs=[_array(t.view(1)) for t in (learning_rate, found_inf, skipped)] + [_array(sums)],
+        device=device,
+        stream=stream,
+    )
+
+
 class PPOLossKernel:
     """`(loss, terms)` of a minibatch (terms: surrogate, value, entropy, KL) as `PPO`'s torch form
     computes them, from the policy's action means (B, A), log standard deviations (A,) and values
@@ -198,7 +267,7 @@ class PPOLossKernel:
 
 
 def _array(tensor: torch.Tensor) -> Any:
-    """Warp's view of a float32 tensor, strided as it is (the minibatch's fields are columns of one
+    """Warp's view of a tensor, strided as it is (the minibatch's fields are columns of one
     gathered block), as the descriptor a launch takes; without its gradient (the networks' outputs
     require one, and Warp would allocate it)."""
     return wp.from_torch(tensor, requires_grad=False, return_ctype=True)

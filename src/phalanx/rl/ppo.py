@@ -24,7 +24,7 @@ from phalanx.dist import DistContext
 from phalanx.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.rl.adam import FusedAdam
 from phalanx.rl.gaussian import DiagonalGaussian
-from phalanx.rl.loss_kernel import PPOLossKernel
+from phalanx.rl.loss_kernel import PPOLossKernel, after_backward
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
@@ -178,7 +178,7 @@ class PPO:
         # Loaded now, not at their first launch: a module that loads while any CUDA graph is being
         # captured (the update's, the env's) breaks the capture.
         wp.init()
-        for module in [GAE_MODULE] + ([] if self._loss_kernel is None else [PPOLossKernel.MODULE]):
+        for module in (GAE_MODULE, PPOLossKernel.MODULE):
             wp.load_module(module, device=wp.device_from_torch(device))
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
@@ -309,8 +309,7 @@ class PPO:
         for _ in range(cfg.num_learning_epochs):
             order = torch.randperm(total, device=self.device, generator=self.generator)
             for mb in self._minibatches(order):
-                terms = self._minibatch(mb)
-                sums += torch.nan_to_num(terms)  # a skipped minibatch adds 0
+                self._minibatch(mb, sums)
         means = sums / (cfg.num_learning_epochs * cfg.num_mini_batches)
         out = {f"loss/{name}": mean for name, mean in zip(self.terms, means, strict=True)}
         out["learning_rate"] = self.learning_rate.clone()
@@ -381,8 +380,8 @@ class PPO:
             terms = torch.cat((terms, target_loss.view(1)))
         return loss, torch.cat((terms, (0.0 * loss).view(1))).detach()
 
-    def _minibatch(self, mb: dict[str, torch.Tensor]) -> torch.Tensor:
-        """One optimizer step on the minibatch; returns its `terms` (averaged over ranks)."""
+    def _minibatch(self, mb: dict[str, torch.Tensor], sums: torch.Tensor) -> None:
+        """One optimizer step on the minibatch; adds its `terms` (averaged over ranks) to `sums`."""
         cfg = self.cfg
         loss, terms = self._losses(mb)
         self.optimizer.zero_grad()
@@ -392,18 +391,10 @@ class PPO:
             # the learning rate from the mean KL, sees NaN in 0 * loss if any rank's loss is not
             # finite, and so decides the same skip.
             terms = self.dist.average_gradients(list(self.policy.parameters()), terms)
-        kl, loss_check = terms[3], terms[-1]
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-        bad = torch.isnan(loss_check + 0.0 * grad_norm)  # loss_check is 0 * loss: NaN unless both are finite
-        if cfg.schedule == "adaptive":
-            # lr / 1.5 when the step overshoots the KL target by 2x, lr * 1.5 below half of it. A
-            # skipped minibatch leaves it: the unchanged policy's KL of ~0 would raise it to the cap
-            # (an anymal-rough run went from 1e-5 to 1e-2 over three skipped iterations and then
-            # took one step of KL 7.5).
-            factor = torch.where(kl > 2.0 * cfg.desired_kl, 1 / 1.5, torch.where(kl < cfg.desired_kl / 2, 1.5, 1.0))
-            factor = torch.where(bad, 1.0, factor)
-            self.learning_rate.copy_((self.learning_rate * factor).clamp(1e-5, 1e-2))
-        self.optimizer.found_inf.copy_(bad)  # 1: the step leaves the policy as it was
-        self.skipped_updates += bad
-        self.optimizer.step()
-        return terms[:-1]
+        desired_kl = cfg.desired_kl if cfg.schedule == "adaptive" else None
+        optimizer = self.optimizer
+        after_backward(
+            terms, grad_norm, desired_kl, self.learning_rate, optimizer.found_inf, self.skipped_updates, sums
+        )
+        optimizer.step()  # a step with found_inf 1 leaves the policy as it was
