@@ -120,11 +120,33 @@ def test_fused_losses_match_the_torch_form() -> None:
             change = values - mb["values"]
         assert 0 < ((ratio - 1).abs() > 0.1).float().mean() < 1, "the ratio clip must bind on some samples"
         assert 0 < (change.abs() > 0.1).float().mean() < 1, "the value clip must bind on some samples"
+    # A ratio that overflows on samples whose clipped term is the larger, or a NaN output: the
+    # torch form's gradient is not finite, so the minibatch is skipped; the kernel's must not be finite either.
+    for broken in ("ratio", "nan"):
+        mb = {name: value.clone() for name, value in mb.items()}
+        if broken == "ratio":
+            mb["log_probs"][:8] -= 200.0
+            mb["advantages"][:8] = 5.0  # -A r is -inf: the clipped term is the larger
+        finite = []
+        for form in (ppo._minibatch_losses, ppo._fused_losses):
+            policy.zero_grad(set_to_none=True)
+            if broken == "nan":
+                policy.log_std.data[0] = float("nan")
+            loss, terms = form(mb)
+            loss.backward()
+            finite.append(
+                (
+                    bool(torch.isfinite(terms).all()),
+                    all(bool(torch.isfinite(p.grad).all()) for p in policy.parameters()),
+                )
+            )
+            policy.log_std.data[0] = 0.0
+        assert finite[0] == finite[1] and not finite[0][1], (broken, finite)
 
 
 def test_after_backward_adapts_the_rate_skips_and_sums() -> None:
     """The bookkeeping kernel between backward pass and optimizer step, case by case."""
-    from phalanx.rl.loss_kernel import after_backward
+    from phalanx.rl.minibatch_kernels import after_backward
 
     def run(terms: list[float], grad_norm: float, desired_kl: float | None, lr: float) -> tuple[float, ...]:
         """(learning rate, found_inf, skipped, *sums) after the kernel, from skipped 3 and sums 1."""
@@ -141,15 +163,6 @@ def test_after_backward_adapts_the_rate_skips_and_sums() -> None:
     skipped = run([nan, inf, -inf, 0.001, nan], 1.0, 0.01, 1e-3)  # the rate stays; non-finite terms add as nan_to_num
     assert skipped == pytest.approx((1e-3, 1, 4, 1, big, -big, 1.001))
     assert run([1.0, 2.0, 3.0, 0.001, 0.0], inf, 0.01, 1e-3)[:3] == pytest.approx((1e-3, 1, 4))  # an infinite gradient
-
-
-def test_the_log_probability_of_a_sample_is_that_of_its_noise() -> None:
-    from phalanx.rl.gaussian import DiagonalGaussian
-
-    g = torch.Generator().manual_seed(0)
-    dist = DiagonalGaussian(torch.randn(64, 3, generator=g), torch.randn(3, generator=g))
-    noise = torch.randn(64, 3, generator=g)
-    torch.testing.assert_close(dist.sample_log_prob(noise), dist.log_prob(dist.sample(noise)), rtol=1e-5, atol=1e-5)
 
 
 def test_gaussian_kl_by_hand() -> None:

@@ -6,16 +6,62 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from phalanx.envs.cfg import TaskCfg
-from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.rl.logger import check_logger
 from phalanx.rl.models import ACTIVATIONS
-from phalanx.rl.ppo import PPOCfg
 
 TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
 """The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in
 `phalanx.wrappers` (each an extra: `pip install -e '.[rsl_rl]'`, ...)."""
 MULTI_GPU_TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl")
 """Those that train on several devices through torchrun (`--gpus N`): the libraries on CUDA GPUs only."""
+
+
+@dataclass
+class PPOCfg:
+    """PPO hyperparameters."""
+
+    learning_rate: float = 1e-3
+    """Initial Adam learning rate."""
+    schedule: str = "adaptive"
+    """'adaptive': scale the learning rate by 1.5 toward `desired_kl` every minibatch; 'fixed'."""
+    desired_kl: float = 0.01
+    """Target KL divergence between the rollout policy and the updated one (adaptive schedule)."""
+    num_learning_epochs: int = 5
+    """Passes over the rollout per iteration."""
+    num_mini_batches: int = 4
+    """Minibatches per pass; each holds steps * num_envs / num_mini_batches transitions."""
+    clip_param: float = 0.2
+    """PPO ratio clip (and value clip) range."""
+    gamma: float = 0.99
+    """Discount factor."""
+    lam: float = 0.95
+    """GAE lambda."""
+    value_loss_coef: float = 1.0
+    """Weight of the value loss."""
+    entropy_coef: float = 0.005
+    """Weight of the entropy bonus."""
+    use_clipped_value_loss: bool = True
+    """Clip the value update like the policy update."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    normalize_advantages: bool = True
+    """Normalize advantages per minibatch."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`algo.FIELD`), its value and what is allowed."""
+        check_positive("algo.learning_rate", self.learning_rate)
+        if self.schedule not in ("adaptive", "fixed"):
+            raise ConfigError(f"got {self.schedule!r}; allowed: 'adaptive', 'fixed'", "algo.schedule")
+        check_positive("algo.desired_kl", self.desired_kl)
+        check_int("algo.num_learning_epochs", self.num_learning_epochs)
+        check_int("algo.num_mini_batches", self.num_mini_batches)
+        check_positive("algo.clip_param", self.clip_param)
+        check_range("algo.gamma", self.gamma, 0.0, 1.0)
+        check_range("algo.lam", self.lam, 0.0, 1.0)
+        check_range("algo.value_loss_coef", self.value_loss_coef, low=0.0)
+        check_range("algo.entropy_coef", self.entropy_coef)
+        check_positive("algo.max_grad_norm", self.max_grad_norm)
 
 
 @dataclass

@@ -33,11 +33,6 @@ class DiagonalGaussian:
         z = (actions - self.mean) * torch.exp(-self.log_std)
         return -0.5 * z.square().sum(dim=-1) - (self.log_std.sum() + self.mean.shape[-1] * _HALF_LOG_2PI)
 
-    def sample_log_prob(self, noise: torch.Tensor) -> torch.Tensor:
-        """(N,) log-density of `sample(noise)`: its standardized value is the noise itself, so this
-        takes half the kernels of `log_prob` on the sampled actions (equal up to rounding)."""
-        return -0.5 * noise.square().sum(dim=-1) - (self.log_std.sum() + self.mean.shape[-1] * _HALF_LOG_2PI)
-
     def entropy(self) -> torch.Tensor:
         """() entropy summed over the action dimensions; the same for every sample."""
         return self.log_std.sum() + self.mean.shape[-1] * (0.5 + _HALF_LOG_2PI)

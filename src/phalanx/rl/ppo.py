@@ -12,70 +12,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
-import warp as wp
 from torch import nn
 
 from phalanx.compiling import compiled
 from phalanx.dist import DistContext
-from phalanx.errors import ConfigError, check_int, check_positive, check_range
+from phalanx.errors import ConfigError
 from phalanx.rl.adam import FusedAdam
+from phalanx.rl.config import PPOCfg
 from phalanx.rl.gaussian import DiagonalGaussian
-from phalanx.rl.loss_kernel import PPOLossKernel, after_backward
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
+from phalanx.rl.minibatch_kernels import PPOLossKernel, after_backward
 from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
-from phalanx.rl.storage import GAE_MODULE, RolloutStorage, compute_gae
-
-
-@dataclass
-class PPOCfg:
-    """PPO hyperparameters."""
-
-    learning_rate: float = 1e-3
-    """Initial Adam learning rate."""
-    schedule: str = "adaptive"
-    """'adaptive': scale the learning rate by 1.5 toward `desired_kl` every minibatch; 'fixed'."""
-    desired_kl: float = 0.01
-    """Target KL divergence between the rollout policy and the updated one (adaptive schedule)."""
-    num_learning_epochs: int = 5
-    """Passes over the rollout per iteration."""
-    num_mini_batches: int = 4
-    """Minibatches per pass; each holds steps * num_envs / num_mini_batches transitions."""
-    clip_param: float = 0.2
-    """PPO ratio clip (and value clip) range."""
-    gamma: float = 0.99
-    """Discount factor."""
-    lam: float = 0.95
-    """GAE lambda."""
-    value_loss_coef: float = 1.0
-    """Weight of the value loss."""
-    entropy_coef: float = 0.005
-    """Weight of the entropy bonus."""
-    use_clipped_value_loss: bool = True
-    """Clip the value update like the policy update."""
-    max_grad_norm: float = 1.0
-    """Gradient-norm clip."""
-    normalize_advantages: bool = True
-    """Normalize advantages per minibatch."""
-
-    def check(self) -> None:
-        """Raises ConfigError naming the first invalid field (`algo.FIELD`), its value and what is allowed."""
-        check_positive("algo.learning_rate", self.learning_rate)
-        if self.schedule not in ("adaptive", "fixed"):
-            raise ConfigError(f"got {self.schedule!r}; allowed: 'adaptive', 'fixed'", "algo.schedule")
-        check_positive("algo.desired_kl", self.desired_kl)
-        check_int("algo.num_learning_epochs", self.num_learning_epochs)
-        check_int("algo.num_mini_batches", self.num_mini_batches)
-        check_positive("algo.clip_param", self.clip_param)
-        check_range("algo.gamma", self.gamma, 0.0, 1.0)
-        check_range("algo.lam", self.lam, 0.0, 1.0)
-        check_range("algo.value_loss_coef", self.value_loss_coef, low=0.0)
-        check_range("algo.entropy_coef", self.entropy_coef)
-        check_positive("algo.max_grad_norm", self.max_grad_norm)
+from phalanx.rl.storage import RolloutStorage, compute_gae
 
 
 def _in_matmul_precision(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -175,11 +127,6 @@ class PPO:
                 cfg.value_loss_coef, cfg.entropy_coef,
             )  # fmt: skip
             self._losses = self._fused_losses
-        # Loaded now, not at their first launch: a module that loads while any CUDA graph is being
-        # captured (the update's, the env's) breaks the capture.
-        wp.init()
-        for module in (GAE_MODULE, PPOLossKernel.MODULE):
-            wp.load_module(module, device=wp.device_from_torch(device))
         self._graph: torch.cuda.CUDAGraph | None = None
         self._graph_out: dict[str, torch.Tensor] | None = None
         self._warm = False
@@ -219,7 +166,7 @@ class PPO:
         if self.image_targets is not None:
             storage.image_targets[t] = obs[self.image_targets]
         storage.actions[t] = actions
-        storage.log_probs[t] = dist.sample_log_prob(noise)
+        storage.log_probs[t] = dist.log_prob(actions)
         storage.values[t] = values
         storage.action_mean[t] = dist.mean
         return actions  # the action std, the same at every step of a rollout, is stored by `compute_returns`
@@ -364,7 +311,7 @@ class PPO:
 
     def _fused_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """`_minibatch_losses` with the PPO terms and their gradient in one Warp kernel
-        (`phalanx.rl.loss_kernel`): the eager update's form."""
+        (`phalanx.rl.minibatch_kernels`): the eager update's form."""
         dist, values, predicted = self._outputs(mb)
         loss, terms = self._loss_kernel(dist.mean, dist.log_std, values, mb)
         return self._with_image_targets(loss, terms, predicted, mb)

@@ -54,17 +54,15 @@ def compute_gae(
     R_t     = A_t + V_t
 
     One Warp thread per env runs the recursion (in torch it took 9 kernels per step: a kernel
-    launch costs more than its arithmetic here), on torch's current stream."""
+    launch costs more than its arithmetic here), on torch's current stream. Warp loads the kernel's
+    module at the first call, which must not be recorded into a CUDA graph (PPO's first rollout
+    runs eagerly)."""
     wp.init()
     device = wp.device_from_torch(rewards.device)
     stream = warp_stream(torch.cuda.current_stream(rewards.device)) if device.is_cuda else None
     arrays = [wp.from_torch(t, requires_grad=False, return_ctype=True) for t in (rewards, values, dones, last_values)]
     outputs = [wp.from_torch(t, requires_grad=False, return_ctype=True) for t in (advantages, returns)]
     wp.launch(_gae, dim=rewards.shape[1], inputs=[*arrays, gamma, lam], outputs=outputs, device=device, stream=stream)
-
-
-GAE_MODULE = _gae.module
-"""`compute_gae`'s Warp module, to load before a launch is recorded into a CUDA graph."""
 
 
 class RolloutStorage:

@@ -31,8 +31,7 @@ from phalanx.envs.mdp import (
     velocity_rewards,
 )
 from phalanx.registry import register
-from phalanx.rl.config import PolicyCfg, TrainCfg
-from phalanx.rl.ppo import PPOCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
 

@@ -25,8 +25,7 @@ from phalanx.envs.cfg import (
 from phalanx.envs.mdp import curriculum, end_effector, events, observations, rewards, terminations, velocity_rewards
 from phalanx.envs.mdp.differential_ik import differential_ik
 from phalanx.registry import register
-from phalanx.rl.config import PolicyCfg, TrainCfg
-from phalanx.rl.ppo import PPOCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cfg import SimCfg
 

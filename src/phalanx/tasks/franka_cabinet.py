@@ -14,8 +14,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import bodies, drawer, events, observations, rewards, terminations, velocity_rewards
 from phalanx.registry import register
-from phalanx.rl.config import PolicyCfg, TrainCfg
-from phalanx.rl.ppo import PPOCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka import ARM, EE, arm_actuators, arm_and_gripper_actions
 

@@ -8,8 +8,7 @@ from phalanx.assets import asset_path
 from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
 from phalanx.envs.mdp import events, observations, rewards, terminations
 from phalanx.registry import register
-from phalanx.rl.config import PolicyCfg, TrainCfg
-from phalanx.rl.ppo import PPOCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cfg import SimCfg
 
 TARGET_POS = (1000.0, 0.0, 0.0)

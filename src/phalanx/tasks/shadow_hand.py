@@ -18,8 +18,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import bodies, events, manipulation, observations, rewards, terminations
 from phalanx.registry import register
-from phalanx.rl.config import PolicyCfg, TrainCfg
-from phalanx.rl.ppo import PPOCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 

@@ -1,13 +1,15 @@
-"""PPO's minibatch loss and its gradient with respect to the policy's outputs in one Warp kernel,
-for the eager update.
+"""PPO's minibatch in Warp kernels, for the eager update: the loss terms and their gradient with
+respect to the policy's outputs, and the bookkeeping between the backward pass and the optimizer
+step (`after_backward`, which compiled updates use too).
 
 Written with torch operations, the loss terms of `phalanx.rl.losses` (clipped surrogate, clipped
 value error, entropy, the KL that adapts the learning rate) and their backward pass take about 90
-kernels per minibatch; a small policy's eager update is bound by those launches (cartpole: 168
-kernels per minibatch, 8.1 ms per update on an H100). Here one thread per sample computes its
-terms and, in closed form, its gradient with respect to the action mean, the log standard
-deviation and the value; a deterministic sum over the samples and a one-thread kernel finish the
-means. The autograd function hands those gradients to the networks' backward pass.
+kernels per minibatch, the bookkeeping about 20; a small policy's eager update is bound by those
+launches (cartpole: 168 kernels per minibatch, 8.1 ms per update on an H100). Here one thread per
+sample computes its terms and, in closed form, its gradient with respect to the action mean, the
+log standard deviation and the value; a deterministic sum over the samples and a one-thread
+kernel finish the means. The autograd function hands those gradients to the networks' backward
+pass.
 
 torch.compile fuses the torch form into a few kernels by itself, so a compiled update keeps it;
 `tests/test_ppo_math.py` holds the two to the same values and gradients."""
@@ -25,6 +27,17 @@ from phalanx.warp_streams import warp_stream
 wp.set_module_options({"enable_backward": False})
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@wp.func
+def _clamp(x: float, low: float, high: float) -> float:
+    """x clamped to [low, high], NaN staying NaN as in torch (Warp's clamp returns `low`)."""
+    y = x
+    if x < low:
+        y = low
+    if x > high:
+        y = high
+    return y
 
 
 @wp.kernel
@@ -71,29 +84,33 @@ def _per_sample(
         d_mean = old_mean[i, a] - mean[i, a]
         kl += wp.log(std / s_old) + (s_old * s_old + d_mean * d_mean) / (2.0 * std * std) - 0.5
     log_prob = -0.5 * squares - (log_std_sum + float(num_actions) * _HALF_LOG_2PI)
-    # clipped surrogate: the larger of -A r and -A clip(r); the gradient is -A r's where it is the larger
+    # Clipped surrogate: the larger of -A r and -A clip(r); the gradient is -A r's where it is the
+    # larger, times 0 elsewhere, as torch's backward multiplies: an infinite or NaN ratio then makes
+    # the gradient NaN and the minibatch is skipped, as with the torch form.
     ratio = wp.exp(log_prob - old_log_prob[i])
     term = -adv * ratio
-    clipped = -adv * wp.clamp(ratio, 1.0 - clip, 1.0 + clip)
+    clipped = -adv * _clamp(ratio, 1.0 - clip, 1.0 + clip)
     surrogate = clipped
-    g = wp.float32(0.0)  # d(mean surrogate) / d(log_prob_i)
+    larger = wp.float32(0.0)
     if term >= clipped:
         surrogate = term
-        g = term * inv_b
+        larger = 1.0
+    g = larger * term * inv_b  # d(mean surrogate) / d(log_prob_i)
     for a in range(num_actions):
         z = (actions[i, a] - mean[i, a]) * wp.exp(-log_std[a])
         grad_mean[i, a] = g * z * wp.exp(-log_std[a])
         rows[i, 3 + a] = g * (z * z - 1.0)
-    # value error, clipped like the surrogate
+    # value error, clipped like the surrogate (inside the clip range the error itself, whichever is larger)
     error = values[i] - returns[i]
     value_term = error * error
-    d_value = 2.0 * error
+    unclipped = wp.float32(1.0)
     if clipped_value != 0:
         change = values[i] - old_values[i]
-        clipped_error = old_values[i] + wp.clamp(change, -clip, clip) - returns[i]
-        if value_term < clipped_error * clipped_error and wp.abs(change) > clip:
+        clipped_error = old_values[i] + _clamp(change, -clip, clip) - returns[i]
+        if not (value_term >= clipped_error * clipped_error or wp.abs(change) <= clip):
             value_term = clipped_error * clipped_error
-            d_value = 0.0
+            unclipped = 0.0
+    d_value = unclipped * 2.0 * error
     grad_values[i] = value_coef * inv_b * d_value
     rows[i, 0] = surrogate
     rows[i, 1] = value_term
@@ -200,10 +217,9 @@ def after_backward(
 class PPOLossKernel:
     """`(loss, terms)` of a minibatch (terms: surrogate, value, entropy, KL) as `PPO`'s torch form
     computes them, from the policy's action means (B, A), log standard deviations (A,) and values
-    (B,), with the gradient of the loss flowing back to those three. `MODULE` must be loaded before
-    a call is recorded into a CUDA graph."""
-
-    MODULE = _per_sample.module
+    (B,), with the gradient of the loss flowing back to those three. Warp loads the kernels'
+    module at the first call (with `after_backward`'s), which must not be recorded into a CUDA
+    graph: PPO's first update runs eagerly."""
 
     def __init__(
         self,
