@@ -43,7 +43,7 @@ import torch
 import warp as wp
 
 from phalanx.compiling import compile_boundary
-from phalanx.warp_streams import warp_stream
+from phalanx.warp_streams import launch
 
 
 class ADMMKernel:
@@ -81,11 +81,9 @@ class ADMMKernel:
             *(s.iterations, s.adapt_every, s.alpha, s.sigma, s.adapt_tolerance),
             *(s.converged_eps * info.eps, s.equality_scale, s.infeasibility_tol, info.eps, info.tiny**0.5),
         )
-        arrays = [wp.from_torch(t.to(self.dtype)) for t in (*problem, *scaling)]
-        arrays += [*self.kept, *(wp.from_torch(t) for t in results)]
+        arrays = [t.to(self.dtype) for t in (*problem, *scaling)] + [*self.kept, *results]
         inputs = [*arrays[:8], *constants, *arrays[8:]]
-        stream = warp_stream(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
-        wp.launch(self.kernel, dim=self.batch, inputs=inputs, device=self.wp_device, stream=stream, **self.launch_kw)
+        launch(self.kernel, self.batch, inputs, [], self.device, **self.launch_kw)
 
 
 WARP_TYPES = {torch.float32: wp.float32, torch.float64: wp.float64}

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import warp as wp
 
-from phalanx.warp_streams import warp_stream
+from phalanx.warp_streams import launch
 
 wp.set_module_options({"enable_backward": False})
 
@@ -199,19 +199,11 @@ def after_backward(
     the cap (an anymal-rough run went from 1e-5 to 1e-2 over three skipped iterations and then took
     one step of KL 7.5). `sums` gains the terms but the last (0 * loss), non-finite ones as
     `torch.nan_to_num` makes them."""
-    wp.init()
-    device = wp.device_from_torch(terms.device)
-    stream = warp_stream(torch.cuda.current_stream(terms.device)) if device.is_cuda else None
     adaptive = desired_kl is not None
     kl = desired_kl if adaptive else 0.0
-    wp.launch(
-        _after_backward,
-        dim=1,
-        inputs=[_array(terms), _array(grad_norm.view(1)), int(adaptive), 2.0 * kl, kl / 2.0],
-        outputs=[_array(t.view(1)) for t in (learning_rate, found_inf, skipped)] + [_array(sums)],
-        device=device,
-        stream=stream,
-    )
+    inputs = [terms, grad_norm.view(1), int(adaptive), 2.0 * kl, kl / 2.0]
+    outputs = [learning_rate.view(1), found_inf.view(1), skipped.view(1), sums]
+    launch(_after_backward, 1, inputs, outputs, terms.device)
 
 
 class PPOLossKernel:
@@ -230,9 +222,7 @@ class PPOLossKernel:
         value_coef: float,
         entropy_coef: float,
     ):
-        wp.init()
         self.device = device
-        self.wp_device = wp.device_from_torch(device)
         self.constants = (clip, int(clipped_value), value_coef)
         self.normalize, self.entropy_coef = normalize, entropy_coef
 
@@ -257,36 +247,13 @@ class PPOLossKernel:
         clip, clipped_value, value_coef = self.constants
         data = [mb[name] for name in ("actions", "log_probs", "advantages", "values", "returns")]
         data += [mb["action_mean"], mb["action_std"]]
-        self._launch(
-            _per_sample,
-            batch,
-            [mean, log_std, values, *data, adv_std.view(1), adv_mean.view(1)],
-            [int(self.normalize), clip, clipped_value, value_coef, inv_b],
-            [grad_mean, grad_values, rows],
-        )
+        inputs = [mean, log_std, values, *data, adv_std.view(1), adv_mean.view(1)]
+        inputs += [int(self.normalize), clip, clipped_value, value_coef, inv_b]
+        launch(_per_sample, batch, inputs, [grad_mean, grad_values, rows], self.device)
         sums = rows.sum(dim=0)
-        outputs = [loss.view(1), terms, grad_log_std]
-        self._launch(_finish, 1, [sums, log_std], [inv_b, value_coef, self.entropy_coef], outputs)
+        inputs = [sums, log_std, inv_b, value_coef, self.entropy_coef]
+        launch(_finish, 1, inputs, [loss.view(1), terms, grad_log_std], self.device)
         return loss, terms, grad_mean, grad_log_std, grad_values
-
-    def _launch(self, kernel: wp.Kernel, dim: int, arrays: list, constants: list, outputs: list) -> None:
-        stream = warp_stream(torch.cuda.current_stream(self.device)) if self.wp_device.is_cuda else None
-        inputs = [*(_array(t) for t in arrays), *constants]
-        wp.launch(
-            kernel,
-            dim=dim,
-            inputs=inputs,
-            outputs=[_array(t) for t in outputs],
-            device=self.wp_device,
-            stream=stream,
-        )
-
-
-def _array(tensor: torch.Tensor) -> Any:
-    """Warp's view of a tensor, strided as it is (the minibatch's fields are columns of one
-    gathered block), as the descriptor a launch takes; without its gradient (the networks' outputs
-    require one, and Warp would allocate it)."""
-    return wp.from_torch(tensor, requires_grad=False, return_ctype=True)
 
 
 class _Loss(torch.autograd.Function):

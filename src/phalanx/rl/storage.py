@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import warp as wp
 
-from phalanx.warp_streams import warp_stream
+from phalanx.warp_streams import launch
 
 
 @wp.kernel(enable_backward=False)
@@ -57,12 +57,8 @@ def compute_gae(
     launch costs more than its arithmetic here), on torch's current stream. Warp loads the kernel's
     module at the first call, which must not be recorded into a CUDA graph (PPO's first rollout
     runs eagerly)."""
-    wp.init()
-    device = wp.device_from_torch(rewards.device)
-    stream = warp_stream(torch.cuda.current_stream(rewards.device)) if device.is_cuda else None
-    arrays = [wp.from_torch(t, requires_grad=False, return_ctype=True) for t in (rewards, values, dones, last_values)]
-    outputs = [wp.from_torch(t, requires_grad=False, return_ctype=True) for t in (advantages, returns)]
-    wp.launch(_gae, dim=rewards.shape[1], inputs=[*arrays, gamma, lam], outputs=outputs, device=device, stream=stream)
+    inputs = [rewards, values, dones, last_values, gamma, lam]
+    launch(_gae, rewards.shape[1], inputs, [advantages, returns], rewards.device)
 
 
 class RolloutStorage:
