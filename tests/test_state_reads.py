@@ -1,12 +1,16 @@
-"""Reading batched state cheaply: joint reads are views where the joints are one block, and the
-per-row non-finite check matches isfinite."""
+"""Reading batched state cheaply: joint reads are views where the joints are one block, the
+per-row non-finite check matches isfinite, and the root's roll and yaw match MuJoCo's rotation."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.envs.mdp import math as mdp_math
 from phalanx.envs.mdp import observations, state
 from phalanx.sim.columns import columns, nonfinite_rows
 
@@ -45,3 +49,20 @@ def test_nonfinite_rows_matches_isfinite() -> None:
     expected = ~torch.isfinite(value).flatten(1).all(dim=1)
     assert nonfinite_rows(value).tolist() == expected.tolist() == [False, True, False, True, True, False, False]
     assert torch.compile(nonfinite_rows)(value).tolist() == expected.tolist()
+
+
+def test_roll_and_yaw_match_the_rotation_matrix() -> None:
+    """Extrinsic x-y-z angles from MuJoCo's rotation matrix R = Rz(yaw) Ry(pitch) Rx(roll):
+    roll = atan2(R21, R22), yaw = atan2(R10, R00), away from pitch = +-90 degrees."""
+    import mujoco
+
+    q = torch.nn.functional.normalize(torch.randn(64, 4, dtype=torch.float64), dim=1)
+    roll, yaw = [], []
+    for quat in q.numpy():
+        m = np.zeros(9)
+        mujoco.mju_quat2Mat(m, quat)
+        r = m.reshape(3, 3)
+        roll.append(math.atan2(r[2, 1], r[2, 2]))
+        yaw.append(math.atan2(r[1, 0], r[0, 0]))
+    torch.testing.assert_close(mdp_math.roll_from_quat(q), torch.tensor(roll, dtype=torch.float64))
+    torch.testing.assert_close(mdp_math.yaw_from_quat(q), torch.tensor(yaw, dtype=torch.float64))

@@ -8,7 +8,7 @@ import torch
 
 from phalanx.envs.cfg import Term
 from phalanx.envs.mdp import state
-from phalanx.envs.mdp.math import euler_xyz_from_quat, quat_apply_inverse, wrap_to_pi
+from phalanx.envs.mdp.math import quat_apply_inverse, roll_from_quat, wrap_to_pi, yaw_from_quat
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -31,8 +31,8 @@ def root_ang_vel_b(env: TaskEnv) -> torch.Tensor:
 
 def root_yaw_roll(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 2) root yaw and roll (rad, in (-pi, pi])."""
-    roll, _, yaw = euler_xyz_from_quat(state.root_quat_w(env))
-    return torch.stack((yaw, roll), dim=1)
+    q = state.root_quat_w(env)
+    return torch.stack((yaw_from_quat(q), roll_from_quat(q)), dim=1)
 
 
 def root_angle_to_target(env: TaskEnv, target_pos: tuple[float, float, float]) -> torch.Tensor:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from phalanx.envs.mdp.math import euler_xyz_from_quat, quat_apply, quat_apply_inverse
+from phalanx.envs.mdp.math import quat_apply, quat_apply_inverse, yaw_from_quat
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -64,7 +64,7 @@ def heading_w(env: TaskEnv) -> torch.Tensor:
 
 def yaw_w(env: TaskEnv) -> torch.Tensor:
     """(num_envs,) the heading of the body's forward axis about world z (rad, in (-pi, pi])."""
-    return euler_xyz_from_quat(root_quat_w(env))[2]
+    return yaw_from_quat(root_quat_w(env))
 
 
 def joint_pos(env: TaskEnv) -> torch.Tensor:
