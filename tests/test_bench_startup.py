@@ -50,7 +50,12 @@ def test_cold_then_warm_start(tmp_path: Path) -> None:
     timeline = [m for p in PHASES for m in cold["warp"][p]["timeline"]]
     assert len(timeline) == loads(cold, "compiled")
     assert all(0 < start < end <= cold["to_first_iteration_s"] for _, how, start, end in timeline)
-    assert "launch -> first iteration" in (tmp_path / "run" / "report.md").read_text()
+    for result in (cold, warm):  # the same samples, by what the main thread did
+        parts = result["main_thread_split_s"]
+        assert abs(sum(parts.values()) - result["to_first_iteration_s"]) < 0.3, parts
+        assert parts["imports"] > 0 and parts["torch.compile's imports"] == 0  # cartpole compiles nothing
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "launch -> first iteration" in report and "imports while building" in report
 
 
 def test_unknown_run_kind_is_refused(tmp_path: Path) -> None:
@@ -104,3 +109,29 @@ def test_a_warm_run_that_compiles_triton_kernels_is_called_out() -> None:
     for row in launching["samples"]:  # samples written before they named the innermost frame
         del row[4]
     assert triton_compiling_s(launching) is None and "| - |" in table([launching])
+
+
+def test_the_main_thread_is_split_by_what_it_did() -> None:
+    """Each sample counts for the time since the one before, under the part its phase, state
+    and phalanx function name; samples past the first iteration count for none."""
+    from phalanx.bench.startup_split import PARTS, split, split_table
+
+    samples = [  # t, state, busy cores, innermost phalanx function, innermost frame
+        [0.5, "other", 1.0, "", "torch/__init__.py:<module>"],
+        [1.0, "Warp", 1.0, "sim.simulator.<module>", "ast.py:parse"],
+        [1.5, "torch.compile", 1.0, "compiling.import_compiler", "sympy/core/expr.py:<module>"],
+        [2.0, "Warp", 1.0, "sim.simulator._substeps", "warp/_src/context.py:hash_adjoint"],
+        [2.5, "waiting for Warp", 1.0, "sim.warp_compile.wait", "threading.py:wait"],
+        [3.0, "torch.compile", 1.0, "envs.task_env._step", "torch/_dynamo/utils.py:run_node"],
+        [3.5, "other", 1.0, "envs.task_env.reset", "phalanx/envs/task_env.py:reset"],
+        [4.0, "torch.compile", 1.0, "rl.ppo._minibatch", "torch/_dynamo/utils.py:run_node"],
+        [4.5, "waiting for the update's compile", 1.0, "rl.update_compile.finish", "subprocess.py:_try_wait"],
+        [5.5, "other", 1.0, "rl.ppo.update", "torch/cuda/__init__.py:synchronize"],
+    ]
+    phases = {"import": 0.6, "model_build": 2.9, "trainer_init": 0.0, "first_reset": 0.0, "first_env_step": 0.0}
+    result = {"run": "warm", "valid": True, "to_first_iteration_s": 5.0, "samples": samples}
+    result["phases_s"] = phases | {"first_iteration": 1.5, "second_iteration": 0.3}
+    parts = split(result)
+    assert list(parts) == list(PARTS) and all(value == 0.5 for value in parts.values()), parts
+    assert "| warm | 5.0 | 0.5 |" in split_table([result])
+    assert split_table([result | {"samples": [row[:3] for row in samples]}]) == ""  # nothing to sort

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from phalanx.bench.report import markdown_table
+from phalanx.bench.startup_split import split, split_table
 
 PHASES = ("import", "model_build", "trainer_init", "first_reset", "first_env_step", "first_iteration")
 """Up to the end of the first iteration; results written before "first_reset" was timed apart
@@ -63,7 +64,8 @@ def run(
         return {"run": label, "name": name, "valid": False, "reason": reason}
     result = json.loads(result_path.read_text())
     result_path.unlink()
-    return {"run": label, "name": name, "valid": True, "process_wall_s": wall_s, **result}
+    result = {"run": label, "name": name, "valid": True, "process_wall_s": wall_s, **result}
+    return result | {"main_thread_split_s": split(result)}
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -100,6 +102,9 @@ def table(results: list[dict[str, Any]]) -> str:
         )
     if any(r["valid"] and "main_thread_s" in r for r in results):
         note += "\n\n" + main_thread_table(results)
+    parts = split_table(results)
+    if parts:
+        note += "\n\n" + parts
     return markdown_table(columns, rows) + "\n\n" + note
 
 
