@@ -302,3 +302,38 @@ def test_update_matches_a_plain_reference() -> None:
         for mine, theirs in zip(policy.parameters(), reference.parameters(), strict=True):
             torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-5)
         assert math.isclose(float(out["loss/kl"]), sum(kls) / len(kls), rel_tol=1e-4)
+
+
+def test_an_iteration_builds_no_autograd_graph_outside_the_update() -> None:
+    """A tensor computed from a policy parameter with autograd on holds the parameter's gradient
+    accumulator, bound to the CUDA stream it ran on. Alive when the update is captured into a CUDA
+    graph (the trainer's action-std metric was, whenever something held the frame that computed
+    it), it made the capture fail on a GPU ("operation would make the legacy stream depend on a
+    capturing blocking stream"). Only the update may build autograd graphs."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_flatten
+
+    trainer = _tiny_trainer()
+    in_update, outside = [False], []
+    update = trainer.ppo.update
+
+    def watched_update() -> dict[str, torch.Tensor]:
+        in_update[0] = True
+        try:
+            return update()
+        finally:
+            in_update[0] = False
+
+    class Watch(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            out = func(*args, **(kwargs or {}))
+            tensors = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            if not in_update[0] and any(t.grad_fn is not None for t in tensors):
+                outside.append(getattr(func, "__name__", str(func)))
+            return out
+
+    trainer.ppo.update = watched_update
+    with Watch():
+        trainer.iterate()
+        trainer.iterate()
+    assert in_update == [False] and not outside, f"autograd graphs built outside the update by {outside}"

@@ -235,7 +235,10 @@ class Trainer:
         asked = [float(self._asked == sig) for sig in STOP_SIGNALS]
         host_values = torch.tensor([*asked, *rates], device=self.device)
         device_values = [*self.stats.sums, *(v.float() for v in losses.values()), *self.stats.log]
-        device_values += [self.env.invalid_resets.float(), self.policy.log_std.exp().mean()]
+        # Detached: a tensor computed from a parameter with autograd on holds the parameter's gradient
+        # accumulator, bound to this (default) stream; alive at the next update's CUDA graph capture
+        # (e.g. while a profiler holds this frame), it makes the capture fail.
+        device_values += [self.env.invalid_resets.float(), self.policy.log_std.detach().exp().mean()]
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in [*losses, *env_log, "action_std"]:  # losses, the learning rate, ...: the mean over ranks
