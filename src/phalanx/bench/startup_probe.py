@@ -142,6 +142,10 @@ class Sampler:
                 cores = (cpu[0] - before[0]) / (cpu[1] - before[1]) * cores_in_all
             before = cpu
             state, where, inner = main_thread_state(frame)
+            # Held while waiting, the frame would keep the main thread's locals alive past their
+            # function's return (a tensor that pins a gradient accumulator to a stream broke a CUDA
+            # graph capture that way): the probe must not change what it measures.
+            del frame
             busy = None if cores is None else round(cores, 1)
             self.rows.append([round(now - LAUNCH_T, 2), state, busy, where, inner])
 
