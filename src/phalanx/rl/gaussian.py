@@ -6,7 +6,8 @@ import math
 
 import torch
 
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+"""log(2 pi) / 2: a Gaussian's log-density and entropy per dimension hold it (also the update's loss kernel)."""
 
 
 class DiagonalGaussian:
@@ -31,8 +32,8 @@ class DiagonalGaussian:
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         """(N,) log-density of actions (N, A), summed over the action dimensions."""
         z = (actions - self.mean) * torch.exp(-self.log_std)
-        return -0.5 * z.square().sum(dim=-1) - (self.log_std.sum() + self.mean.shape[-1] * _HALF_LOG_2PI)
+        return -0.5 * z.square().sum(dim=-1) - (self.log_std.sum() + self.mean.shape[-1] * HALF_LOG_2PI)
 
     def entropy(self) -> torch.Tensor:
         """() entropy summed over the action dimensions; the same for every sample."""
-        return self.log_std.sum() + self.mean.shape[-1] * (0.5 + _HALF_LOG_2PI)
+        return self.log_std.sum() + self.mean.shape[-1] * (0.5 + HALF_LOG_2PI)

@@ -16,17 +16,15 @@ torch.compile fuses the torch form into a few kernels by itself, so a compiled u
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 import warp as wp
 
+from phalanx.rl.gaussian import HALF_LOG_2PI
 from phalanx.warp_streams import launch
 
 wp.set_module_options({"enable_backward": False})
-
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @wp.func
@@ -83,7 +81,7 @@ def _per_sample(
         s_old = old_std[i, a]
         d_mean = old_mean[i, a] - mean[i, a]
         kl += wp.log(std / s_old) + (s_old * s_old + d_mean * d_mean) / (2.0 * std * std) - 0.5
-    log_prob = -0.5 * squares - (log_std_sum + float(num_actions) * _HALF_LOG_2PI)
+    log_prob = -0.5 * squares - (log_std_sum + float(num_actions) * HALF_LOG_2PI)
     # Clipped surrogate: the larger of -A r and -A clip(r); the gradient is -A r's where it is the
     # larger, times 0 elsewhere, as torch's backward multiplies: an infinite or NaN ratio then makes
     # the gradient NaN and the minibatch is skipped, as with the torch form.
@@ -131,7 +129,7 @@ def _finish(
     """The means over the samples: the loss, its terms (surrogate, value, entropy, KL) and its
     gradient with respect to the log standard deviations."""
     num_actions = log_std.shape[0]
-    entropy = float(num_actions) * (0.5 + _HALF_LOG_2PI)
+    entropy = float(num_actions) * (0.5 + HALF_LOG_2PI)
     for a in range(num_actions):
         entropy += log_std[a]
         grad_log_std[a] = sums[3 + a] - entropy_coef
