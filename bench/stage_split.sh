@@ -13,7 +13,8 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 [ -f .device/a/warp.txz.part-a ] && [ -f .device/b/warp.txz.part-b ] || { echo "run ../shared/device/stage.sh first" >&2; exit 2; }
 # What travels beside a carry: the tracked files and the untracked ones git does not ignore.
-tree=$(git ls-files -z -co --exclude-standard | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
+# (du skips tracked files missing from the working tree: they do not travel.)
+tree=$( (git ls-files -z -co --exclude-standard | du -cb --files0-from=- 2>/dev/null || true) | tail -1 | cut -f1)
 room=$((64 * 1024 * 1024 - tree - 4 * 1024 * 1024))  # 4 MiB for the transfer's own overhead
 [ "$room" -gt $((8 * 1024 * 1024)) ] || { echo "the tracked tree ($tree bytes) leaves no room to carry" >&2; exit 2; }
 wheels=$(mktemp -d)

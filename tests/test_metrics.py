@@ -66,3 +66,15 @@ def test_a_final_metric_is_the_value_at_the_episode_last_step() -> None:
         torch.testing.assert_close(episode["metrics"]["last_step"][done], episode["length"][done].float())
         ended += int(done.sum())
     assert ended > 16
+
+
+def test_speed_to_target_is_the_root_velocity_along_the_direction_to_the_target() -> None:
+    from phalanx.envs.mdp import metrics
+
+    env = make_cpu("ant", num_envs=3)
+    a, d = env.sim.root_qposadr, env.sim.root_dofadr
+    env.sim.qpos[:, a : a + 2] = torch.tensor([[0.0, 0.0], [997.0, 4.0], [1000.0, -2.0]])
+    env.sim.qvel[:, d : d + 3] = torch.tensor([[2.0, 5.0, 9.0], [-3.0, 4.0, 1.0], [0.0, 1.5, 0.0]])
+    # Toward (1000, 0): along +x from the origin; along (3, -4) / 5 from (997, 4); along +y from (1000, -2).
+    expected = torch.tensor([2.0, (-3.0 * 3 + 4.0 * -4) / 5, 1.5])
+    torch.testing.assert_close(metrics.speed_to_target(env, (1000.0, 0.0, 0.5)), expected)

@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "register": "phalanx.registry",
+    "LearningResult": "phalanx.registry",
     "make": "phalanx.registry",
     "registered_tasks": "phalanx.registry",
     "env_cfg": "phalanx.registry",

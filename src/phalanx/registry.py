@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from phalanx.errors import ConfigError, check_int
+from phalanx.errors import ConfigError, check_int, check_positive, check_range
 
 if TYPE_CHECKING:
     import torch
@@ -48,6 +48,44 @@ class UnknownTaskError(ConfigError):
     """A task name that is not registered."""
 
 
+DIRECTIONS = (">=", "<=")
+
+
+@dataclass(frozen=True)
+class LearningResult:
+    """What `phalanx train TASK` with the task's defaults must reach, and how fast: `metric` (a
+    metrics.jsonl key, e.g. "mean_episode_length", "metrics/success", "env/terrain_level") at
+    `threshold` or better (`direction` ">=" or "<=") within `budget_s` seconds of wall clock from
+    the process's launch (start-up included) on one H200. `phalanx bench learn` checks it."""
+
+    metric: str
+    threshold: float
+    budget_s: float
+    direction: str = ">="
+    basis: str = ""
+    """Why this threshold and budget (what was measured), for the docs."""
+
+    def check(self, where: str) -> None:
+        """Raises ConfigError naming the first invalid field (`where`: who declared it)."""
+        if not isinstance(self.metric, str) or not self.metric:
+            raise ConfigError(f"{where}: result.metric must name a metrics.jsonl key, got {self.metric!r}")
+        if self.direction not in DIRECTIONS:
+            raise ConfigError(f"{where}: result.direction: got {self.direction!r}; allowed: '>=', '<='")
+        try:
+            check_range("result.threshold", self.threshold)
+            check_positive("result.budget_s", self.budget_s, " seconds")
+        except ConfigError as error:
+            raise ConfigError(f"{where}: {error}") from None
+
+    def reached(self, value: float) -> bool:
+        """Whether `value` of the metric meets the threshold."""
+        return value >= self.threshold if self.direction == ">=" else value <= self.threshold
+
+    def describe(self) -> str:
+        """e.g. "metrics/success >= 0.9 within 600 s"."""
+        return f"{self.metric} {self.direction} {self.threshold:g} within {self.budget_s:g} s"
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """A registered task. Each config is a factory: every call gives a fresh copy to edit."""
@@ -60,6 +98,8 @@ class TaskSpec:
     noise or pushes); None: plays in the trained env as it is."""
     module: str
     """The module that registered it."""
+    result: LearningResult | None = None
+    """What its training must reach (`phalanx bench learn`); None: nothing declared."""
 
 
 _TASKS: dict[str, TaskSpec] = {}
@@ -72,11 +112,13 @@ def register(
     env_cfg: TaskCfg | Callable[[], TaskCfg],
     train_cfg: TrainCfg | Callable[[], TrainCfg] | None,
     play_cfg: Callable[[TaskCfg], TaskCfg | None] | None = None,
+    result: LearningResult | None = None,
 ) -> None:
     """Registers a task: `phalanx list` shows it, `phalanx train NAME` trains it with `train_cfg`
     (required: a task is never given generic training settings), `phalanx play NAME` plays it
-    in `play_cfg(trained env config)`. Configs may be instances or functions returning them.
-    Registering a name again from the same module replaces it; from another module is an error."""
+    in `play_cfg(trained env config)`, `phalanx bench learn NAME` checks that its training
+    reaches `result`. Configs may be instances or functions returning them. Registering a name
+    again from the same module replaces it; from another module is an error."""
     from phalanx.envs.cfg import TaskCfg
     from phalanx.rl.config import TrainCfg
 
@@ -94,10 +136,14 @@ def register(
             raise ConfigError(f"{where}: {label} must be a {kind.__name__} or a function returning one")
     if play_cfg is not None and not callable(play_cfg):
         raise ConfigError(f"{where}: play_cfg must be a function of the trained env config")
+    if result is not None:
+        if not isinstance(result, LearningResult):
+            raise ConfigError(f"{where}: result must be a phalanx.registry.LearningResult, got {type(result).__name__}")
+        result.check(where)
     known = _TASKS.get(name)
     if known is not None and known.module != module:
         raise ConfigError(f"{where}: the name is taken by a task registered in {known.module}")
-    _TASKS[name] = TaskSpec(name, _factory(env_cfg), _factory(train_cfg), play_cfg, module)
+    _TASKS[name] = TaskSpec(name, _factory(env_cfg), _factory(train_cfg), play_cfg, module, result)
 
 
 def _factory(value: Any) -> Callable[[], Any]:

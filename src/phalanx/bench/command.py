@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -140,6 +141,47 @@ class CompareCfg:
 
 
 @dataclass
+class LearnCfg:
+    """phalanx bench learn: train each task from launch with several seeds, each in a fresh
+    process, until it reaches the result its registration declares or its budget runs out."""
+
+    seeds: int = 3
+    """Warm runs per task, with seeds 0 .. K-1; a task passes when two thirds of them reach its threshold."""
+    gpus: str | None = None
+    """Comma-separated CUDA device indices, one job on each at a time; default: every visible GPU."""
+    device: str | None = None
+    """'cuda' or 'cpu'; default: cuda when a GPU is visible, else cpu."""
+    cpu_jobs: int = 1
+    """On the CPU: jobs at a time."""
+    cold: bool = True
+    """First one more run per task (seed 0) with its caches emptied: a fresh machine's start; its
+    caches then serve the warm runs. --no-cold: every run uses the caches as they are."""
+    budget_s: float | None = None
+    """Seconds of wall clock from launch that every job may take; default: each task's own budget."""
+    metric: str | None = None
+    """The metrics.jsonl key to reach instead of the task's (with one task)."""
+    threshold: float | None = None
+    """The value to reach instead of the task's (with one task)."""
+    direction: str | None = None
+    """'>=' or '<=' instead of the task's (with one task)."""
+    window: int = 5
+    """The metric counts as the moving mean over this many rows that carry it."""
+    videos: str = "each"
+    """Videos of the trained policies, played after every job is done: 'each' run, each task's
+    'first' warm seed, or 'none'."""
+    video_s: float = 10.0
+    """Seconds of simulated time per video (at most one episode)."""
+    train_args: str = ""
+    """More `phalanx train` flags for every job, as one string after `=`."""
+    cache_dir: str | None = None
+    """Where each task's Warp, inductor, Triton and CUDA caches go (CACHE/TASK/...); default: the run
+    directory's cache/. A cold run empties its task's."""
+    run_dir: str | None = None
+    """Where bench.json, report.md, the plots, videos/ and each job's run go; bench.json is
+    rewritten after each job, so a suite cut short keeps what it measured."""
+
+
+@dataclass
 class ReportCfg:
     """phalanx bench report: rebuild the report of a run, or compare several runs."""
 
@@ -147,6 +189,9 @@ class ReportCfg:
     """Run directories holding bench.json."""
     out: str = "runs/bench/comparison"
     """Where the comparison of several runs goes."""
+    docs: str | None = None
+    """With one `phalanx bench learn` run: also write its table into this markdown file (between
+    its learning-suite markers, or at its top), e.g. docs/benchmarks.md."""
 
 
 def _counts(text: str, flag: str) -> list[int]:
@@ -330,12 +375,24 @@ def run_compare(args: list[str], console: Console) -> None:
 
 
 def run_report(args: list[str], console: Console) -> None:
-    from phalanx.bench.report import compare, render
+    from phalanx.bench.report import compare, load, render
 
     cfg = tyro.cli(ReportCfg, args=args, prog="phalanx bench report")
     dirs = [Path(d) for d in cfg.run_dirs]
     if not dirs:
         raise ConfigError("bench report: give at least one run directory")
+    if cfg.docs is not None:
+        from phalanx.bench.learn_report import docs_table, write_docs_table
+
+        docs = Path(cfg.docs)
+        bench = load(dirs[0])
+        if len(dirs) != 1 or bench["kind"] != "learn":
+            raise ConfigError("--docs: takes the run directory of one `phalanx bench learn`")
+        if not docs.is_file():
+            raise ConfigError(f"--docs: no file {docs}")
+        link = Path(os.path.relpath(dirs[0].resolve(), docs.resolve().parent)).as_posix() + "/"
+        write_docs_table(docs, docs_table(bench, link))
+        console.print(f"wrote the learning suite's table into {docs}")
     if len(dirs) == 1:
         render(dirs[0])
         console.print(f"rebuilt {dirs[0] / 'report.md'}")
@@ -354,13 +411,17 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
   compare TASK      the task trained by each RL library (--trainers phalanx,rsl_rl,rl_games,skrl,sb3):
                     fps, start-up, time from launch to the learning threshold, GPU memory;
                     --gpus 1,2: each also on 2 GPUs, with the speed-up
+  learn [TASK ...|all]
+                    each task trained from launch with several seeds (--seeds 3), one job per GPU
+                    (--gpus 0,1,2,3), until it reaches the result it declares or its budget: time
+                    to the threshold, start-up, fps, final metric, cold and warm caches, videos
   report DIR ...    rebuild a run's report, or compare several runs
 
 `phalanx bench KIND TASK --help` lists the flags of each."""
 
 
 def bench(args: list[str], console: Console) -> None:
-    kinds = ("throughput", "envs", "scaling", "startup", "compare", "report")
+    kinds = ("throughput", "envs", "scaling", "startup", "compare", "learn", "report")
     if args and args[0] in ("-h", "--help"):
         print(BENCH_USAGE)
         return
@@ -375,5 +436,9 @@ def bench(args: list[str], console: Console) -> None:
         run_startup(args[1:], console)
     elif args[0] == "compare":
         run_compare(args[1:], console)
+    elif args[0] == "learn":
+        from phalanx.bench.learn_command import run_learn
+
+        run_learn(args[1:], console)
     else:
         run_bench(args[0], args[1:], console)

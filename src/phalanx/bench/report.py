@@ -30,7 +30,7 @@ def load(run_dir: Path) -> dict[str, Any]:
 def render(run_dir: Path) -> None:
     """(Re)builds report.md and the PNGs of a run directory from its bench.json."""
     bench = load(run_dir)
-    valid = [r for r in bench["results"] if r["valid"]]
+    valid = [r for r in bench["results"] if r.get("valid")]
     notes: list[str] = []
     if bench["kind"] == "scaling":
         from phalanx.bench import scaling
@@ -44,6 +44,10 @@ def render(run_dir: Path) -> None:
         from phalanx.bench import trainers
 
         plots, body = [trainers.plot(run_dir, bench["results"])], trainers.table(bench["results"])
+    elif bench["kind"] == "learn":
+        from phalanx.bench import learn_report
+
+        body, plots = learn_report.body(run_dir, bench["results"])
     else:
         plots, body = [_plot_phases(run_dir, valid)], _table(bench["results"])
         if bench["device"] == "cpu":  # the table's memory-per-env column

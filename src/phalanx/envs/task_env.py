@@ -51,7 +51,8 @@ class TaskEnv(VecEnv):
     train` builds its trainer there, which starts compiling the PPO update in a second process.
 
     Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
-    views), `action` (the last clipped action), `episode_length` (env steps), `terminated`
+    views), `action` (the last clipped action), `episode_length` (env steps), `time_limit` (the
+    env steps at which the current episode times out), `terminated`
     (this step's terminal flags), `joints` (the driven actuators and their joints); and
     `capture`, whether the step runs as a CUDA graph (known when terms are built). Terms draw
     random numbers with `uniform` and `randint`.
@@ -99,6 +100,7 @@ class TaskEnv(VecEnv):
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
 
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self.time_limit = torch.full((num_envs,), self.max_episode_length, dtype=torch.long, device=device)
         self.step_count = torch.zeros((), dtype=torch.long, device=device)  # env steps since creation
         self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self._every_env = torch.ones(num_envs, dtype=torch.bool, device=device)
@@ -203,6 +205,11 @@ class TaskEnv(VecEnv):
             self.load_state_dict(state)
         return obs
 
+    def randomize_time_limits(self) -> None:
+        """Ends each env's current episode after 1 to `max_episode_length` env steps from its
+        start, drawn uniformly; later episodes run their full length (see `VecEnv`)."""
+        self.time_limit.copy_(self.randint((self.num_envs,), 1, self.max_episode_length + 1))
+
     @property
     def invalid_resets(self) -> torch.Tensor:
         """Device scalar: envs reset so far because their simulation broke (no host sync)."""
@@ -235,7 +242,9 @@ class TaskEnv(VecEnv):
         missing = [name for name in ("sim", "episode", "obs", "rng", *self._parts()) if name not in state]
         if missing:
             raise ConfigError(f"--resume: the checkpoint's env state lacks {missing} (written by an older phalanx)")
-        load_checked(self._episode_buffers(), state["episode"], "episode/")
+        # Checkpoints from before per-env time limits ran every episode to its full length.
+        episode = {"time_limit": torch.full_like(self.time_limit, self.max_episode_length)} | state["episode"]
+        load_checked(self._episode_buffers(), episode, "episode/")
         for name, part in self._parts().items():
             part.load_state_dict(state[name])
         self.sim.load_state_dict(state["sim"])
@@ -342,6 +351,7 @@ class TaskEnv(VecEnv):
         if self.terrain is not None:
             self.terrain.before_reset(self, mask)
         self.episode_length.masked_fill_(mask, 0)  # before the parts reset: they see a new episode
+        self.time_limit.masked_fill_(mask, self.max_episode_length)
         self.sim.reset_(mask)
         if self.terrain is not None:
             self.terrain.place(self, mask)
@@ -362,7 +372,12 @@ class TaskEnv(VecEnv):
     # ----------------------------------------------------------------------------- internals
 
     def _episode_buffers(self) -> dict[str, torch.Tensor]:
-        return {"length": self.episode_length, "step_count": self.step_count, "terminated": self.terminated}
+        return {
+            "length": self.episode_length,
+            "time_limit": self.time_limit,
+            "step_count": self.step_count,
+            "terminated": self.terminated,
+        }
 
     def _parts(self) -> dict[str, Any]:
         """The parts that keep per-env state of their own, by state_dict key."""

@@ -62,7 +62,7 @@ class TerrainScene:
         if self.command is not None:
             a = env.sim.root_qposadr
             walked = (env.sim.qpos[:, a : a + 2] - self.origins[:, :2]).norm(dim=1)
-            asked = env.command(self.command)[:, :2].norm(dim=1) * env.max_episode_length * env.step_dt
+            asked = env.command(self.command)[:, :2].norm(dim=1) * env.time_limit * env.step_dt
             self.curriculum.update(mask & (env.episode_length > 0), walked, 0.5 * asked)
         self.origins.copy_(torch.where(mask[:, None], self.curriculum.env_origins(), self.origins))
 

@@ -74,6 +74,13 @@ class VecEnv(abc.ABC):
                 terrain level.
         """
 
+    def randomize_time_limits(self) -> None:  # noqa: B027 (optional: this default does nothing)
+        """Ends each env's current episode at a random time limit, 1 to `max_episode_length` env
+        steps from its start (uniform), and every later one at `max_episode_length`: episodes
+        that end only by time out then end spread over time (a learner calls it once, after the
+        first reset). Returns and metrics of a cut episode cover the steps it ran. An env without
+        time limits keeps its episodes as they are (this default)."""
+
     @property
     def invalid_resets(self) -> torch.Tensor:
         """Device scalar: envs reset so far because their simulation broke (no host sync)."""

@@ -141,6 +141,11 @@ class TrainCfg:
     """Write a checkpoint every this many iterations (and at the end)."""
     empirical_normalization: bool = False
     """Normalize observations with running statistics on the device."""
+    spread_episode_ends: bool = False
+    """A fresh run cuts each env's first episode at a random length (1 to the full episode's env
+    steps, uniform; rsl_rl's init_at_random_ep_len): where episodes end only by time out they then
+    end spread over the iterations instead of all at once, and every iteration logs their
+    statistics. The cut episodes' returns and metrics cover the steps they ran."""
     cpu_num_envs: int = 256
     """Default num_envs when running on the CPU."""
     capture_update: bool | None = None

@@ -149,6 +149,8 @@ class Trainer:
             console=self.console,
             transient=True,
         )
+        if self.iteration == 0 and self.cfg.spread_episode_ends:  # a fresh run, not a resumed one
+            self.env.randomize_time_limits()
         try:
             with display:
                 bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)

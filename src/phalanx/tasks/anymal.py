@@ -30,7 +30,7 @@ from phalanx.envs.mdp import (
     terminations,
     velocity_rewards,
 )
-from phalanx.registry import register
+from phalanx.registry import LearningResult, register
 from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
@@ -255,6 +255,7 @@ def velocity_train_cfg(hidden: tuple[int, ...], max_iterations: int) -> TrainCfg
         max_iterations=max_iterations,
         num_steps_per_env=24,
         cpu_num_envs=256,
+        spread_episode_ends=True,  # a walking robot's episodes end by time out
         policy=PolicyCfg(actor_hidden_dims=hidden, critic_hidden_dims=hidden),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
     )
@@ -266,6 +267,7 @@ def nav_train_cfg() -> TrainCfg:
         max_iterations=1500,
         num_steps_per_env=8,
         cpu_num_envs=256,
+        spread_episode_ends=True,  # episodes end by time out
         policy=PolicyCfg(actor_hidden_dims=(128, 128), critic_hidden_dims=(128, 128), init_noise_std=0.5),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
     )
@@ -276,11 +278,20 @@ register(
     env_cfg=anymal_flat_cfg,
     train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
     play_cfg=velocity_play_cfg,
+    result=LearningResult(
+        metric="metrics/lin_vel_xy_error", threshold=0.2, budget_s=360.0, direction="<=", basis="to be measured"
+    ),
 )
 register(
     "anymal-rough",
     env_cfg=anymal_rough_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
+    result=LearningResult(metric="env/terrain_level", threshold=4.5, budget_s=400.0, basis="to be measured"),
 )
-register("anymal-nav", env_cfg=anymal_nav_cfg, train_cfg=nav_train_cfg)
+register(
+    "anymal-nav",
+    env_cfg=anymal_nav_cfg,
+    train_cfg=nav_train_cfg,
+    result=LearningResult(metric="metrics/goal_reached", threshold=0.9, budget_s=600.0, basis="to be measured"),
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from phalanx.control.qp import QPSettings
 from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
 from phalanx.envs.mdp import quadruped_control
-from phalanx.registry import register
+from phalanx.registry import LearningResult, register
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.tasks.anymal import velocity_cfg, velocity_play_cfg, velocity_train_cfg
 
@@ -42,4 +42,7 @@ register(
     env_cfg=anymal_qp_cfg,
     train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
     play_cfg=velocity_play_cfg,
+    result=LearningResult(
+        metric="metrics/lin_vel_xy_error", threshold=0.3, budget_s=600.0, direction="<=", basis="to be measured"
+    ),
 )

@@ -7,7 +7,7 @@ heuristic controller alone: fixed trot, Raibert footholds that do not look at th
 from __future__ import annotations
 
 from phalanx.envs.cfg import TaskCfg
-from phalanx.registry import register
+from phalanx.registry import LearningResult, register
 from phalanx.tasks.anymal import on_terrain, rough_weights, velocity_cfg, velocity_play_cfg, velocity_train_cfg
 from phalanx.tasks.anymal_qp import through_qp
 from phalanx.terrain.generator import TerrainCfg
@@ -55,10 +55,12 @@ register(
     env_cfg=anymal_stones_qp_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
+    result=LearningResult(metric="env/terrain_level", threshold=1.5, budget_s=450.0, basis="to be measured"),
 )
 register(
     "anymal-stones",
     env_cfg=anymal_stones_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
+    result=LearningResult(metric="env/terrain_level", threshold=2.0, budget_s=450.0, basis="to be measured"),
 )

@@ -24,7 +24,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import curriculum, end_effector, events, observations, rewards, terminations, velocity_rewards
 from phalanx.envs.mdp.differential_ik import differential_ik
-from phalanx.registry import register
+from phalanx.registry import LearningResult, register
 from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cfg import SimCfg
@@ -149,10 +149,27 @@ def franka_train_cfg() -> TrainCfg:
         max_iterations=1000,
         num_steps_per_env=24,
         cpu_num_envs=256,
+        spread_episode_ends=True,  # episodes end only by time out
         policy=PolicyCfg(actor_hidden_dims=(64, 64), critic_hidden_dims=(64, 64)),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.001, num_learning_epochs=8),
     )
 
 
-register("franka-reach", env_cfg=franka_reach_cfg, train_cfg=franka_train_cfg, play_cfg=exact_policy_observations)
-register("franka-reach-ik", env_cfg=franka_reach_ik_cfg, train_cfg=franka_train_cfg, play_cfg=exact_policy_observations)
+register(
+    "franka-reach",
+    env_cfg=franka_reach_cfg,
+    train_cfg=franka_train_cfg,
+    play_cfg=exact_policy_observations,
+    result=LearningResult(
+        metric="metrics/final_position_error", threshold=0.01, budget_s=240.0, direction="<=", basis="to be measured"
+    ),
+)
+register(
+    "franka-reach-ik",
+    env_cfg=franka_reach_ik_cfg,
+    train_cfg=franka_train_cfg,
+    play_cfg=exact_policy_observations,
+    result=LearningResult(
+        metric="metrics/final_position_error", threshold=0.02, budget_s=400.0, direction="<=", basis="to be measured"
+    ),
+)

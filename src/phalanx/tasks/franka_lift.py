@@ -25,7 +25,7 @@ from phalanx.envs.mdp import (
     terminations,
     velocity_rewards,
 )
-from phalanx.registry import register
+from phalanx.registry import LearningResult, register
 from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
@@ -136,4 +136,9 @@ def franka_lift_train_cfg() -> TrainCfg:
     )
 
 
-register("franka-lift", env_cfg=franka_lift_cfg, train_cfg=franka_lift_train_cfg)
+register(
+    "franka-lift",
+    env_cfg=franka_lift_cfg,
+    train_cfg=franka_lift_train_cfg,
+    result=LearningResult(metric="metrics/success", threshold=0.9, budget_s=600.0, basis="to be measured"),
+)

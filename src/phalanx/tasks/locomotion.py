@@ -5,9 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phalanx.assets import asset_path
-from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
-from phalanx.envs.mdp import events, observations, rewards, terminations
-from phalanx.registry import register
+from phalanx.envs.cfg import (
+    ActionCfg,
+    EventTermCfg,
+    MetricTermCfg,
+    ObsTermCfg,
+    RewardTermCfg,
+    TaskCfg,
+    TerminationTermCfg,
+)
+from phalanx.envs.mdp import events, metrics, observations, rewards, terminations
+from phalanx.registry import LearningResult, register
 from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cfg import SimCfg
 
@@ -83,6 +91,10 @@ def _locomotion_cfg(description: str, robot: _Robot) -> TaskCfg:
                 func=terminations.root_height_below, params={"minimum_height": robot.min_height}
             ),
         },
+        metrics={
+            # m/s toward the target, averaged over the episode: how fast it runs.
+            "speed_to_target": MetricTermCfg(func=metrics.speed_to_target, params=target),
+        },
         events={
             "reset_robot_joints": EventTermCfg(
                 func=events.reset_joints_by_offset,
@@ -141,11 +153,22 @@ def locomotion_train_cfg() -> TrainCfg:
         max_iterations=1000,
         num_steps_per_env=32,
         cpu_num_envs=256,
+        spread_episode_ends=True,  # a running robot's episodes end by time out
         empirical_normalization=True,
         policy=PolicyCfg(actor_hidden_dims=(400, 200, 100), critic_hidden_dims=(400, 200, 100)),
         algo=PPOCfg(learning_rate=5e-4, entropy_coef=0.0),
     )
 
 
-register("ant", env_cfg=ant_cfg, train_cfg=locomotion_train_cfg)
-register("humanoid", env_cfg=humanoid_cfg, train_cfg=locomotion_train_cfg)
+register(
+    "ant",
+    env_cfg=ant_cfg,
+    train_cfg=locomotion_train_cfg,
+    result=LearningResult(metric="metrics/speed_to_target", threshold=1.5, budget_s=200.0, basis="to be measured"),
+)
+register(
+    "humanoid",
+    env_cfg=humanoid_cfg,
+    train_cfg=locomotion_train_cfg,
+    result=LearningResult(metric="metrics/speed_to_target", threshold=3.0, budget_s=450.0, basis="to be measured"),
+)

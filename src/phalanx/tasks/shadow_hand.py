@@ -17,7 +17,7 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import bodies, events, manipulation, observations, rewards, terminations
-from phalanx.registry import register
+from phalanx.registry import LearningResult, register
 from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
@@ -181,5 +181,19 @@ def shadow_cube_vision_train_cfg() -> TrainCfg:
     return cfg
 
 
-register("shadow-cube", env_cfg=shadow_cube_cfg, train_cfg=shadow_cube_train_cfg)
-register("shadow-cube-vision", env_cfg=shadow_cube_vision_cfg, train_cfg=shadow_cube_vision_train_cfg)
+register(
+    "shadow-cube",
+    env_cfg=shadow_cube_cfg,
+    train_cfg=shadow_cube_train_cfg,
+    result=LearningResult(
+        metric="metrics/consecutive_successes", threshold=20.0, budget_s=1200.0, basis="to be measured"
+    ),
+)
+register(
+    "shadow-cube-vision",
+    env_cfg=shadow_cube_vision_cfg,
+    train_cfg=shadow_cube_vision_train_cfg,
+    result=LearningResult(
+        metric="metrics/consecutive_successes", threshold=20.0, budget_s=1800.0, basis="to be measured"
+    ),
+)

@@ -38,10 +38,15 @@ def root_quat_w(env: TaskEnv) -> torch.Tensor:
     return env.sim.qpos[:, a + 3 : a + 7]
 
 
+def root_lin_vel_w(env: TaskEnv) -> torch.Tensor:
+    """(num_envs, 3) root linear velocity, world frame (m/s)."""
+    _, d = root_addresses(env)
+    return env.sim.qvel[:, d : d + 3]
+
+
 def root_lin_vel_b(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 3) root linear velocity, body frame."""
-    _, d = root_addresses(env)
-    return quat_apply_inverse(root_quat_w(env), env.sim.qvel[:, d : d + 3])
+    return quat_apply_inverse(root_quat_w(env), root_lin_vel_w(env))
 
 
 def root_ang_vel_b(env: TaskEnv) -> torch.Tensor:

@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 
 
 def time_out(env: TaskEnv) -> torch.Tensor:
-    """The episode reached `max_episode_length` env steps."""
-    return env.episode_length >= env.max_episode_length
+    """The episode reached its time limit: `max_episode_length` env steps, or fewer for an
+    episode that a trainer cut short (`TaskEnv.randomize_time_limits`)."""
+    return env.episode_length >= env.time_limit
 
 
 def root_height_below(env: TaskEnv, minimum_height: float) -> torch.Tensor:

@@ -1,0 +1,199 @@
+"""`phalanx bench learn [TASK ...|all] [flags]`: checks every flag and task before any job
+starts, runs the suite (`phalanx.bench.learn`), plays the videos, writes bench.json, report.md
+and the plots. Exits 0 when every task passes, 1 when one fails, 128 + the signal that stopped it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import signal
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from phalanx.bench.command import LearnCfg
+from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.flags import parse_flags
+from phalanx.registry import DIRECTIONS, LearningResult
+
+VIDEOS = ("each", "first", "none")
+
+
+def split_tasks(args: list[str]) -> tuple[list[str], list[str]]:
+    """The leading task names (or "all") and the flags after them."""
+    count = next((i for i, arg in enumerate(args) if arg.startswith("-")), len(args))
+    return args[:count], args[count:]
+
+
+def task_results(names: list[str], cfg: LearnCfg) -> dict[str, LearningResult]:
+    """Each task's result as declared, with the flags' overrides; refuses unknown tasks, tasks
+    without a result, and metrics a task does not log."""
+    from phalanx.bench.learn import check_result
+    from phalanx.registry import env_cfg, registered_tasks, task_spec
+
+    if names == ["all"]:
+        names = [name for name, spec in registered_tasks().items() if spec.result is not None]
+    if not names:
+        tasks = ", ".join(registered_tasks())
+        raise ConfigError(f"bench learn: name the tasks (or all) before the flags; registered tasks: {tasks}")
+    one_task = {k: getattr(cfg, k) for k in ("metric", "threshold", "direction") if getattr(cfg, k) is not None}
+    if one_task and len(names) > 1:
+        raise ConfigError(f"--{next(iter(one_task))}: overrides one task's result, got {len(names)} tasks")
+    overrides = one_task | ({} if cfg.budget_s is None else {"budget_s": cfg.budget_s})
+    results = {}
+    for name in dict.fromkeys(names):
+        declared = task_spec(name).result  # an unknown name raises, listing the registered ones
+        if declared is not None:
+            result = dataclasses.replace(declared, **overrides)
+        elif {"metric", "threshold", "budget_s"} <= set(overrides):
+            result = LearningResult(**overrides)
+        else:
+            raise ConfigError(
+                f"task {name!r} declares no result (phalanx.register(..., result=LearningResult(...))): "
+                "give --metric, --threshold and --budget-s"
+            )
+        result.check(f"bench learn {name}")
+        check_result(name, result, env_cfg(name), "metric" if cfg.metric else None)
+        results[name] = result
+    return results
+
+
+def low_level_tasks(tasks: list[str]) -> dict[str, str]:
+    """task -> the task whose trained policy its actions command; that task must be in the suite."""
+    from phalanx.registry import env_cfg
+
+    low_levels = {}
+    for task in tasks:
+        low = env_cfg(task).actions.low_level
+        if low is None:
+            continue
+        if low.task not in tasks:
+            raise ConfigError(
+                f"bench learn: {task} trains over a trained {low.task} policy: add {low.task} to the tasks "
+                "(its run with the same seed provides it)"
+            )
+        low_levels[task] = low.task
+    return low_levels
+
+
+def check_flags(cfg: LearnCfg) -> None:
+    """Checks the flags that need no task."""
+    check_int("seeds", cfg.seeds)
+    check_int("window", cfg.window)
+    check_int("cpu_jobs", cfg.cpu_jobs)
+    check_positive("video_s", cfg.video_s, " seconds")
+    if cfg.budget_s is not None:
+        check_positive("budget_s", cfg.budget_s, " seconds")
+    if cfg.direction is not None and cfg.direction not in DIRECTIONS:
+        raise ConfigError(f"got {cfg.direction!r}; allowed: '>=', '<='", "direction")
+    if cfg.videos not in VIDEOS:
+        raise ConfigError(f"got {cfg.videos!r}; allowed: {', '.join(VIDEOS)}", "videos")
+
+
+def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
+    """`--train-args` split, and parsed and checked for every task."""
+    from phalanx.registry import train_cfg
+    from phalanx.rl.config import TrainCfg, check_train_cfg
+
+    train_args = shlex.split(cfg.train_args)
+    for task in tasks:
+        check_train_cfg(parse_flags(TrainCfg, train_cfg(task), train_args, f"--train-args of {task}"))
+    return train_args
+
+
+def slots_for(cfg: LearnCfg) -> tuple[str, list]:
+    """The device type and the slots the jobs run in."""
+    import torch
+
+    from phalanx.bench.learn import cpu_slots, gpu_slots
+    from phalanx.devices import resolve_device
+
+    device = resolve_device(cfg.device)
+    if device.type == "cpu":
+        if cfg.gpus is not None:
+            raise ConfigError("--gpus: the jobs run on the CPU here (--device cpu or no GPU visible); use --cpu-jobs")
+        return "cpu", cpu_slots(cfg.cpu_jobs)
+    count = torch.cuda.device_count()
+    text = cfg.gpus if cfg.gpus is not None else ",".join(map(str, range(count)))
+    try:
+        indices = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        indices = []
+    if not indices or len(set(indices)) != len(indices) or min(indices) < 0 or max(indices) >= count:
+        raise ConfigError(f"--gpus: expected distinct CUDA device indices in 0..{count - 1}, got {text!r}")
+    uuids = [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(count)]
+    return "cuda", gpu_slots(indices, uuids)
+
+
+def run_learn(args: list[str], console: Console) -> None:
+    from phalanx.bench.learn import Suite, plan, video_steps
+    from phalanx.bench.learn_report import verdict_table, verdicts
+    from phalanx.bench.machine import machine_info
+    from phalanx.bench.report import write_run
+    from phalanx.files import write_text_atomic
+    from phalanx.registry import env_cfg
+
+    names, flags = split_tasks(args)
+    if names == [] and flags[:1] in (["-h"], ["--help"]):
+        print("usage: phalanx bench learn [TASK ...|all] [flags]\n\n`phalanx bench learn all --help` lists the flags.")
+        return
+    cfg = parse_flags(LearnCfg, LearnCfg(), flags, "phalanx bench learn [TASK ...|all]")
+    check_flags(cfg)
+    results = task_results(names, cfg)
+    tasks = list(results)
+    low_levels = low_level_tasks(tasks)
+    train_args = checked_train_args(cfg, tasks)
+    device, slots = slots_for(cfg)
+    stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"learn-{stamp}")
+    cache_root = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
+    specs = plan(results, list(range(cfg.seeds)), cfg.cold)
+    steps = {task: video_steps(env_cfg(task), cfg.video_s) for task in tasks}
+    suite = Suite(specs, slots, run_dir, cache_root, train_args, cfg.window, low_levels, steps)
+    bench: dict[str, Any] = {
+        "kind": "learn",
+        "task": " ".join(tasks),
+        "command": " ".join(["phalanx", "bench", "learn", *args]),
+        "date": date.today().isoformat(),
+        "device": device,
+        "machine": machine_info(),
+        "config": dataclasses.asdict(cfg),
+        "results": [],
+    }
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    def save(_: Suite | None = None) -> None:
+        bench["results"] = suite.results(specs)
+        write_text_atomic(run_dir / "bench.json", json.dumps(bench, indent=1) + "\n")
+
+    stopped_by: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if not stopped_by:
+            console.print(f"{signal.Signals(signum).name}: stopping the running jobs (each saves a checkpoint)")
+            stopped_by.append(signum)
+            suite.stop_all()
+
+    console.print(f"bench learn: {len(specs)} jobs of {len(tasks)} tasks on {len(slots)} {device} slots; {run_dir}")
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        save()
+        suite.run(on_change=save)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    bench["results"] = suite.results(specs)
+    if cfg.videos != "none" and not stopped_by:
+        played = suite.play_videos(cfg.videos, run_dir / "videos")
+        for spec, row in zip(specs, bench["results"], strict=True):
+            row.update(played.get(spec, {"video": None}))
+    write_run(run_dir, bench)
+    console.print(verdict_table(bench["results"]))
+    console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
+    if stopped_by:
+        raise SystemExit(128 + stopped_by[0])
+    if not all(v["passes"] for v in verdicts(bench["results"]).values()):
+        raise SystemExit(1)

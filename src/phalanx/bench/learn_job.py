@@ -1,0 +1,239 @@
+"""One job of `phalanx bench learn`: `phalanx train TASK --seed S` in a process (and session) of
+its own, followed through its metrics.jsonl until its metric meets the task's result, its budget
+of wall clock from launch runs out, or it ends; then what it did, in one JSON-ready dict."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from phalanx.registry import LearningResult
+
+GRACE_S = 120.0
+"""How long a job asked to stop (SIGTERM: it finishes its iteration and saves a checkpoint) may
+take before it is killed."""
+PER_EPISODE = ("mean_reward", "mean_episode_length", "metrics/", "reward_terms/")
+"""metrics.jsonl keys that are means over the episodes that ended in the iteration (rows with
+none carry no new value of them)."""
+CURVE_POINTS = 600
+"""Points of a run's curve kept in bench.json (evenly thinned)."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What one job trains: `task` with `seed`, its caches emptied first (`cold`) or as left."""
+
+    task: str
+    seed: int
+    cold: bool
+    result: LearningResult
+
+    @property
+    def name(self) -> str:
+        return f"{self.task}-seed{self.seed}" + ("-cold" if self.cold else "")
+
+
+class MetricFollower:
+    """Reads the rows a trainer appends to metrics.jsonl (from where it left off) and keeps the
+    metric's moving mean over the last `window` rows that carry it: per-episode means weighted by
+    the row's episodes, other keys (e.g. `env/terrain_level`) alike."""
+
+    def __init__(self, path: Path, metric: str, window: int):
+        self.path, self.metric, self.window = path, metric, window
+        self.per_episode = metric.startswith(PER_EPISODE)
+        self._offset, self._partial = 0, b""
+        self._recent: list[tuple[float, float]] = []  # (weight, value)
+        self.rows: list[dict[str, Any]] = []  # each with "from_launch_s" and "smoothed" (None before the metric)
+
+    def poll(self, from_launch_s: float) -> list[dict[str, Any]]:
+        """The rows written since the last call, each stamped with `from_launch_s`."""
+        if not self.path.is_file():
+            return []
+        with self.path.open("rb") as stream:
+            stream.seek(self._offset)
+            data = stream.read()
+        self._offset += len(data)
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        new = []
+        for line in lines:
+            row = json.loads(line)
+            row["from_launch_s"], row["smoothed"] = from_launch_s, self._add(row)
+            new.append(row)
+        self.rows += new
+        return new
+
+    def _add(self, row: dict[str, Any]) -> float | None:
+        value = row.get(self.metric)
+        weight = float(row.get("episodes", 0)) if self.per_episode else 1.0
+        if isinstance(value, int | float) and math.isfinite(value) and weight > 0:
+            self._recent = [*self._recent, (weight, float(value))][-self.window :]
+        if not self._recent:
+            return None
+        return sum(w * v for w, v in self._recent) / sum(w for w, _ in self._recent)
+
+    @property
+    def smoothed(self) -> float | None:
+        return self.rows[-1]["smoothed"] if self.rows else None
+
+
+class LearnJob:
+    """Launches and follows one job (see the module). `env` is the process environment (its
+    caches, its GPU); `command` the `phalanx train` command line; `caches` whether its caches are
+    "cold" (empty) or "warm"."""
+
+    def __init__(
+        self, spec: JobSpec, slot: str, command: list[str], env: dict[str, str], out: Path, window: int, caches: str
+    ):
+        self.spec, self.slot, self.command, self.env, self.out = spec, slot, command, env, out
+        self.caches = caches  # "cold": the task's caches were empty at launch (or emptied), else "warm"
+        self.run_dir = out / "run"
+        self.log_path = out / "train.log"
+        self.follower = MetricFollower(self.run_dir / "metrics.jsonl", spec.result.metric, window)
+        self.process: subprocess.Popen | None = None
+        self.launched = math.nan
+        self.stop_reason: str | None = None  # why this bench stopped it: "reached" or "budget"
+        self.stop_asked = math.nan
+        self.reached_row: dict[str, Any] | None = None
+        self.ended = math.nan
+        self.concurrent = 1  # the most jobs this one ran beside (itself included)
+
+    def launch(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("w") as log:
+            self.launched = time.time()
+            self.process = subprocess.Popen(
+                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and math.isnan(self.ended)
+
+    def poll(self) -> None:
+        """Reads new rows; stops the job at its result or its budget; notes its end."""
+        now = time.time()
+        from_launch = now - self.launched
+        result = self.spec.result
+        for row in self.follower.poll(from_launch):
+            if self.reached_row is None and row["smoothed"] is not None and result.reached(row["smoothed"]):
+                self.reached_row = row
+                self.stop("reached")
+        if self.stop_reason is None and from_launch > result.budget_s:
+            self.stop("budget")
+        if self.process.poll() is not None:
+            self.ended = now
+            self.follower.poll(from_launch)  # rows written while it stopped
+        elif self.stop_reason is not None and now - self.stop_asked > GRACE_S:
+            self._signal(signal.SIGKILL)
+
+    def stop(self, reason: str) -> None:
+        """Asks the job to stop (SIGTERM: it saves a checkpoint and exits 143); `reason`:
+        "reached", "budget" or "interrupted" (the bench was)."""
+        if self.stop_reason is None:
+            self.stop_reason, self.stop_asked = reason, time.time()
+            self._signal(signal.SIGTERM)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, sig)
+
+    def checkpoint(self) -> Path | None:
+        path = self.run_dir / "checkpoints" / "model_last.pt"
+        return path if path.is_file() else None
+
+    def outcome(self) -> dict[str, Any]:
+        """What the job did, JSON-ready (see `phalanx.bench.learn` for the fields)."""
+        spec, rows, reached = self.spec, self.follower.rows, self.reached_row
+        code = None if self.process is None else self.process.returncode
+        status, reason = self._status(code)
+        timed = rows[3:] or rows
+        return {
+            "task": spec.task,
+            "seed": spec.seed,
+            "cold_run": spec.cold,
+            "caches": self.caches,
+            "slot": self.slot,
+            "status": status,
+            "reason": reason,
+            "exit_code": code,
+            "metric": spec.result.metric,
+            "direction": spec.result.direction,
+            "threshold": spec.result.threshold,
+            "budget_s": spec.result.budget_s,
+            "reached": reached is not None,
+            "reached_s": None if reached is None else reached["from_launch_s"],
+            "reached_training_s": None if reached is None else reached["time_s"],
+            "reached_iteration": None if reached is None else reached["iteration"],
+            "startup_s": rows[0]["from_launch_s"] if rows else None,
+            "iterations": len(rows),
+            "frames": rows[-1]["frames"] if rows else 0,
+            "fps_total": statistics.median(r["fps_total"] for r in timed) if rows else None,
+            "final_metric": self.follower.smoothed,
+            "best_metric": _best([r["smoothed"] for r in rows], spec.result.direction),
+            "wall_s": None if self.process is None else self.ended - self.launched,
+            "launched_at": self.launched,
+            "concurrent_jobs": self.concurrent,
+            "log_tail": _tail(self.log_path) if status in ("failed", "killed") else None,
+            "curve": _thinned([(r["from_launch_s"], r["smoothed"]) for r in rows if r["smoothed"] is not None]),
+        }
+
+    def _status(self, code: int | None) -> tuple[str, str]:
+        """("reached" | "budget" | "interrupted" | "ended" | "failed" | "killed" | "not run", why)."""
+        if code is None:
+            return "not run", "not started"
+        if self.stop_reason is not None:  # this bench asked it to stop
+            # 143: it saved and exited; -SIGTERM: the signal came before the trainer's handler (start-up).
+            if code in (0, 128 + signal.SIGTERM, -signal.SIGTERM):
+                if self.stop_reason == "interrupted":
+                    return "interrupted", "stopped when the bench was interrupted"
+                if self.stop_reason == "reached":
+                    return "reached", f"stopped at the threshold, {self.reached_row['from_launch_s']:.1f} s from launch"
+                return "budget", f"stopped at its budget of {self.spec.result.budget_s:g} s"
+            if code == -signal.SIGKILL:
+                return "failed", f"asked to stop ({self.stop_reason}), still running {GRACE_S:g} s later: killed"
+        if code < 0:
+            return "killed", f"killed from outside by {signal.Signals(-code).name}"
+        if code - 128 in (signal.SIGINT, signal.SIGTERM):
+            return "killed", f"stopped from outside by {signal.Signals(code - 128).name} (it saved and exited {code})"
+        if code == 0:
+            return "ended", "trained all its iterations before its threshold or budget"
+        return "failed", f"exited {code}"
+
+
+def _best(values: list[float | None], direction: str) -> float | None:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return max(present) if direction == ">=" else min(present)
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").rstrip().splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _thinned(points: list[tuple[float, float]]) -> list[list[float]]:
+    step = max(1, math.ceil(len(points) / CURVE_POINTS))
+    kept = points[::step] + ([points[-1]] if points and (len(points) - 1) % step else [])
+    return [[round(t, 2), v] for t, v in kept]
+
+
+def train_command(spec: JobSpec, device: str, run_dir: Path, train_args: list[str], extra: list[str]) -> list[str]:
+    """`phalanx train` of the job: the task's defaults, the user's flags, then the bench's own (an
+    iteration count no job reaches, no periodic checkpoints, no dashboard)."""
+    command = [sys.executable, "-m", "phalanx", "train", spec.task, *train_args, *extra]
+    command += ["--seed", str(spec.seed), "--device", device, "--max-iterations", "1000000000"]
+    command += ["--save-interval", "1000000000", "--logger", "none", "--run-dir", str(run_dir)]
+    return command

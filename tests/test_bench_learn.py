@@ -1,0 +1,195 @@
+"""phalanx bench learn: tasks declare their result when registered; the command trains each task
+and seed in a fresh process until its threshold or its budget, reports runs that fail or are
+killed, and refuses bad input in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from phalanx.bench.learn import check_result, logged_keys, passes
+from phalanx.bench.learn_job import MetricFollower
+from phalanx.bench.learn_report import DOCS_BEGIN, DOCS_END, docs_table, verdict_table, write_docs_table
+from phalanx.cli import main
+from phalanx.errors import ConfigError
+from phalanx.registry import BUILTIN, LearningResult, env_cfg, register, registered_tasks
+
+CPU = ["--device", "cpu", "--no-cold"]
+
+
+def test_every_builtin_task_declares_a_result_that_its_training_logs() -> None:
+    builtin = {name: spec for name, spec in registered_tasks().items() if spec.module.rpartition(".")[2] in BUILTIN}
+    assert len(builtin) >= 17
+    for name, spec in builtin.items():
+        assert spec.result is not None, f"{name} declares no result"
+        spec.result.check(name)
+        check_result(name, spec.result, env_cfg(name))
+
+
+def test_logged_keys_are_what_a_training_writes(tmp_path: Path) -> None:
+    """franka-reach: metrics, reward terms and curriculum levels; one CPU iteration."""
+    run = tmp_path / "run"
+    args = ["train", "franka-reach", "--device", "cpu", "--num-envs", "8", "--max-iterations", "1"]
+    assert main([*args, "--logger", "none", "--run-dir", str(run)]) == 0
+    row = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+    expected = logged_keys(env_cfg("franka-reach"))
+    assert {k for k in expected if not k.startswith(("metrics/", "reward_terms/"))} <= set(row)
+    assert {k for k in row if k.startswith(("metrics/", "reward_terms/", "env/"))} <= expected
+
+
+def test_register_refuses_a_bad_result_by_its_field() -> None:
+    cfg = env_cfg("cartpole")
+    from phalanx.registry import train_cfg
+
+    for result, field in [
+        (LearningResult(metric="mean_reward", threshold=1.0, budget_s=0.0), "result.budget_s"),
+        (LearningResult(metric="mean_reward", threshold=float("nan"), budget_s=10.0), "result.threshold"),
+        (LearningResult(metric="mean_reward", threshold=1.0, budget_s=10.0, direction=">"), "result.direction"),
+        (LearningResult(metric="", threshold=1.0, budget_s=10.0), "result.metric"),
+    ]:
+        with pytest.raises(ConfigError, match=field):
+            register("test-bad-result", env_cfg=cfg, train_cfg=train_cfg("cartpole"), result=result)
+    assert "test-bad-result" not in registered_tasks()
+
+
+def test_the_metric_is_a_moving_mean_weighted_by_episodes(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    follower = MetricFollower(path, "metrics/success", window=2)
+    assert follower.poll(0.0) == []
+    rows = [
+        {"episodes": 10, "metrics/success": 0.0},
+        {"episodes": 0},  # no episode ended: no new value
+        {"episodes": 30, "metrics/success": 1.0},
+        {"episodes": 10, "metrics/success": 0.5},
+    ]
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    path.write_text(text[:-5])  # the last row still being written
+    got = [r["smoothed"] for r in follower.poll(1.0)]
+    assert got == [0.0, 0.0, 0.75]  # (10 * 0 + 30 * 1) / 40
+    path.write_text(text)
+    (last,) = follower.poll(2.0)
+    assert last["smoothed"] == pytest.approx((30 * 1.0 + 10 * 0.5) / 40) and last["from_launch_s"] == 2.0
+    level = MetricFollower(path, "env/terrain_level", window=3)  # not per episode: rows alike
+    path.write_text("".join(json.dumps({"episodes": e, "env/terrain_level": v}) + "\n" for e, v in [(0, 1), (9, 2)]))
+    assert [r["smoothed"] for r in level.poll(0.0)] == [1.0, 1.5]
+
+
+def test_pass_rule_is_two_thirds_of_the_seeds() -> None:
+    assert passes(2, 3) and passes(3, 3) and passes(1, 1) and passes(2, 2)
+    assert not passes(1, 3) and not passes(1, 2) and not passes(0, 0)
+
+
+def _run(task: str, seed: int, reached: bool, **fields) -> dict:
+    row = {"task": task, "seed": seed, "cold_run": False, "caches": "warm"}
+    row |= {"status": "reached" if reached else "budget"}
+    row |= {"metric": "mean_reward", "direction": ">=", "threshold": 5.0, "budget_s": 60.0, "reached": reached}
+    row |= {"reached_s": 20.0 + seed if reached else None, "startup_s": 4.0, "fps_total": 2e6, "gpu_uuid": "GPU-abc"}
+    return row | fields
+
+
+def test_the_tables_give_each_task_its_verdict(tmp_path: Path) -> None:
+    results = [_run("a", 0, True), _run("a", 1, True), _run("a", 2, False), _run("b", 0, False)]
+    results.append(_run("b", 0, True, cold_run=True, caches="cold"))
+    table = verdict_table(results)
+    assert "| a | mean_reward >= 5 in 60 s | 2 of 3 | 20, 21, no | - | **pass** |" in table
+    assert "| b | mean_reward >= 5 in 60 s | 0 of 1 | no | 20 | **fail** |" in table
+    machine = {"gpu_count": 4, "gpu": "NVIDIA H200", "commit": "abc1234"}
+    bench = {"command": "phalanx bench learn a b", "date": "2026-11-28", "device": "cuda", "machine": machine}
+    table = docs_table(bench | {"results": results}, "results/learn/")
+    assert "| a | mean_reward >= 5 in 60 s | pass | 2/3 | 20 (4), 21 (4), no (4) | - | 2.00 M |" in table
+    assert "abc1234" in table and "GPU-abc" in table and "2026-11-28" in table
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n\nintro\n")
+    write_docs_table(docs, table)
+    write_docs_table(docs, table.replace("2.00 M", "3.00 M"))  # replaced between the markers, not added again
+    text = docs.read_text()
+    assert text.startswith("# Benchmarks\n\n" + DOCS_BEGIN) and text.count(DOCS_END) == 1 and "3.00 M" in text
+    assert text.endswith("intro\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope"], "unknown task 'nope'; registered tasks: cartpole"),
+        (["cartpole", "--metric", "metrics/nope"], "--metric: task 'cartpole' does not log 'metrics/nope'; it logs"),
+        (["cartpole", "--budget-s", "0"], "--budget-s: must be a finite number > 0 seconds, got 0.0"),
+        (["cartpole", "--budget-s", "-5"], "--budget-s: must be a finite number > 0 seconds, got -5.0"),
+        (["cartpole", "--seeds", "0"], "--seeds: must be a positive integer, got 0"),
+        (["anymal-nav"], "anymal-nav trains over a trained anymal-flat policy: add anymal-flat to the tasks"),
+        (["cartpole", "ant", "--threshold", "3"], "--threshold: overrides one task's result, got 2 tasks"),
+        (["cartpole", "--videos", "some"], "--videos: got 'some'; allowed: each, first, none"),
+        (["--seeds", "2"], "bench learn: name the tasks (or all) before the flags"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line(args: list[str], message: str, capsys, tmp_path: Path) -> None:
+    assert main(["bench", "learn", *args, *CPU, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+    assert not (tmp_path / "run").exists(), "nothing written"
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    """One cache for the module's suites: the first job compiles Warp's CPU kernels, the others reuse them."""
+    return tmp_path_factory.mktemp("learn-cache")
+
+
+def _bench(run_dir: Path, cache: Path, *flags: str) -> list[str]:
+    args = [sys.executable, "-m", "phalanx", "bench", "learn", "cartpole", *CPU, "--run-dir", str(run_dir)]
+    return [*args, "--cache-dir", str(cache), *flags]
+
+
+def test_jobs_stop_at_their_threshold_and_at_their_budget(tmp_path: Path, cache_dir: Path) -> None:
+    """cartpole on the CPU, 2 seeds: an episode length of 5 is reached in the first iterations (stopped
+    there, a video played of the first seed; the bench exits 0), one of 1e9 never (stopped at the
+    budget; the task fails, the bench exits 1)."""
+    run = tmp_path / "reached"
+    done = subprocess.run(_bench(run, cache_dir, "--seeds", "2", "--threshold", "5", "--videos", "first"), check=False)
+    assert done.returncode == 0
+    bench = json.loads((run / "bench.json").read_text())
+    assert bench["kind"] == "learn" and bench["command"].startswith("phalanx bench learn cartpole")
+    seeds = bench["results"]
+    assert [(r["seed"], r["status"], r["exit_code"]) for r in seeds] == [(0, "reached", 143), (1, "reached", 143)]
+    for r in seeds:
+        assert 0 < r["startup_s"] <= r["reached_s"] < r["wall_s"] and r["final_metric"] >= 5
+        assert r["reached_iteration"] <= 10 and r["fps_total"] > 0 and r["curve"][0][1] is not None
+        assert (run / "jobs" / f"cartpole-seed{r['seed']}" / "run" / "checkpoints" / "model_last.pt").is_file()
+    assert seeds[0]["video"] == "cartpole-seed0.mp4" and (run / "videos" / "cartpole-seed0.mp4").stat().st_size > 0
+    assert "episodes finished" in seeds[0]["played"] and seeds[1]["video"] is None
+    report = (run / "report.md").read_text()
+    budget = registered_tasks()["cartpole"].result.budget_s
+    assert f"| cartpole | mean_episode_length >= 5 in {budget:g} s | 2 of 2 |" in report and "**pass**" in report
+    assert (run / "learn-cartpole.png").stat().st_size > 1000
+
+    run = tmp_path / "budget"
+    flags = ["--seeds", "1", "--threshold", "1e9", "--budget-s", "12", "--videos", "none"]
+    assert subprocess.run(_bench(run, cache_dir, *flags), check=False).returncode == 1
+    (r,) = json.loads((run / "bench.json").read_text())["results"]
+    assert r["status"] == "budget" and not r["reached"] and r["exit_code"] == 143
+    assert 12 < r["wall_s"] < 12 + 60 and r["final_metric"] < 1e9 and r["iterations"] > 0
+    assert "**fail**" in (run / "report.md").read_text()
+
+
+def test_a_job_killed_from_outside_is_reported_and_the_others_go_on(tmp_path: Path, cache_dir: Path) -> None:
+    run = tmp_path / "killed"
+    flags = ["--seeds", "2", "--threshold", "1e9", "--budget-s", "15", "--videos", "none"]
+    bench = subprocess.Popen(_bench(run, cache_dir, *flags))
+    lock, metrics = (run / "jobs" / "cartpole-seed0" / "run" / name for name in ("run.lock", "metrics.jsonl"))
+    deadline = time.time() + 240
+    while time.time() < deadline and not (metrics.is_file() and metrics.read_text()):
+        time.sleep(0.2)
+    os.kill(int(lock.read_text().split()[1]), signal.SIGKILL)  # "pid N on HOST, started ..."
+    assert bench.wait(timeout=300) == 1, "a task failed"
+    killed, other = json.loads((run / "bench.json").read_text())["results"]
+    assert killed["status"] == "killed" and killed["reason"] == "killed from outside by SIGKILL"
+    assert killed["exit_code"] == -signal.SIGKILL and killed["log_tail"] is not None
+    assert other["status"] == "budget"
+    report = (run / "report.md").read_text()
+    assert "### cartpole seed 0" in report and "killed from outside by SIGKILL" in report
