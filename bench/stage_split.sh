@@ -4,6 +4,8 @@
 # .device/s1 .. .device/sN, each sent by one call in turn, the last holding the wheels (mujoco,
 # mujoco-warp and the extra NAME==VERSION wheels stage.sh was given) and install.sh.
 #   bash ../shared/device/stage.sh [NAME==VERSION ...] && bash bench/stage_split.sh
+# Tracked files missing from the working tree do not travel: moving docs/results and docs/media
+# aside (mv them to /tmp, put them back after the device calls) leaves room for fewer, larger carries.
 # Device calls (the same machine, back to back):
 #   carry [".device/s1"]: rm -rf /tmp/stage && mkdir -p /tmp/stage && cp .device/s1/* /tmp/stage/
 #   carry [".device/sK"]: cp .device/sK/* /tmp/stage/   (each .device/sK but the first and the last)

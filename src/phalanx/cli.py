@@ -95,7 +95,7 @@ def list_tasks(console: Console) -> None:
     from phalanx.registry import registered_tasks
 
     table = Table(title="phalanx tasks", title_justify="left")
-    for column in ("task", "env step", "episode", "envs (GPU)", "registered by", "description"):
+    for column in ("task", "env step", "episode", "envs (GPU)", "learns (bench learn)", "registered by", "description"):
         table.add_column(column)
     for name, spec in registered_tasks().items():
         env = spec.env_cfg()
@@ -106,6 +106,7 @@ def list_tasks(console: Console) -> None:
             f"{substeps} x {step}",
             f"{env.episode_length_s:g} s",
             str(env.num_envs),
+            "-" if spec.result is None else spec.result.describe(),
             spec.module,
             env.description,
         )

@@ -190,7 +190,7 @@ class ReportCfg:
     out: str = "runs/bench/comparison"
     """Where the comparison of several runs goes."""
     docs: str | None = None
-    """With one `phalanx bench learn` run: also write its table into this markdown file (between
+    """With `phalanx bench learn` runs: write their table into this markdown file instead (between
     its learning-suite markers, or at its top), e.g. docs/benchmarks.md."""
 
 
@@ -382,17 +382,18 @@ def run_report(args: list[str], console: Console) -> None:
     if not dirs:
         raise ConfigError("bench report: give at least one run directory")
     if cfg.docs is not None:
-        from phalanx.bench.learn_report import docs_table, write_docs_table
+        from phalanx.bench.learn_report import RUN_LABELS, docs_table, write_docs_table
 
         docs = Path(cfg.docs)
-        bench = load(dirs[0])
-        if len(dirs) != 1 or bench["kind"] != "learn":
-            raise ConfigError("--docs: takes the run directory of one `phalanx bench learn`")
+        benches = [load(d) for d in dirs]
+        if any(b["kind"] != "learn" for b in benches) or len(dirs) > len(RUN_LABELS):
+            raise ConfigError(f"--docs: takes the run directories of up to {len(RUN_LABELS)} `phalanx bench learn`")
         if not docs.is_file():
             raise ConfigError(f"--docs: no file {docs}")
-        link = Path(os.path.relpath(dirs[0].resolve(), docs.resolve().parent)).as_posix() + "/"
-        write_docs_table(docs, docs_table(bench, link))
+        links = [Path(os.path.relpath(d.resolve(), docs.resolve().parent)).as_posix() + "/" for d in dirs]
+        write_docs_table(docs, docs_table(list(zip(benches, links, strict=True))))
         console.print(f"wrote the learning suite's table into {docs}")
+        return
     if len(dirs) == 1:
         render(dirs[0])
         console.print(f"rebuilt {dirs[0] / 'report.md'}")

@@ -117,20 +117,32 @@ class Suite:
         called whenever a job ends."""
         while True:
             for job in [j for j in self.jobs.values() if j.running]:
+                if self.stopping:
+                    job.stop("interrupted")  # also one launched while the signal came
                 job.poll()
                 if not job.running:
                     self.free.append(next(s for s in self.slots if s.name == job.slot))
                     if on_change is not None:
                         on_change(self)
-            running = [j for j in self.jobs.values() if j.running]
             if not self.stopping:
                 self._launch_ready()
-                running = [j for j in self.jobs.values() if j.running]
+            running = [j for j in self.jobs.values() if j.running]
             for job in running:
                 job.concurrent = max(job.concurrent, len(running))
-            if not running and (self.stopping or not self.pending):
+            if not running:
+                if self.stopping or not self.pending:
+                    return
+                for spec in self.pending:  # none can start: each waits on a job that never will
+                    self.skipped[spec] = "waits on a job that cannot run (a cycle of low-level tasks)"
+                self.pending = []
                 return
             time.sleep(POLL_S)
+
+    def abort(self) -> None:
+        """Kills every running job's session (the bench itself failed)."""
+        for job in self.jobs.values():
+            if job.running:
+                job.kill()
 
     def stop_all(self) -> None:
         """Stops the running jobs (they save and exit) and launches no more."""
@@ -143,7 +155,7 @@ class Suite:
         # Cold runs first (they fill the caches the warm ones wait for), then the longest budgets.
         self.pending.sort(key=lambda s: (not s.cold, -s.result.budget_s))
         for spec in list(self.pending):
-            if not self.free:
+            if not self.free or self.stopping:
                 return
             state, low_level = self._dependencies(spec)
             if state == "wait":
@@ -255,8 +267,9 @@ def video_steps(cfg: TaskCfg, seconds: float) -> int:
 
 
 def gpu_slots(indices: list[int], uuids: list[str]) -> list[Slot]:
-    """One slot per CUDA device index, each job seeing only its GPU (as cuda:0)."""
-    return [Slot(f"cuda:{i}", "cuda", {"CUDA_VISIBLE_DEVICES": str(i)}, uuids[i]) for i in indices]
+    """One slot per CUDA device index (as this process numbers them), each job seeing only that GPU
+    (named by its UUID: an inherited CUDA_VISIBLE_DEVICES renumbers the indices), as cuda:0."""
+    return [Slot(f"cuda:{i}", "cuda", {"CUDA_VISIBLE_DEVICES": uuids[i]}, uuids[i]) for i in indices]
 
 
 def cpu_slots(count: int) -> list[Slot]:

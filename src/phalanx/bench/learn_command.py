@@ -1,6 +1,6 @@
 """`phalanx bench learn [TASK ...|all] [flags]`: checks every flag and task before any job
 starts, runs the suite (`phalanx.bench.learn`), plays the videos, writes bench.json, report.md
-and the plots. Exits 0 when every task passes, 1 when one fails, 128 + the signal that stopped it."""
+and the plots. Exits 0 when every task passes, 1 when one does not, 128 + the signal that stopped it."""
 
 from __future__ import annotations
 
@@ -149,6 +149,8 @@ def run_learn(args: list[str], console: Console) -> None:
     device, slots = slots_for(cfg)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"learn-{stamp}")
+    if (run_dir / "jobs").exists():
+        raise ConfigError(f"{run_dir} holds an earlier bench learn; give a new directory", "run_dir")
     cache_root = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
     specs = plan(results, list(range(cfg.seeds)), cfg.cold)
     steps = {task: video_steps(env_cfg(task), cfg.video_s) for task in tasks}
@@ -156,7 +158,7 @@ def run_learn(args: list[str], console: Console) -> None:
     bench: dict[str, Any] = {
         "kind": "learn",
         "task": " ".join(tasks),
-        "command": " ".join(["phalanx", "bench", "learn", *args]),
+        "command": shlex.join(["phalanx", "bench", "learn", *args]),
         "date": date.today().isoformat(),
         "device": device,
         "machine": machine_info(),
@@ -182,6 +184,9 @@ def run_learn(args: list[str], console: Console) -> None:
     try:
         save()
         suite.run(on_change=save)
+    except BaseException:
+        suite.abort()  # no job trains on after the bench is gone
+        raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -195,5 +200,5 @@ def run_learn(args: list[str], console: Console) -> None:
     console.print(f"wrote {run_dir / 'bench.json'} and {run_dir / 'report.md'}")
     if stopped_by:
         raise SystemExit(128 + stopped_by[0])
-    if not all(v["passes"] for v in verdicts(bench["results"]).values()):
+    if not all(v["verdict"] == "pass" for v in verdicts(bench["results"]).values()):
         raise SystemExit(1)

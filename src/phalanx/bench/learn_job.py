@@ -25,6 +25,9 @@ take before it is killed."""
 PER_EPISODE = ("mean_reward", "mean_episode_length", "metrics/", "reward_terms/")
 """metrics.jsonl keys that are means over the episodes that ended in the iteration (rows with
 none carry no new value of them)."""
+OUTSIDE_SIGNALS = (signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""Signals that end a process because someone (a user, a scheduler, the kernel's OOM killer) ended
+it; others (SIGSEGV, SIGABRT, ...) are crashes."""
 CURVE_POINTS = 600
 """Points of a run's curve kept in bench.json (evenly thinned)."""
 
@@ -66,7 +69,10 @@ class MetricFollower:
         *lines, self._partial = (self._partial + data).split(b"\n")
         new = []
         for line in lines:
-            row = json.loads(line)
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a blank or torn line (a trainer killed mid-write)
             row["from_launch_s"], row["smoothed"] = from_launch_s, self._add(row)
             new.append(row)
         self.rows += new
@@ -101,10 +107,11 @@ class LearnJob:
         self.follower = MetricFollower(self.run_dir / "metrics.jsonl", spec.result.metric, window)
         self.process: subprocess.Popen | None = None
         self.launched = math.nan
-        self.stop_reason: str | None = None  # why this bench stopped it: "reached" or "budget"
+        self.stop_reason: str | None = None  # why this bench stopped it (see `stop`)
         self.stop_asked = math.nan
         self.reached_row: dict[str, Any] | None = None
         self.ended = math.nan
+        self.killed = False  # this bench killed it (it did not stop within GRACE_S of SIGTERM)
         self.concurrent = 1  # the most jobs this one ran beside (itself included)
 
     def launch(self) -> None:
@@ -123,28 +130,43 @@ class LearnJob:
         """Reads new rows; stops the job at its result or its budget; notes its end."""
         now = time.time()
         from_launch = now - self.launched
+        exited = self.process.poll() is not None  # before the last read: its rows are all in
+        self._check(self.follower.poll(from_launch))
+        if not exited and self.stop_reason is None and from_launch > self.spec.result.budget_s:
+            self.stop("budget")
+        if exited:
+            self.ended = now
+            self._signal_group(signal.SIGKILL)  # whatever it left behind in its session
+        elif self.stop_reason is not None and now - self.stop_asked > GRACE_S:
+            self.killed = True
+            self._signal_group(signal.SIGKILL)
+
+    def _check(self, rows: list[dict[str, Any]]) -> None:
+        """Stops the job at the first row whose metric meets the result, written within the budget
+        while nothing had asked it to stop (rows of the iteration it finishes after a stop do not count)."""
         result = self.spec.result
-        for row in self.follower.poll(from_launch):
-            if self.reached_row is None and row["smoothed"] is not None and result.reached(row["smoothed"]):
+        for row in rows:
+            met = row["smoothed"] is not None and result.reached(row["smoothed"])
+            if met and self.stop_reason is None and row["from_launch_s"] <= result.budget_s:
                 self.reached_row = row
                 self.stop("reached")
-        if self.stop_reason is None and from_launch > result.budget_s:
-            self.stop("budget")
-        if self.process.poll() is not None:
-            self.ended = now
-            self.follower.poll(from_launch)  # rows written while it stopped
-        elif self.stop_reason is not None and now - self.stop_asked > GRACE_S:
-            self._signal(signal.SIGKILL)
 
     def stop(self, reason: str) -> None:
-        """Asks the job to stop (SIGTERM: it saves a checkpoint and exits 143); `reason`:
-        "reached", "budget" or "interrupted" (the bench was)."""
-        if self.stop_reason is None:
+        """Asks the job to stop (SIGTERM to the trainer: it saves a checkpoint and exits 143);
+        `reason`: "reached", "budget" or "interrupted" (the bench was). Later calls do nothing."""
+        if self.stop_reason is None and self.running:
             self.stop_reason, self.stop_asked = reason, time.time()
-            self._signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.process.pid, signal.SIGTERM)
 
-    def _signal(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError):
+    def kill(self) -> None:
+        """Ends the job's whole session at once (the bench itself is failing)."""
+        if self.process is not None:
+            self._signal_group(signal.SIGKILL)
+            self.process.wait()
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, sig)
 
     def checkpoint(self) -> Path | None:
@@ -180,7 +202,7 @@ class LearnJob:
             "fps_total": statistics.median(r["fps_total"] for r in timed) if rows else None,
             "final_metric": self.follower.smoothed,
             "best_metric": _best([r["smoothed"] for r in rows], spec.result.direction),
-            "wall_s": None if self.process is None else self.ended - self.launched,
+            "wall_s": None if math.isnan(self.ended) else self.ended - self.launched,
             "launched_at": self.launched,
             "concurrent_jobs": self.concurrent,
             "log_tail": _tail(self.log_path) if status in ("failed", "killed") else None,
@@ -188,9 +210,9 @@ class LearnJob:
         }
 
     def _status(self, code: int | None) -> tuple[str, str]:
-        """("reached" | "budget" | "interrupted" | "ended" | "failed" | "killed" | "not run", why)."""
+        """("reached" | "budget" | "interrupted" | "ended" | "failed" | "killed" | "running" | "not run", why)."""
         if code is None:
-            return "not run", "not started"
+            return ("running", "still training") if self.process is not None else ("not run", "not started")
         if self.stop_reason is not None:  # this bench asked it to stop
             # 143: it saved and exited; -SIGTERM: the signal came before the trainer's handler (start-up).
             if code in (0, 128 + signal.SIGTERM, -signal.SIGTERM):
@@ -199,15 +221,25 @@ class LearnJob:
                 if self.stop_reason == "reached":
                     return "reached", f"stopped at the threshold, {self.reached_row['from_launch_s']:.1f} s from launch"
                 return "budget", f"stopped at its budget of {self.spec.result.budget_s:g} s"
-            if code == -signal.SIGKILL:
+            if self.killed:
                 return "failed", f"asked to stop ({self.stop_reason}), still running {GRACE_S:g} s later: killed"
         if code < 0:
-            return "killed", f"killed from outside by {signal.Signals(-code).name}"
+            name = _signal_name(-code)
+            if -code in OUTSIDE_SIGNALS:
+                return "killed", f"killed from outside by {name}"
+            return "failed", f"crashed ({name})"
         if code - 128 in (signal.SIGINT, signal.SIGTERM):
-            return "killed", f"stopped from outside by {signal.Signals(code - 128).name} (it saved and exited {code})"
+            return "killed", f"stopped from outside by {_signal_name(code - 128)} (it saved and exited {code})"
         if code == 0:
             return "ended", "trained all its iterations before its threshold or budget"
         return "failed", f"exited {code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _best(values: list[float | None], direction: str) -> float | None:

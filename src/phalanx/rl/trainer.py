@@ -149,9 +149,9 @@ class Trainer:
             console=self.console,
             transient=True,
         )
-        if self.iteration == 0 and self.cfg.spread_episode_ends:  # a fresh run, not a resumed one
-            self.env.randomize_time_limits()
         try:
+            if self.iteration == 0 and self.cfg.spread_episode_ends:  # a fresh run, not a resumed one
+                self.env.randomize_time_limits()
             with display:
                 bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
                 reported_invalid = 0

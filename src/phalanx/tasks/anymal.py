@@ -278,20 +278,18 @@ register(
     env_cfg=anymal_flat_cfg,
     train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(
-        metric="metrics/lin_vel_xy_error", threshold=0.2, budget_s=360.0, direction="<=", basis="to be measured"
-    ),
+    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.2, budget_s=240.0, direction="<="),
 )
 register(
     "anymal-rough",
     env_cfg=anymal_rough_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(metric="env/terrain_level", threshold=4.5, budget_s=400.0, basis="to be measured"),
+    result=LearningResult(metric="env/terrain_level", threshold=4.5, budget_s=320.0),
 )
 register(
     "anymal-nav",
     env_cfg=anymal_nav_cfg,
     train_cfg=nav_train_cfg,
-    result=LearningResult(metric="metrics/goal_reached", threshold=0.9, budget_s=600.0, basis="to be measured"),
+    result=LearningResult(metric="metrics/goal_reached", threshold=0.9, budget_s=600.0),
 )

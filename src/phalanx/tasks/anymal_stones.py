@@ -55,12 +55,12 @@ register(
     env_cfg=anymal_stones_qp_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(metric="env/terrain_level", threshold=1.5, budget_s=450.0, basis="to be measured"),
+    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.35, budget_s=450.0, direction="<="),
 )
 register(
     "anymal-stones",
     env_cfg=anymal_stones_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(metric="env/terrain_level", threshold=2.0, budget_s=450.0, basis="to be measured"),
+    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.3, budget_s=450.0, direction="<="),
 )

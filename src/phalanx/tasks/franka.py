@@ -160,16 +160,12 @@ register(
     env_cfg=franka_reach_cfg,
     train_cfg=franka_train_cfg,
     play_cfg=exact_policy_observations,
-    result=LearningResult(
-        metric="metrics/final_position_error", threshold=0.01, budget_s=240.0, direction="<=", basis="to be measured"
-    ),
+    result=LearningResult(metric="metrics/final_position_error", threshold=0.01, budget_s=120.0, direction="<="),
 )
 register(
     "franka-reach-ik",
     env_cfg=franka_reach_ik_cfg,
     train_cfg=franka_train_cfg,
     play_cfg=exact_policy_observations,
-    result=LearningResult(
-        metric="metrics/final_position_error", threshold=0.02, budget_s=400.0, direction="<=", basis="to be measured"
-    ),
+    result=LearningResult(metric="metrics/final_position_error", threshold=0.02, budget_s=150.0, direction="<="),
 )

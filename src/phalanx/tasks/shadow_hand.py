@@ -185,15 +185,11 @@ register(
     "shadow-cube",
     env_cfg=shadow_cube_cfg,
     train_cfg=shadow_cube_train_cfg,
-    result=LearningResult(
-        metric="metrics/consecutive_successes", threshold=20.0, budget_s=1200.0, basis="to be measured"
-    ),
+    result=LearningResult(metric="metrics/consecutive_successes", threshold=20.0, budget_s=1200.0),
 )
 register(
     "shadow-cube-vision",
     env_cfg=shadow_cube_vision_cfg,
     train_cfg=shadow_cube_vision_train_cfg,
-    result=LearningResult(
-        metric="metrics/consecutive_successes", threshold=20.0, budget_s=1800.0, basis="to be measured"
-    ),
+    result=LearningResult(metric="metrics/consecutive_successes", threshold=20.0, budget_s=1800.0),
 )
