@@ -218,7 +218,8 @@ def test_time_outs_bootstrap_from_the_final_observation() -> None:
     """A truncated step's stored reward is r + gamma * V(final_obs); a terminal one is r alone."""
     trainer = _tiny_trainer()
     env = trainer.env
-    env.max_episode_length = 2  # every episode that survives 2 steps times out
+    env.max_episode_length = 2  # every episode that survives 2 steps times out: the current ones too
+    env.time_limit.fill_(2)
     gamma = trainer.cfg.algo.gamma
     seen = {}
     step = env.step

@@ -118,7 +118,7 @@ class Suite:
         while True:
             for job in [j for j in self.jobs.values() if j.running]:
                 if self.stopping:
-                    job.stop("interrupted")  # also one launched while the signal came
+                    job.stop("interrupted")
                 job.poll()
                 if not job.running:
                     self.free.append(next(s for s in self.slots if s.name == job.slot))
@@ -145,11 +145,8 @@ class Suite:
                 job.kill()
 
     def stop_all(self) -> None:
-        """Stops the running jobs (they save and exit) and launches no more."""
+        """Launches no more jobs; `run` stops the running ones (they save and exit) on its next pass."""
         self.stopping = True
-        for job in self.jobs.values():
-            if job.running:
-                job.stop("interrupted")
 
     def _launch_ready(self) -> None:
         # Cold runs first (they fill the caches the warm ones wait for), then the longest budgets.
