@@ -104,10 +104,8 @@ def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
     return train_args
 
 
-def slots_for(cfg: LearnCfg) -> tuple[str, list]:
-    """The device type and the slots the jobs run in."""
-    import torch
-
+def slots_for(cfg: LearnCfg, gpu_uuids: list[str]) -> tuple[str, list]:
+    """The device type and the slots the jobs run in (`gpu_uuids`: the visible GPUs', by index)."""
     from phalanx.bench.learn import cpu_slots, gpu_slots
     from phalanx.devices import resolve_device
 
@@ -116,7 +114,7 @@ def slots_for(cfg: LearnCfg) -> tuple[str, list]:
         if cfg.gpus is not None:
             raise ConfigError("--gpus: the jobs run on the CPU here (--device cpu or no GPU visible); use --cpu-jobs")
         return "cpu", cpu_slots(cfg.cpu_jobs)
-    count = torch.cuda.device_count()
+    count = len(gpu_uuids)
     text = cfg.gpus if cfg.gpus is not None else ",".join(map(str, range(count)))
     try:
         indices = [int(part) for part in text.split(",") if part.strip()]
@@ -124,8 +122,7 @@ def slots_for(cfg: LearnCfg) -> tuple[str, list]:
         indices = []
     if not indices or len(set(indices)) != len(indices) or min(indices) < 0 or max(indices) >= count:
         raise ConfigError(f"--gpus: expected distinct CUDA device indices in 0..{count - 1}, got {text!r}")
-    uuids = [f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in range(count)]
-    return "cuda", gpu_slots(indices, uuids)
+    return "cuda", gpu_slots(indices, gpu_uuids)
 
 
 def run_learn(args: list[str], console: Console) -> None:
@@ -146,7 +143,8 @@ def run_learn(args: list[str], console: Console) -> None:
     tasks = list(results)
     low_levels = low_level_tasks(tasks)
     train_args = checked_train_args(cfg, tasks)
-    device, slots = slots_for(cfg)
+    machine = machine_info()
+    device, slots = slots_for(cfg, machine["gpu_uuids"])
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"learn-{stamp}")
     if (run_dir / "jobs").exists():
@@ -161,7 +159,7 @@ def run_learn(args: list[str], console: Console) -> None:
         "command": shlex.join(["phalanx", "bench", "learn", *args]),
         "date": date.today().isoformat(),
         "device": device,
-        "machine": machine_info(),
+        "machine": machine,
         "config": dataclasses.asdict(cfg),
         "results": [],
     }

@@ -8,7 +8,6 @@ the process took (NVML's used memory at its peak, less what was used before laun
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 import statistics
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from phalanx.bench.learn_job import MetricFollower
 from phalanx.bench.scaling import stop_job
 from phalanx.bench.telemetry import _nvml_handles
 
@@ -87,8 +87,8 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
     memory = GpuMemory(device, gpus)
     before = memory.used_mib()
     peak = before
-    rows: list[dict[str, Any]] = []
-    metrics = out / "run" / "metrics.jsonl"
+    follower = MetricFollower(out / "run" / "metrics.jsonl", cfg.metric, window=1)
+    rows = follower.rows
     log = out / "train.log"
     launch = time.time()
     last_row = launch
@@ -100,7 +100,7 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
                 used = memory.used_mib()
                 peak = used if peak is None or used is None else max(peak, used)
                 now = time.time()
-                if _read_new_rows(metrics, rows, now - launch):
+                if follower.poll(now - launch):
                     last_row = now
                 if done:
                     break
@@ -120,19 +120,6 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
         tail = " / ".join(log.read_text().strip().splitlines()[-3:])
         return {"trainer": trainer, "gpus": gpus, "valid": False, "reason": f"exited {job.returncode}: {tail}"}
     return summarize(cfg, trainer, rows, None if before is None else peak - before) | {"gpus": gpus}
-
-
-def _read_new_rows(metrics: Path, rows: list[dict[str, Any]], now: float) -> bool:
-    """Appends the rows written since the last read, each stamped with `now` (seconds from
-    launch); whether there were any."""
-    if not metrics.exists():
-        return False
-    count = len(rows)
-    for line in metrics.read_text().splitlines()[count:]:
-        if not line.endswith("}"):
-            break  # a row still being written
-        rows.append(json.loads(line) | {"from_launch_s": now})
-    return len(rows) > count
 
 
 def summarize(cfg: CompareCfg, trainer: str, rows: list[dict[str, Any]], memory_mib: float | None) -> dict[str, Any]:
