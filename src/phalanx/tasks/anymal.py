@@ -44,6 +44,11 @@ CMD = {"command": "base_velocity"}
 MAX_QVEL = 200.0
 """|qvel| (rad/s or m/s) beyond which an anymal world has diverged; random actions reach 48. On
 the terrain one such world, reset only once it went NaN, made three iterations' updates non-finite."""
+ACTION_CLIP = 10.0
+"""Joint-target actions are clipped at 10 (5 rad from the default pose at scale 0.5; Isaac Lab's
+are unclipped). MuJoCo clamps each target to its joint's range (anymal.xml's inheritrange), whose
+widest spans 2.7 rad, so the clip never changes a target; it only bounds the last action the
+policy observes, which an unbounded policy could feed back into ever larger actions."""
 
 
 def anymal_flat_cfg() -> TaskCfg:
@@ -97,7 +102,7 @@ def velocity_cfg(description: str) -> TaskCfg:
         # 0.52 -> 0.74 M env steps/s on an H100 at 4096 envs; runs on flat ground and terrain learn
         # at least as far per iteration (docs/benchmarks.md, "Solver budget").
         sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL, iterations=4, ls_iterations=6, unroll_solver=True),
-        actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=None),
+        actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=ACTION_CLIP),
         commands={
             "base_velocity": CommandTermCfg(
                 func=commands.uniform_velocity,

@@ -33,6 +33,12 @@ ARM = "panda_joint[1-7]"
 EE = "ee"
 BASE = "panda_link0"
 SHOULDER, FOREARM = "panda_joint[1-4]", "panda_joint[5-7]"
+TARGET_REACH = 5.0
+"""How far (rad) a joint target may lie from the home pose; actions are clipped to it. Past every
+joint's range by more than the error that saturates its torque (effort limit / kp: 1.1 rad for
+the shoulder, 0.15 for the forearm, at kp 80), so a clipped target still drives a joint at full
+torque from anywhere in its range: the clip takes nothing from the arm. It bounds the last action
+the policy observes, which an unbounded policy can feed back into ever larger actions."""
 
 
 def arm_actuators(kp: float, kd: float) -> list[ActuatorCfg]:
@@ -44,22 +50,23 @@ def arm_actuators(kp: float, kd: float) -> list[ActuatorCfg]:
     ]
 
 
+def arm_targets(scale: float) -> ActionCfg:
+    """Joint-position targets for the arm around the home pose, `scale` rad per unit, clipped at
+    `TARGET_REACH` (Isaac Lab's are unclipped)."""
+    return ActionCfg(actuators=ARM, scale=scale, use_default_offset=True, clip=TARGET_REACH / scale)
+
+
 def arm_and_gripper_actions(scale: float) -> ActionCfg:
-    """Joint-position targets for the arm around the home pose (`scale` rad per unit, unclipped as
-    Isaac Lab's) and one more action that opens (>= 0) or closes (< 0) the gripper."""
-    return ActionCfg(
-        actuators=ARM,
-        scale=scale,
-        use_default_offset=True,
-        clip=None,
-        gripper=GripperCfg("gripper", open=0.04, closed=0.0),
-    )
+    """`arm_targets` and one more action that opens (>= 0) or closes (< 0) the gripper."""
+    actions = arm_targets(scale)
+    actions.gripper = GripperCfg("gripper", open=0.04, closed=0.0)
+    return actions
 
 
 def franka_reach_cfg() -> TaskCfg:
     """Move the end effector to a pose drawn every 4 s in front of the robot (0.35-0.65 m ahead,
     +-0.2 m aside, 0.15-0.5 m up, pointing down, any yaw), with joint-position targets around the
-    home pose (0.5 rad per unit, unclipped as Isaac Lab's). The policy sees the joints, the command,
+    home pose (0.5 rad per unit, `arm_targets`). The policy sees the joints, the command,
     the end effector's error from it (position and rotation vector, base frame: the arm's forward
     kinematics, which a real arm's controller knows) and its last action. Rewards (Isaac Lab's
     weights): -0.2 x the distance, 0.1 x (1 - tanh(distance / 0.1)), -0.1 x the orientation error
@@ -74,7 +81,7 @@ def franka_reach_cfg() -> TaskCfg:
         episode_length_s=12.0,
         sim=SimCfg(dt=0.005, decimation=6),
         actuators=arm_actuators(kp=80.0, kd=4.0),
-        actions=ActionCfg(actuators=ARM, scale=0.5, use_default_offset=True, clip=None),
+        actions=arm_targets(scale=0.5),
         observations={
             "policy": {
                 "joint_pos": ObsTermCfg(func=observations.joint_pos_rel, **noisy),

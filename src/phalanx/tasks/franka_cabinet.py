@@ -25,7 +25,7 @@ OPENED = 0.2
 def franka_cabinet_cfg() -> TaskCfg:
     """Open the cabinet's drawer (0 to 0.4 m) by its handle, from the home pose with the arm's
     joints offset by up to 0.1 rad. Actions: joint-position targets around the home pose (1 rad per
-    unit, unclipped) and the gripper, open or closed by the sign of the last action. The policy
+    unit, `arm_targets`) and the gripper, open or closed by the sign of the last action. The policy
     sees the joints (the drawer's slide among them), the offset from the gripper to the handle
     and its last action. Rewards (Isaac Lab's weights): the gripper near the handle (2 x
     1 / (1 + d^2)^2, doubled within 20 cm), facing it (0.5), the fingers around it (0.125) and

@@ -39,7 +39,7 @@ def franka_lift_cfg() -> TaskCfg:
     """Grasp the 5 cm cube, placed at random in front of the robot (0.4-0.6 m ahead, +-0.25 m
     aside), and hold it at a position drawn per episode (0.4-0.6 m ahead, +-0.25 m aside,
     0.25-0.5 m up). Actions: joint-position targets around the home pose (0.5 rad per unit,
-    unclipped) and the gripper, open or closed by the sign of the last action. The policy sees
+    `arm_targets`) and the gripper, open or closed by the sign of the last action. The policy sees
     the joints, the cube's position, the goal and the offset from the cube to it in the robot's
     frame, and its last action.
     Rewards (Isaac Lab's weights): the end effector near the cube (1 x (1 - tanh(d / 0.1))),
@@ -126,11 +126,15 @@ def franka_lift_cfg() -> TaskCfg:
 
 
 def franka_lift_train_cfg() -> TrainCfg:
-    """rsl_rl's LiftCubePPORunnerCfg: 256-128-64 ELU networks, 24-step rollouts, gamma 0.98."""
+    """rsl_rl's LiftCubePPORunnerCfg (256-128-64 ELU networks, 24-step rollouts, gamma 0.98), with
+    observations normalized by running statistics (rsl_rl's empirical normalization, off in
+    Isaac Lab's config): the cube's and the goal's positions vary by centimeters beside joint
+    velocities of rad/s, and unscaled the policy is slow to find the grasp."""
     return TrainCfg(
         max_iterations=1500,
         num_steps_per_env=24,
         cpu_num_envs=256,
+        empirical_normalization=True,
         policy=PolicyCfg(actor_hidden_dims=(256, 128, 64), critic_hidden_dims=(256, 128, 64)),
         algo=PPOCfg(learning_rate=1e-4, entropy_coef=0.006, gamma=0.98, lam=0.95, desired_kl=0.01),
     )
