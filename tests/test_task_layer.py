@@ -4,12 +4,15 @@ and resume, and what a stored config may name."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import phalanx
+import phalanx.registry
 from phalanx.cli import main
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
@@ -60,8 +63,48 @@ def test_a_checkpoint_from_before_env_configs_is_refused_in_one_line(tmp_path: P
 def test_a_stored_config_names_only_terms(reference: str) -> None:
     data = env_cfg_to_data(phalanx.env_cfg("cartpole"))
     data["rewards"]["alive"]["func"] = reference
-    with pytest.raises(ConfigError, match=rf"env.rewards.alive.func: {reference} .*refused"):
+    with pytest.raises(ConfigError, match=rf"env.rewards.alive.func: {reference}.*refused"):
         env_cfg_from_data(data, "checkpoint x.pt")
+
+
+def test_a_stored_term_from_a_module_that_registered_no_task_is_refused_unimported() -> None:
+    data = env_cfg_to_data(phalanx.env_cfg("cartpole"))
+    for reference in ("antigravity:geohash", "helpers:make_cpu"):  # not imported; imported, registered nothing
+        data["rewards"]["alive"]["func"] = reference
+        with pytest.raises(ConfigError, match=r"refused: stored terms come from phalanx or from the packages"):
+            env_cfg_from_data(data, "checkpoint x.pt")
+    assert "antigravity" not in sys.modules
+
+
+def alive_twice(env) -> torch.Tensor:
+    """A term of this module, which registers a task below."""
+    return 2.0 * observations.last_action(env)[:, 0]
+
+
+def test_a_stored_term_from_a_module_that_registered_a_task_comes_back(monkeypatch) -> None:
+    monkeypatch.setattr(phalanx.registry, "_TASKS", dict(phalanx.registry.registered_tasks()))  # undone after
+    env = phalanx.env_cfg("cartpole")
+    env.rewards["alive"].func = alive_twice
+    phalanx.register("test-own-term", env_cfg=env, train_cfg=phalanx.train_cfg("cartpole"))
+    assert env_cfg_from_data(env_cfg_to_data(env), "checkpoint x.pt").rewards["alive"].func is alive_twice
+
+
+def test_a_checkpoint_naming_a_module_in_the_working_directory_runs_none_of_it(tmp_path: Path) -> None:
+    """`python -m phalanx` (how torchrun starts ranks) puts the working directory first on the
+    import path: a checkpoint naming a module there must not import it."""
+    run = tmp_path / "run"
+    phalanx.train("cartpole", run_dir=str(run), **TINY)
+    checkpoint = run / "checkpoints" / "model_last.pt"
+    state = torch.load(checkpoint, weights_only=True)
+    state["config"]["env"]["rewards"]["alive"]["func"] = "mymod:alive"
+    torch.save(state, checkpoint)
+    marker = tmp_path / "imported"
+    (tmp_path / "mymod.py").write_text(f"open({str(marker)!r}, 'w').close()\ndef alive(env): return env\n")
+    command = [sys.executable, "-m", "phalanx", "play", "cartpole", "--checkpoint", str(checkpoint), "--steps", "2"]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "mymod:alive: refused" in done.stderr
+    assert not marker.exists()
 
 
 def test_stored_configs_round_trip_for_every_task() -> None:

@@ -1,15 +1,19 @@
 """A `TaskCfg` as plain data (config.json, checkpoints) and back, so a trained policy plays back
 with the env it was trained with, overrides and unregistered tasks included.
 
-Terms are stored by name ("module:qualname"). Rebuilding imports that module, as loading the
-task in Python would, and takes from it only a term: a `Term` subclass or a function whose first
-parameter is `env`. A checkpoint cannot make phalanx call anything else.
+Terms are stored by name ("module:qualname"). Rebuilding takes them only from phalanx's own
+modules or from modules already imported that registered a task, or share its top-level package
+(`phalanx.register`, entry points), and from there only a term: a `Term` subclass or a function
+whose first parameter is `env`. Any other name is refused before anything is imported: a
+checkpoint cannot make phalanx import or call code of its choosing.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import sys
+from types import ModuleType
 from typing import Any
 
 from phalanx.config_data import from_data, to_data
@@ -34,10 +38,7 @@ def _resolve_term(reference: str, annotation: Any, path: str) -> Any:
     module_name, _, qualname = reference.partition(":")
     if not module_name or not qualname:
         raise ConfigError(f"expected 'module:function', got {reference!r}", path)
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigError(f"{reference}: cannot import {module_name} ({error})", path) from None
+    obj: Any = _term_module(module_name, reference, path)
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
@@ -50,3 +51,25 @@ def _resolve_term(reference: str, annotation: Any, path: str) -> Any:
         if params and params[0] == "env":
             return obj
     raise ConfigError(f"{reference} is not a term (a Term class, or a function taking env first): refused", path)
+
+
+def _term_module(name: str, reference: str, path: str) -> ModuleType:
+    """The module `name` if a stored term may come from it: one of phalanx's (imported if need be:
+    phalanx's own code), or one already imported in the package of a module that registered a
+    task. Refuses anything else without importing it."""
+    if name == "phalanx" or name.startswith("phalanx."):
+        try:
+            return importlib.import_module(name)
+        except ImportError as error:
+            raise ConfigError(f"{reference}: phalanx has no module {name} ({error})", path) from None
+    from phalanx.registry import registered_tasks
+
+    packages = sorted({spec.module.partition(".")[0] for spec in registered_tasks().values()})
+    module = sys.modules.get(name)
+    if module is None or name.partition(".")[0] not in packages:
+        raise ConfigError(
+            f"{reference}: refused: stored terms come from phalanx or from the packages that registered "
+            f"tasks ({', '.join(packages)}), and nothing else is imported",
+            path,
+        )
+    return module
