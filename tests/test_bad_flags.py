@@ -10,6 +10,7 @@ import torch
 
 import phalanx
 import phalanx.registry
+from phalanx.assets import asset_path
 from phalanx.cli import main
 from phalanx.errors import ConfigError
 from phalanx.registry import env_cfg
@@ -136,3 +137,32 @@ def test_episode_length_must_be_positive(length: float) -> None:
 def test_an_image_group_the_env_lacks_is_named(capsys, tmp_path: Path) -> None:
     err = _run([*TRAIN, "--run-dir", str(tmp_path / "run"), "--policy.image-group", "image"], capsys)
     assert "--policy.image-group: 'image': expected an observation group of (H, W, C) images, got no such group" in err
+
+
+BAD_MODELS = {
+    "missing": (None, "no such file"),
+    "folder": (None, "is a directory, not a model file"),
+    "truncated.xml": (lambda text: text[:300], "MuJoCo cannot read it: XML parse error"),
+    "include.xml": (lambda text: '<mujoco><include file="nope.xml"/></mujoco>', "Error opening file 'nope.xml'"),
+    "robot.urdf": (
+        lambda text: (
+            '<robot name="r"><link name="a"/><joint name="j" type="fixed"><parent link="a"/>'
+            '<child link="b"/></joint></robot>'
+        ),
+        "URDF joint parent or child missing",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_MODELS))
+def test_a_bad_model_file_is_one_line_naming_it(name: str, capsys, tmp_path: Path) -> None:
+    write, message = BAD_MODELS[name]
+    model = tmp_path / name
+    if name == "folder":
+        model.mkdir()
+    elif write is not None:
+        model.write_text(write(Path(asset_path("cartpole.xml")).read_text()))
+    run_dir = tmp_path / "run"
+    err = _run([*TRAIN, "--env.model", str(model), "--run-dir", str(run_dir)], capsys)
+    assert err.startswith(f"phalanx train: error: --env.model: {model}") and message in err, err
+    assert not (run_dir / "config.json").exists()

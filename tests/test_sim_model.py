@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from phalanx.assets import asset_path
+from phalanx.errors import ConfigError
 from phalanx.sim import SimCfg, Simulator, load_model
 
 PENDULUM_URDF = """<robot name="pendulum">
@@ -36,7 +37,7 @@ def test_xml_string_and_file_give_the_same_model() -> None:
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="nothere.xml"):
+    with pytest.raises(ConfigError, match="nothere.xml: no such file"):
         load_model(tmp_path / "nothere.xml")
 
 

@@ -264,7 +264,7 @@ def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:
     """The frozen policy a hierarchical task commands: the env config it was trained on and its
     actor, from `cfg.checkpoint` (an untrained actor of the task's default size without one)."""
     from phalanx.envs.low_level import LowLevelSource
-    from phalanx.envs.stored_cfg import env_cfg_from_data
+    from phalanx.envs.stored_cfg import checkpoint_env_cfg
     from phalanx.rl.checkpoint import CheckpointError, load_checkpoint
     from phalanx.rl.frozen_policy import checkpoint_actor, untrained_actor
 
@@ -275,5 +275,5 @@ def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:
         state = load_checkpoint(cfg.checkpoint, cfg.task)
     except CheckpointError as error:
         raise ConfigError(f"--low-level-checkpoint: {error}") from None
-    trained = env_cfg_from_data(state["config"]["env"], f"--low-level-checkpoint {cfg.checkpoint}")
+    trained = checkpoint_env_cfg(state, f"--low-level-checkpoint {cfg.checkpoint}")
     return LowLevelSource(trained, checkpoint_actor(state, f"--low-level-checkpoint: {cfg.checkpoint}"))

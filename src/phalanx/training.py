@@ -165,7 +165,7 @@ def _prepare(
     (checked against the flags before any env is built; its env config is the one to continue
     in), the env, the trainer and its state, and, once every check has passed, the run
     directory's config.json and metrics cut back."""
-    from phalanx.envs.stored_cfg import env_cfg_from_data, env_cfg_to_data
+    from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
     from phalanx.envs.tables import print_term_tables, sim_summary
     from phalanx.registry import make
     from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint
@@ -187,7 +187,7 @@ def _prepare(
                 f"a resumed run continues in its checkpoint's env ({resume}); these --env flags change it",
                 "env",
             )
-        cfg.env = env_cfg_from_data(state["config"]["env"], f"--resume {resume}")
+        cfg.env = checkpoint_env_cfg(state, f"--resume {resume}")
     low, high = dist.spread(state["iteration"] if state else -1, device)
     if low != high:
         raise ConfigError(
@@ -219,5 +219,5 @@ def _prepare(
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     dist.barrier(device)  # every rank is ready: only now does the run directory change
     if run is not None:
-        run.begin(trainer.iteration, to_data(cfg), dist.world_size)
+        run.begin(trainer.iteration, to_data(cfg), dist.world_size, trainer.model_files)
     return trainer

@@ -19,6 +19,7 @@ from typing import Any
 from phalanx.config_data import from_data, to_data
 from phalanx.envs.cfg import TaskCfg, Term
 from phalanx.errors import ConfigError
+from phalanx.sim.model_files import restore_model
 
 
 def env_cfg_to_data(cfg: TaskCfg) -> dict[str, Any]:
@@ -32,6 +33,15 @@ def env_cfg_from_data(data: Any, source: str) -> TaskCfg:
         return from_data(TaskCfg, data, "env", _resolve_term)
     except ConfigError as error:
         raise ConfigError(f"{source}: its env config: {error}") from None
+
+
+def checkpoint_env_cfg(state: dict[str, Any], source: str) -> TaskCfg:
+    """The env a checkpoint's policy was trained in, its model as the checkpoint carries it (a
+    user's model file travels in the checkpoint's `model_files`)."""
+    cfg = env_cfg_from_data(state["config"]["env"], source)
+    if "model_files" in state:
+        restore_model(cfg.model, state["model_files"], source)
+    return cfg
 
 
 def _resolve_term(reference: str, annotation: Any, path: str) -> Any:

@@ -3,6 +3,8 @@
     RUN_DIR/
       run.lock              while a process trains here: its pid, host and start time
       config.json           the resolved training config, written once every check has passed
+      model/                a user's model file as MuJoCo flattened it, with the files it names
+                            (checkpoints carry it too; phalanx's own assets go by reference)
       metrics.jsonl         one JSON object per iteration
       checkpoints/          model_last.pt and model_N.pt
       events.out.tfevents.* TensorBoard
@@ -26,6 +28,7 @@ from rich.console import Console
 
 from phalanx.errors import ConfigError
 from phalanx.files import temp_files, write_text_atomic
+from phalanx.sim.model_files import write_model_dir
 
 LOCK_NAME = "run.lock"
 
@@ -127,10 +130,13 @@ class RunDir:
             "run_dir",
         )
 
-    def begin(self, iteration: int, config: dict, world_size: int) -> None:
+    def begin(self, iteration: int, config: dict, world_size: int, model_files: dict[str, bytes] | None) -> None:
         """Called once every check has passed: cuts metrics.jsonl back to the iterations before
-        `iteration` (where training continues) and writes config.json: `config` and the job's
-        `world_size` (its processes: `num_envs` is per process)."""
+        `iteration` (where training continues), writes `model_files` (`sim.model_files`) into
+        model/ and config.json: `config` and the job's `world_size` (its processes: `num_envs`
+        is per process)."""
+        if model_files:
+            write_model_dir(model_files, self.path / "model")
         metrics = self.path / "metrics.jsonl"
         if metrics.is_file():
             kept = [line for line in metrics.read_text().splitlines() if _iteration(line) < iteration]

@@ -29,6 +29,7 @@ from phalanx.rl.models import ActorCritic
 from phalanx.rl.staged_graphs import StagedGraphs
 from phalanx.rl.timing import FPS_NAMES, IntervalTimer, phase_range
 from phalanx.rl.update_compile import UpdateSpec
+from phalanx.sim.model_files import files_state, pack_model
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -50,6 +51,8 @@ class Trainer:
         self.cfg, self.env = cfg, env
         self.saves = run_dir is not None
         self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
+        # A user's model file travels in every checkpoint (phalanx's assets go by reference).
+        self.model_files = pack_model(cfg.env.model) if self.run_dir is not None and cfg.env is not None else None
         self.console = console or Console()
         self.device = env.device
         spec = UpdateSpec.for_training(cfg, env)
@@ -298,7 +301,7 @@ class Trainer:
             "critic_norm": self.ppo.critic_norm.state_dict(),
             "ppo": self.ppo.state_dict(),
             "ranks": ranks,
-        }
+        } | ({"model_files": files_state(self.model_files)} if self.model_files else {})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continues exactly where `state` stopped: each rank takes its own envs and generators.

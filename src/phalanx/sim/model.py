@@ -9,8 +9,11 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from phalanx.assets import asset_file
+from phalanx.errors import ConfigError
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 from phalanx.sim.cameras import CameraCfg, add_cameras
+from phalanx.sim.model_files import restored_spec
 
 # Most contacts MuJoCo's colliders emit for one geom pair, keyed by the pair's types (sorted).
 # Pairs not listed are convex-convex (GJK/EPA with multi-contact), bounded at 4.
@@ -33,14 +36,20 @@ _MAX_CONTACTS_HFIELD = 50  # mjMAXCONPAIR
 
 
 def _xml_or_file(source: str | Path) -> str | Path:
-    """An XML string as it is, else the path of an existing file."""
+    """An XML string as it is, else the path of an existing file (phalanx's assets by reference)."""
     text = str(source)
     if text.lstrip().startswith("<"):
         return text
-    path = Path(text)
+    path = asset_file(text) or Path(text)
     if not path.is_file():
-        raise FileNotFoundError(f"model file not found: {path}")
+        reason = "is a directory, not a model file" if path.is_dir() else "no such file"
+        raise ConfigError(f"{path}: {reason} (an MJCF or URDF file, or an MJCF string)", "env.model")
     return path
+
+
+def _parser_says(error: Exception) -> str:
+    """MuJoCo's message on one line."""
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
 
 
 def load_model(source: str | Path) -> mujoco.MjModel:
@@ -52,9 +61,17 @@ def load_model(source: str | Path) -> mujoco.MjModel:
 
 
 def load_spec(source: str | Path) -> mujoco.MjSpec:
-    """An MJCF or URDF file or XML string as an editable `MjSpec` (to add to the model before compiling)."""
+    """An MJCF or URDF file or XML string as an editable `MjSpec` (to add to the model before
+    compiling); a model restored from a checkpoint as the checkpoint holds it."""
+    restored = restored_spec(str(source))
+    if restored is not None:
+        return restored
     found = _xml_or_file(source)
-    return mujoco.MjSpec.from_file(str(found)) if isinstance(found, Path) else mujoco.MjSpec.from_string(found)
+    try:
+        return mujoco.MjSpec.from_file(str(found)) if isinstance(found, Path) else mujoco.MjSpec.from_string(found)
+    except ValueError as error:
+        name = found if isinstance(found, Path) else "the MJCF string"
+        raise ConfigError(f"{name}: MuJoCo cannot read it: {_parser_says(error)}", "env.model") from None
 
 
 def build_model(
@@ -72,7 +89,11 @@ def build_model(
         add_cameras(spec, cameras, "env.cameras")
     if edit is not None:
         edit(spec)
-    return spec.compile()
+    try:
+        return spec.compile()
+    except ValueError as error:
+        name = source if not str(source).lstrip().startswith("<") else "the MJCF string"
+        raise ConfigError(f"{name}: MuJoCo cannot compile it: {_parser_says(error)}", "env.model") from None
 
 
 def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
@@ -96,7 +96,7 @@ def velocity_cfg(description: str) -> TaskCfg:
     """The flat-ground velocity task (anymal-flat) under another `description`."""
     return TaskCfg(
         description=description,
-        model=asset_path("anymal.xml"),
+        model=asset("anymal.xml"),
         episode_length_s=20.0,
         # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): anymal-flat
         # 0.52 -> 0.74 M env steps/s on an H100 at 4096 envs; runs on flat ground and terrain learn
@@ -190,7 +190,7 @@ def anymal_nav_cfg() -> TaskCfg:
     goal = {"command": "pose_command"}
     return TaskCfg(
         description="quadruped walks to a goal through a frozen anymal-flat policy (Isaac-Navigation-Flat-Anymal-C-v0)",
-        model=asset_path("anymal.xml"),
+        model=asset("anymal.xml"),
         episode_length_s=8.0,
         sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL),
         actions=ActionCfg(scale=1.0, clip=None, low_level=LowLevelPolicyCfg(task="anymal-flat", decimation=10)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
 from phalanx.envs.mdp import events, observations, rewards, terminations
 from phalanx.registry import LearningResult, register
@@ -19,7 +19,7 @@ def cartpole_cfg() -> TaskCfg:
     force, 100 N per unit), 5 s episodes; ends when the cart leaves +-3 m or the pole passes 90 deg."""
     return TaskCfg(
         description="balance a pole on a cart (Isaac-Cartpole-Direct-v0)",
-        model=asset_path("cartpole.xml"),
+        model=asset("cartpole.xml"),
         episode_length_s=5.0,
         sim=SimCfg(decimation=2),
         actions=ActionCfg(actuators="slider", scale=100.0, clip=None),

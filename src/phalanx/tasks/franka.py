@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
@@ -77,7 +77,7 @@ def franka_reach_cfg() -> TaskCfg:
     noisy = {"noise": 0.01}
     return TaskCfg(
         description="a 7-DoF arm moves its end effector to commanded poses (Isaac-Reach-Franka-v0)",
-        model=asset_path("franka_reach.xml"),
+        model=asset("franka_reach.xml"),
         episode_length_s=12.0,
         sim=SimCfg(dt=0.005, decimation=6),
         actuators=arm_actuators(kp=80.0, kd=4.0),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import (
     EventTermCfg,
     MetricTermCfg,
@@ -36,7 +36,7 @@ def franka_cabinet_cfg() -> TaskCfg:
     near = {"site": EE, "handle": "handle"}
     return TaskCfg(
         description="a 7-DoF arm grasps a drawer's handle and pulls it open (Isaac-Open-Drawer-Franka-v0)",
-        model=asset_path("franka_cabinet.xml"),
+        model=asset("franka_cabinet.xml"),
         episode_length_s=8.0,
         # Buffers from measurement: a pull on the handle holds 4 contacts and 18 constraint rows
         # (the bound from the model's geom pairs is 964 and 3872).

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import (
     CommandTermCfg,
     CurriculumTermCfg,
@@ -52,7 +52,7 @@ def franka_lift_cfg() -> TaskCfg:
     goal = cube | {"command": "object_pose"}
     return TaskCfg(
         description="a 7-DoF arm grasps a cube and lifts it to a commanded position (Isaac-Lift-Cube-Franka-v0)",
-        model=asset_path("franka_lift.xml"),
+        model=asset("franka_lift.xml"),
         episode_length_s=5.0,
         # Buffers from measurement: a grasp of the cube holds 12 contacts and 49 constraint rows
         # (the bound from the model's geom pairs is 124 and 512).

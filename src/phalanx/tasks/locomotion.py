@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import (
     ActionCfg,
     EventTermCfg,
@@ -46,7 +46,7 @@ def _locomotion_cfg(description: str, robot: _Robot) -> TaskCfg:
     target = {"target_pos": TARGET_POS}
     return TaskCfg(
         description=description,
-        model=asset_path(robot.asset),
+        model=asset(robot.asset),
         episode_length_s=16.0,
         # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): on an H100
         # at 4096 envs ant trained at 0.92 M instead of 0.81 M env steps/s and humanoid at 0.85 M

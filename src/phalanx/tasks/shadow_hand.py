@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from phalanx.assets import asset_path
+from phalanx.assets import asset
 from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
@@ -65,7 +65,7 @@ def shadow_cube_cfg() -> TaskCfg:
         description=(
             "turn a cube in a 24-DoF hand to goal orientations, 8 s per goal (Isaac-Repose-Cube-Shadow-Direct-v0)"
         ),
-        model=asset_path("shadow_hand.xml"),
+        model=asset("shadow_hand.xml"),
         episode_length_s=GOAL_TIME_S * MAX_SUCCESSES,  # never reached: a goal times out first
         # Buffers from measurement, with 3x margin: 32 envs x 1200 steps used at most 22 contacts and
         # 92 constraint rows per env under random actions, 18 and 79 under a trained policy (MuJoCo's

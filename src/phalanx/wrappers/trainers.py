@@ -24,6 +24,7 @@ from phalanx.errors import ConfigError
 from phalanx.rl.config import TrainCfg
 from phalanx.rl.logger import RunLogger
 from phalanx.rl.run_dir import RunDir
+from phalanx.sim.model_files import pack_model
 
 ADAPTERS = {
     "rsl_rl": "phalanx.wrappers.rsl_rl",
@@ -77,7 +78,7 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
         console.print(f"[bold]phalanx train[/bold] {summary}")
         config = to_data(cfg)
         if dist.is_main:
-            run.begin(0, config, dist.world_size)
+            run.begin(0, config, dist.world_size, pack_model(cfg.env.model))
         # The networks' initial weights (the libraries broadcast rank 0's) and each rank's own
         # action noise, which rsl_rl and skrl draw from torch's global generators.
         torch.manual_seed(cfg.seed + dist.rank)
