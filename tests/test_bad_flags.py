@@ -166,3 +166,22 @@ def test_a_bad_model_file_is_one_line_naming_it(name: str, capsys, tmp_path: Pat
     err = _run([*TRAIN, "--env.model", str(model), "--run-dir", str(run_dir)], capsys)
     assert err.startswith(f"phalanx train: error: --env.model: {model}") and message in err, err
     assert not (run_dir / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("task", "flag", "what"),
+    [("cartpole", "njmax-per-env", "constraint rows"), ("ant", "nconmax-per-env", "contacts")],
+)
+def test_an_empty_physics_buffer_the_model_needs_is_refused(
+    task: str, flag: str, what: str, capsys, tmp_path: Path
+) -> None:
+    """MuJoCo Warp skips a stage whose buffer is empty, silently (the ant fell through the floor)."""
+    args = ["train", task, *TINY, "--max-iterations", "1", f"--env.sim.{flag}", "0", "--run-dir", str(tmp_path)]
+    err = _run(args, capsys)
+    assert f"--env.sim.{flag}: 0 holds no {what}, and this model may need up to" in err, err
+
+
+def test_an_empty_contact_buffer_is_fine_without_contacts(tmp_path: Path) -> None:
+    """cartpole's contacts are off: its contact bound is 0."""
+    args = ["train", "cartpole", *TINY, "--max-iterations", "1", "--env.sim.nconmax-per-env", "0"]
+    assert main([*args, "--run-dir", str(tmp_path)]) == 0

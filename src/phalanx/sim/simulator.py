@@ -85,12 +85,10 @@ class Simulator:
         self.device = torch.device(device)
         self.wp_device = wp.get_device(str(self.device) if self.device.type == "cpu" else f"cuda:{self._cuda_index()}")
         extra = 0 if contacts is None else contacts.max_contacts
-        self.nconmax = (
-            cfg.nconmax_per_env if cfg.nconmax_per_env is not None else round_up(contact_capacity(mjm) + extra, 4)
-        )
-        self.njmax = (
-            cfg.njmax_per_env if cfg.njmax_per_env is not None else round_up(constraint_capacity(mjm, self.nconmax), 4)
-        )
+        bound = round_up(contact_capacity(mjm) + extra, 4)
+        self.nconmax = _buffer("nconmax_per_env", cfg.nconmax_per_env, bound, "contacts")
+        bound = round_up(constraint_capacity(mjm, self.nconmax), 4)
+        self.njmax = _buffer("njmax_per_env", cfg.njmax_per_env, bound, "constraint rows")
         with wp.ScopedDevice(self.wp_device):
             self._check_memory()
             self.model = mjw.put_model(mjm)
@@ -507,3 +505,18 @@ class Simulator:
                 f"raise --env.sim.nconmax-per-env"
             )
         return f"constraint rows full ({self.njmax} per env): raise --env.sim.njmax-per-env"
+
+
+def _buffer(field: str, asked: int | None, bound: int, what: str) -> int:
+    """A per-env buffer: `asked`, or the model's `bound` if None. An empty buffer where the model
+    may need one is refused: MuJoCo Warp then skips that stage without a sign of overflow (the
+    robot falls through the floor, or its joints ignore their limits)."""
+    if asked is None:
+        return bound
+    if asked == 0 and bound > 0:
+        raise ConfigError(
+            f"0 holds no {what}, and this model may need up to {bound}; give at least 1 (an overflow resets "
+            "the env and is reported) or leave it unset for that bound",
+            f"env.sim.{field}",
+        )
+    return asked
