@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from phalanx.errors import ConfigError
 
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
 """Temp files are named `.STEM.RANDOM.tmp` beside their target (`temp_files` finds leftovers)."""
@@ -19,15 +23,21 @@ def atomic_path(path: str | Path, suffix: str = TEMP_SUFFIX) -> Iterator[Path]:
     is removed. A crash in between leaves either the old file or the new one, never a mix."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.stem}.", suffix=suffix)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMP_PREFIX}{path.stem}.", suffix=suffix)
+    except OSError as error:
+        raise_if_out_of_space(error, path)
+        raise
     os.close(fd)
     try:
         yield Path(tmp)
         _fsync(tmp, os.O_RDONLY)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, Exception):
+            raise_if_out_of_space(error, path)
         raise
     with contextlib.suppress(OSError):  # the rename itself; some network filesystems cannot sync a directory
         _fsync(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -58,3 +68,31 @@ def probe_writable(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=directory):
         pass
+
+
+class OutOfSpaceError(ConfigError):
+    """A write failed because its filesystem is full (or the user's quota is spent)."""
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+ALMOST_FULL_BYTES = 1 << 20
+"""Free space under which a failed write is put down to a full disk: torch.save reports one as a
+RuntimeError ("unexpected pos ...") without the system's error."""
+
+
+def raise_if_out_of_space(error: BaseException, path: Path) -> None:
+    """Raises OutOfSpaceError (one line: the directory, what failed to be written, that the file
+    there before is intact) if `error`, writing `path`, came from a full filesystem."""
+    chain, cause = [], error
+    while cause is not None and len(chain) < 16:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    full = any(isinstance(e, OSError) and e.errno in FULL for e in chain)
+    if not full and not any(isinstance(e, OSError) for e in chain):
+        with contextlib.suppress(OSError):
+            full = shutil.disk_usage(path.parent).free < ALMOST_FULL_BYTES
+    if full:
+        raise OutOfSpaceError(
+            f"no space left on {path.parent} to write {path.name}; free some and run again "
+            "(what was there before is intact; a run continues with --resume last)"
+        ) from None

@@ -14,6 +14,7 @@ import numpy as np
 from rich.console import Console
 
 from phalanx.errors import ConfigError
+from phalanx.files import raise_if_out_of_space
 
 LOGGERS = ("tensorboard", "wandb", "none")
 
@@ -58,8 +59,12 @@ class RunLogger:
 
     def log(self, metrics: dict[str, Any]) -> None:
         if self._jsonl is not None:
-            self._jsonl.write(json.dumps(metrics) + "\n")
-            self._jsonl.flush()
+            try:
+                self._jsonl.write(json.dumps(metrics) + "\n")
+                self._jsonl.flush()
+            except OSError as error:
+                raise_if_out_of_space(error, Path(self._jsonl.name))
+                raise
         scalars = {k: v for k, v in metrics.items() if isinstance(v, int | float) and k not in ("iteration", "frames")}
         if self._tb is not None:
             for key, value in scalars.items():
