@@ -14,6 +14,8 @@ from typing import Any
 import torch
 import warp as wp
 
+from phalanx.warp_cache import init_warp
+
 _STREAMS: dict[tuple[int | None, int], wp.Stream] = {}
 """The wrappers, by device index and CUDA stream handle (every device's default stream is handle
 0); kept for the process's life, so never unregistered."""
@@ -34,7 +36,7 @@ def launch(kernel: wp.Kernel, dim: int, inputs: list, outputs: list, device: tor
     `outputs` go as Warp's views of them, strided as they are and without their gradients (Warp
     would allocate one for a tensor that requires it); other values as they are. `kwargs` go to
     `wp.launch` (e.g. `block_dim`)."""
-    wp.init()
+    init_warp()
     wp_device = wp.device_from_torch(device)
     stream = warp_stream(torch.cuda.current_stream(device)) if wp_device.is_cuda else None
     wp.launch(

@@ -43,6 +43,7 @@ import torch
 import warp as wp
 
 from phalanx.compiling import compile_boundary
+from phalanx.warp_cache import init_warp
 from phalanx.warp_streams import launch
 
 
@@ -57,7 +58,7 @@ class ADMMKernel:
     ):
         if dtype not in WARP_TYPES:
             raise ValueError(f"BatchedQP: the warp backend solves in float32 or float64, got {dtype}")
-        wp.init()
+        init_warp()
         kw = {"dtype": dtype, "device": device}
         self.batch, self.dtype, self.device = batch, dtype, device
         self.kept = [wp.from_torch(t) for t in state]

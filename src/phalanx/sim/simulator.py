@@ -22,6 +22,7 @@ from phalanx.sim.cfg import SimCfg
 from phalanx.sim.columns import columns, nonfinite_rows
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 from phalanx.sim.warp_compile import ModuleLoader
+from phalanx.warp_cache import init_warp
 from phalanx.warp_streams import warp_stream
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class Simulator:
         self.cfg = cfg
         self.num_envs = num_envs
         self.device = torch.device(device)
+        init_warp()
         self.wp_device = wp.get_device(str(self.device) if self.device.type == "cpu" else f"cuda:{self._cuda_index()}")
         extra = 0 if contacts is None else contacts.max_contacts
         bound = round_up(contact_capacity(mjm) + extra, 4)

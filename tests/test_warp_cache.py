@@ -1,0 +1,39 @@
+"""Warp's kernel cache where Warp cannot write it: one warning line, a temporary cache, and the
+kernels still compile and run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import torch, warp as wp
+from phalanx.warp_streams import launch
+
+@wp.kernel
+def twice(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = 2.0 * a[i]
+
+out = torch.zeros(3)
+launch(twice, 3, [torch.arange(3.0)], [out], torch.device("cpu"))
+print(out.tolist(), wp.config.kernel_cache_dir)
+"""
+
+
+def test_a_file_in_place_of_the_kernel_cache_falls_back_to_a_temporary_one(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    script = tmp_path / "kernel.py"  # Warp reads a kernel's source from its file
+    script.write_text(SCRIPT)
+    env = os.environ | {"WARP_CACHE_PATH": str(blocker)}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    values, cache = done.stdout.strip().splitlines()[-1].split("] ")
+    assert values == "[0.0, 2.0, 4.0" and "phalanx-warp-cache-" in cache
+    warnings = [line for line in done.stderr.splitlines() if "phalanx: warning" in line]
+    assert len(warnings) == 1 and f"kernel cache {blocker}" in warnings[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert not Path(cache.split()[-1].strip()).exists()  # removed at exit
