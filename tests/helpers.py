@@ -21,10 +21,12 @@ def random_actions(env, generator: torch.Generator) -> torch.Tensor:
     return torch.rand(env.num_envs, env.action_dim, generator=generator) * 2 - 1
 
 
-def signal_after_iterations(command: list[str], run_dir: Path, sig: int, iterations: int = 3) -> tuple[int, str, str]:
-    """Starts a training `command` writing into `run_dir`, sends it `sig` once `iterations` rows
-    are in metrics.jsonl, and returns its exit status, stdout and stderr."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def signal_after_iterations(
+    command: list[str], run_dir: Path, sig: int, iterations: int = 3, env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Starts a training `command` (in `env`, else this process's) writing into `run_dir`, sends it
+    `sig` once `iterations` rows are in metrics.jsonl, and returns its exit status, stdout and stderr."""
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     metrics = run_dir / "metrics.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < iterations):

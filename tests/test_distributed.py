@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -192,6 +193,28 @@ def test_sigterm_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp
     steps = [int(rank["env"]["episode"]["step_count"]) for rank in state["ranks"]]
     assert steps == [state["iteration"] * 8] * 2, "both ranks stopped after the same iteration"
     assert not (tmp_path / "run.lock").exists()
+
+
+def test_ranks_killed_before_they_saved_are_not_reported_as_a_clean_stop(tmp_path: Path) -> None:
+    """torchrun kills the ranks that outlive its shutdown grace (1 s here, 600 s under `--gpus`):
+    an iteration longer than that is lost, and the job says so instead of claiming a saved stop."""
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--gpus", "2", *TRAIN_2_RANKS[8:10]]
+    command += ["--num-envs", "16", "--num-steps-per-env", "3000", "--max-iterations", "100000"]
+    command += ["--run-dir", str(tmp_path)]
+    env = os.environ | {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT": "1"}
+    status, out, err = signal_after_iterations(command, tmp_path, signal.SIGTERM, iterations=1, env=env)
+    assert status == 1 and "had not saved within 1 s and were killed: no checkpoint" in err, err[-3000:]
+    assert "Traceback" not in err and not (tmp_path / "checkpoints" / "model_last.pt").exists()
+
+
+def test_the_gpus_launcher_gives_its_ranks_time_to_save(monkeypatch) -> None:
+    from phalanx.dist import launch
+
+    seen = []
+    monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
+    monkeypatch.setattr("torch.distributed.run.main", seen.append)
+    assert launch.main(["--standalone", "-m", "phalanx"]) == 0
+    assert seen == [[f"--shutdown-timeout={launch.SHUTDOWN_GRACE_S}", "--standalone", "-m", "phalanx"]]
 
 
 @pytest.mark.parametrize(

@@ -2,24 +2,59 @@
 signal which stops the job (a scheduler's SIGTERM, Ctrl-C) ends it with one line and the shell's
 status for that signal (128 + its number) instead of torchrun's traceback. torchrun's agent has
 forwarded the signal to every rank and waited for them (each phalanx rank finishes its iteration
-and saves) before it raises.
+and saves) before it raises; it waits `SHUTDOWN_GRACE_S` (torchrun's --shutdown-timeout, 30 s by
+default: less than one iteration of a large job, whose ranks it then killed unsaved), or
+TORCH_ELASTIC_SHUTDOWN_TIMEOUT where set. A rank it had to kill makes the line say that no
+checkpoint was written for the stop, and the status 1.
 
     python -m phalanx.dist.launch TORCHRUN_ARGS...
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
+
+SHUTDOWN_GRACE_S = 600
+"""Seconds torchrun waits for its ranks to finish their iteration and save after a stop signal
+(as the ranks' default `startup_timeout_s` allows a slow phase, a checkpoint's write among them)."""
+
+
+class _KilledRanks(logging.Handler):
+    """Counts the ranks torchrun's agent killed because they outlived its grace."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("Unable to shutdown process"):
+            self.count += 1
 
 
 def main(argv: list[str]) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.run import main as torchrun
 
+    grace = os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
+    if grace is None:
+        grace = str(SHUTDOWN_GRACE_S)
+        argv = [f"--shutdown-timeout={grace}", *argv]
+    killed = _KilledRanks()
+    logging.getLogger("torch.distributed.elastic.multiprocessing.api").addHandler(killed)
     try:
         torchrun(argv)
     except SignalException as stop:
-        print(f"torchrun: stopped by {stop.sigval.name}; its ranks were signalled and have exited", file=sys.stderr)
+        if killed.count:
+            print(
+                f"torchrun: stopped by {stop.sigval.name}; {killed.count} rank(s) had not saved within {grace} s "
+                "and were killed: no checkpoint was written for this stop (the run continues from its last one "
+                "with --resume last; TORCH_ELASTIC_SHUTDOWN_TIMEOUT sets the grace)",
+                file=sys.stderr,
+            )
+            return 1
+        print(f"torchrun: stopped by {stop.sigval.name}; its ranks saved and have exited", file=sys.stderr)
         return 128 + int(stop.sigval)
     return 0
 
