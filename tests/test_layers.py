@@ -12,8 +12,9 @@ The package is a stack. Each layer may import from the layers below it and from 
     1  sim, terrain, control                MuJoCo Warp simulation / procedural terrain / batched controllers
                                             on tensors (the QP solver), independent of each other
     0  errors, files, config_data, devices,   utilities with no phalanx dependencies above them (compiling:
-       compiling, assets, warp_streams      torch.compile and its graph-break marks; warp_streams: Warp's
-                                            one handle on each torch CUDA stream)
+       compiling, assets, warp_streams,     torch.compile and its graph-break marks; warp_streams: Warp's
+       warp_cache                           one handle on each torch CUDA stream; warp_cache: Warp's start
+                                            with a kernel cache it can write)
 
 `phalanx/__init__.py` (it only re-exports, lazily) and `phalanx/__main__.py` (the very top) are exempt.
 
@@ -58,6 +59,7 @@ LAYERS: dict[str, int] = {
     "devices": 0,
     "compiling": 0,
     "warp_streams": 0,
+    "warp_cache": 0,
     "assets": 0,
     "sim": 1,
     "terrain": 1,

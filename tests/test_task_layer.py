@@ -72,7 +72,7 @@ def test_a_stored_term_from_a_module_that_registered_no_task_is_refused_unimport
     for reference in ("antigravity:geohash", "helpers:make_cpu"):  # not imported; imported, registered nothing
         data["rewards"]["alive"]["func"] = reference
         with pytest.raises(ConfigError, match=r"refused: stored terms come from phalanx or from the packages"):
-            env_cfg_from_data(data, "checkpoint x.pt")
+            env_cfg_from_data(data, "checkpoint x.pt", phalanx.registry.term_packages())
     assert "antigravity" not in sys.modules
 
 
@@ -86,7 +86,8 @@ def test_a_stored_term_from_a_module_that_registered_a_task_comes_back(monkeypat
     env = phalanx.env_cfg("cartpole")
     env.rewards["alive"].func = alive_twice
     phalanx.register("test-own-term", env_cfg=env, train_cfg=phalanx.train_cfg("cartpole"))
-    assert env_cfg_from_data(env_cfg_to_data(env), "checkpoint x.pt").rewards["alive"].func is alive_twice
+    packages = phalanx.registry.term_packages()
+    assert env_cfg_from_data(env_cfg_to_data(env), "x.pt", packages).rewards["alive"].func is alive_twice
 
 
 def test_a_checkpoint_naming_a_module_in_the_working_directory_runs_none_of_it(tmp_path: Path) -> None:

@@ -196,7 +196,7 @@ def play(args: list[str], console: Console) -> None:
     """phalanx play: the checkpoint's policy in the env it was trained in (the task's play
     variant of it when the task is registered), deterministic actions."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
-    from phalanx.registry import make, play_env_cfg
+    from phalanx.registry import make, play_env_cfg, term_packages
     from phalanx.rl.checkpoint import load_checkpoint
     from phalanx.rl.play import load_actor, run_episodes
     from phalanx.sim.video import EnvRecorder
@@ -219,7 +219,7 @@ def play(args: list[str], console: Console) -> None:
         if cfg.video is None:
             raise ConfigError("--logger: it says where the video goes; give --video FILE.mp4 too")
     state = load_checkpoint(cfg.checkpoint, task)
-    env_cfg = play_env_cfg(task, checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}"))
+    env_cfg = play_env_cfg(task, checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages()))
     _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
     env = make(env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
@@ -265,7 +265,7 @@ def export(args: list[str], console: Console) -> None:
     """phalanx export: see `ExportCfg`. The task's env is built once (one env, not stepped) for
     the observation layout and the actuators' offsets."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
-    from phalanx.registry import make
+    from phalanx.registry import make, term_packages
     from phalanx.rl.checkpoint import load_checkpoint
     from phalanx.rl.export import check_format, export_policy
 
@@ -275,7 +275,7 @@ def export(args: list[str], console: Console) -> None:
         raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
     check_format(cfg.format)  # before the env is built
     state = load_checkpoint(cfg.checkpoint, task)
-    env_cfg = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}")
+    env_cfg = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages())
     _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
     out = Path(cfg.out) if cfg.out else Path(cfg.checkpoint).resolve().parent.parent / "exported"
     try:

@@ -160,6 +160,12 @@ def registered_tasks() -> dict[str, TaskSpec]:
     return dict(sorted(_TASKS.items(), key=lambda item: order.get(item[1].module, len(order))))
 
 
+def term_packages() -> frozenset[str]:
+    """The top-level packages whose modules a stored config's terms may come from: phalanx and
+    those of the modules that registered tasks."""
+    return frozenset({"phalanx"} | {spec.module.partition(".")[0] for spec in registered_tasks().values()})
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
@@ -275,5 +281,5 @@ def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:
         state = load_checkpoint(cfg.checkpoint, cfg.task)
     except CheckpointError as error:
         raise ConfigError(f"--low-level-checkpoint: {error}") from None
-    trained = checkpoint_env_cfg(state, f"--low-level-checkpoint {cfg.checkpoint}")
+    trained = checkpoint_env_cfg(state, f"--low-level-checkpoint {cfg.checkpoint}", term_packages())
     return LowLevelSource(trained, checkpoint_actor(state, f"--low-level-checkpoint: {cfg.checkpoint}"))

@@ -167,7 +167,7 @@ def _prepare(
     directory's config.json and metrics cut back."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
     from phalanx.envs.tables import print_term_tables, sim_summary
-    from phalanx.registry import make
+    from phalanx.registry import make, term_packages
     from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint
     from phalanx.rl.trainer import Trainer
 
@@ -187,7 +187,7 @@ def _prepare(
                 f"a resumed run continues in its checkpoint's env ({resume}); these --env flags change it",
                 "env",
             )
-        cfg.env = checkpoint_env_cfg(state, f"--resume {resume}")
+        cfg.env = checkpoint_env_cfg(state, f"--resume {resume}", term_packages())
     low, high = dist.spread(state["iteration"] if state else -1, device)
     if low != high:
         raise ConfigError(

@@ -2,17 +2,20 @@
 with the env it was trained with, overrides and unregistered tasks included.
 
 Terms are stored by name ("module:qualname"). Rebuilding takes them only from phalanx's own
-modules or from modules already imported that registered a task, or share its top-level package
-(`phalanx.register`, entry points), and from there only a term: a `Term` subclass or a function
+modules or from modules already imported in the packages the caller allows (the registry's
+`term_packages`: those that registered tasks, by `phalanx.register` or entry points), and from
+there only a term: a `Term` subclass or a function
 whose first parameter is `env`. Any other name is refused before anything is imported: a
 checkpoint cannot make phalanx import or call code of its choosing.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
+from collections.abc import Collection
 from types import ModuleType
 from typing import Any
 
@@ -27,28 +30,30 @@ def env_cfg_to_data(cfg: TaskCfg) -> dict[str, Any]:
     return to_data(cfg, "env")
 
 
-def env_cfg_from_data(data: Any, source: str) -> TaskCfg:
-    """The `TaskCfg` stored as `data`; errors name `source` (e.g. the checkpoint) and the field."""
+def env_cfg_from_data(data: Any, source: str, packages: Collection[str] = ("phalanx",)) -> TaskCfg:
+    """The `TaskCfg` stored as `data`, its terms taken from phalanx's modules or from modules
+    already imported in `packages` (the registry's `term_packages`: those that registered tasks);
+    errors name `source` (e.g. the checkpoint) and the field."""
     try:
-        return from_data(TaskCfg, data, "env", _resolve_term)
+        return from_data(TaskCfg, data, "env", functools.partial(_resolve_term, packages=sorted(packages)))
     except ConfigError as error:
         raise ConfigError(f"{source}: its env config: {error}") from None
 
 
-def checkpoint_env_cfg(state: dict[str, Any], source: str) -> TaskCfg:
-    """The env a checkpoint's policy was trained in, its model as the checkpoint carries it (a
-    user's model file travels in the checkpoint's `model_files`)."""
-    cfg = env_cfg_from_data(state["config"]["env"], source)
+def checkpoint_env_cfg(state: dict[str, Any], source: str, packages: Collection[str] = ("phalanx",)) -> TaskCfg:
+    """The env a checkpoint's policy was trained in (as `env_cfg_from_data`), its model as the
+    checkpoint carries it (a user's model file travels in the checkpoint's `model_files`)."""
+    cfg = env_cfg_from_data(state["config"]["env"], source, packages)
     if "model_files" in state:
         restore_model(cfg.model, state["model_files"], source)
     return cfg
 
 
-def _resolve_term(reference: str, annotation: Any, path: str) -> Any:
+def _resolve_term(reference: str, annotation: Any, path: str, packages: list[str]) -> Any:
     module_name, _, qualname = reference.partition(":")
     if not module_name or not qualname:
         raise ConfigError(f"expected 'module:function', got {reference!r}", path)
-    obj: Any = _term_module(module_name, reference, path)
+    obj: Any = _term_module(module_name, reference, path, packages)
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
         if obj is None:
@@ -63,18 +68,15 @@ def _resolve_term(reference: str, annotation: Any, path: str) -> Any:
     raise ConfigError(f"{reference} is not a term (a Term class, or a function taking env first): refused", path)
 
 
-def _term_module(name: str, reference: str, path: str) -> ModuleType:
+def _term_module(name: str, reference: str, path: str, packages: list[str]) -> ModuleType:
     """The module `name` if a stored term may come from it: one of phalanx's (imported if need be:
-    phalanx's own code), or one already imported in the package of a module that registered a
-    task. Refuses anything else without importing it."""
+    phalanx's own code), or one already imported in one of `packages`. Refuses anything else
+    without importing it."""
     if name == "phalanx" or name.startswith("phalanx."):
         try:
             return importlib.import_module(name)
         except ImportError as error:
             raise ConfigError(f"{reference}: phalanx has no module {name} ({error})", path) from None
-    from phalanx.registry import registered_tasks
-
-    packages = sorted({spec.module.partition(".")[0] for spec in registered_tasks().values()})
     module = sys.modules.get(name)
     if module is None or name.partition(".")[0] not in packages:
         raise ConfigError(
