@@ -185,3 +185,44 @@ def test_an_empty_contact_buffer_is_fine_without_contacts(tmp_path: Path) -> Non
     """cartpole's contacts are off: its contact bound is 0."""
     args = ["train", "cartpole", *TINY, "--max-iterations", "1", "--env.sim.nconmax-per-env", "0"]
     assert main([*args, "--run-dir", str(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--seed", "7"], "--seed: the checkpoint was trained with seed 42, this run has 7"),
+        (["--num-steps-per-env", "16"], "--num-steps-per-env: the checkpoint was trained with num_steps_per_env 8"),
+        (["--empirical-normalization"], "--empirical-normalization: the checkpoint was trained with empirical_norm"),
+    ],
+)
+def test_resume_with_another_seed_rollout_or_normalizer_is_refused(
+    flags: list[str], message: str, checkpoint: Path, no_env, capsys, tmp_path: Path
+) -> None:
+    args = [*TRAIN, "--run-dir", str(tmp_path), "--resume", str(checkpoint), *flags]
+    if "--num-steps-per-env" in flags:
+        args.remove("8")  # TRAIN's own --num-steps-per-env 8
+        args.remove("--num-steps-per-env")
+    assert message in _run(args, capsys)
+
+
+BAD_VALUES = [
+    (["--seed", str(2**64)], f"--seed: must be an integer in [0, 2^63), got {2**64}"),
+    (["--seed", "-1"], "--seed: must be an integer in [0, 2^63), got -1"),
+    (["--env.rewards.alive.weight", "nan"], "--env.rewards.alive.weight: must be a finite number, got nan"),
+    (["--env.actions.scale", "inf"], "--env.actions.scale: must be a finite number, got inf"),
+    (["--env.actions.clip", "-1"], "--env.actions.clip: must be a finite number > 0, got -1.0"),
+    (["--env.observations.policy.pole-pos.scale", "nan"], "--env.observations.policy.pole-pos.scale: must be a finite number, got nan"),
+]
+
+
+@pytest.mark.parametrize(("flags", "message"), BAD_VALUES, ids=[" ".join(f) for f, _ in BAD_VALUES])
+def test_a_bad_value_is_refused_before_any_env(flags: list[str], message: str, no_env, capsys, tmp_path) -> None:
+    assert message in _run([*TRAIN, "--run-dir", str(tmp_path), *flags], capsys)
+
+
+@pytest.mark.parametrize(
+    ("task", "seed", "field"), [(None, 0, "task"), ("cartpole", "x", "seed"), ("cartpole", 2**64, "seed")]
+)
+def test_make_refuses_bad_arguments_by_name(task, seed, field: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^{field}: "):
+        phalanx.make(task, num_envs=2, device="cpu", seed=seed)

@@ -166,7 +166,7 @@ def test_resume_with_another_env_count_is_a_one_line_error(tmp_path: Path, capsy
     checkpoint = tmp_path / "a" / "checkpoints" / "model_last.pt"
     args = ["train", "cartpole", "--device", "cpu", "--num-envs", "32", "--num-steps-per-env", "8"]
     assert main([*args, "--run-dir", str(tmp_path / "b"), "--resume", str(checkpoint)]) == 2
-    assert "--num-envs: the checkpoint was trained with 16 envs, this run has 32" in capsys.readouterr().err
+    assert "--num-envs: the checkpoint was trained with num_envs 16, this run has 32" in capsys.readouterr().err
 
 
 def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later() -> None:

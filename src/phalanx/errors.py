@@ -31,6 +31,16 @@ def check_int(field: str, value: Any, minimum: int = 1) -> None:
         raise ConfigError(f"must be {allowed}, got {value!r}", field)
 
 
+SEED_LIMIT = 2**63
+"""Seeds are integers in [0, 2^63): the job's ranks add their index, and torch's generators take 64 bits."""
+
+
+def check_seed(field: str, value: Any) -> None:
+    """Raises ConfigError unless `value` is an integer seed in [0, 2^63)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEED_LIMIT:
+        raise ConfigError(f"must be an integer in [0, 2^63), got {value!r}", field)
+
+
 def check_positive(field: str, value: Any, unit: str = "") -> None:
     """Raises ConfigError unless `value` is a finite number > 0 (NaN and inf are refused)."""
     if not _number(value) or not (math.isfinite(value) and value > 0):

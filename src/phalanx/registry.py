@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from phalanx.errors import ConfigError, check_int, check_positive, check_range
+from phalanx.errors import ConfigError, check_int, check_positive, check_range, check_seed
 
 if TYPE_CHECKING:
     import torch
@@ -244,12 +244,16 @@ def make(
             runs beside that trace and the physics' Warp compile (see `TaskEnv`).
     """
     from phalanx.devices import resolve_device
+    from phalanx.envs.cfg import TaskCfg
     from phalanx.envs.task_env import TaskEnv
     from phalanx.sim.warp_setup import configure_warp
 
+    if not isinstance(task, str | TaskCfg):
+        raise ConfigError(f"a registered task's name or a phalanx.TaskCfg, got {type(task).__name__}", "task")
     cfg = env_cfg(task) if isinstance(task, str) else task
     num_envs = cfg.num_envs if num_envs is None else num_envs
     check_int("num_envs", num_envs)
+    check_seed("seed", seed)
     configure_warp(verbose)
     device = resolve_device(device)
     low_level = None if cfg.actions.low_level is None else low_level_source(cfg.actions.low_level)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
-from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
@@ -326,7 +326,19 @@ class TaskCfg:
             raise ConfigError(f"needs a 'policy' group; got {list(self.observations)}", "env.observations")
         for group, terms in self.observations.items():
             for name, term in terms.items():
-                check_int(f"env.observations.{group}.{name}.history", term.history)
+                where = f"env.observations.{group}.{name}"
+                check_int(f"{where}.history", term.history)
+                check_range(f"{where}.scale", term.scale)
+                if term.noise is not None:
+                    check_range(f"{where}.noise", term.noise, 0.0)
+                if term.clip is not None and not term.clip[0] <= term.clip[1]:  # NaN compares False
+                    raise ConfigError(f"must be (low, high) with low <= high, got {term.clip}", f"{where}.clip")
+        for name, term in self.rewards.items():
+            check_range(f"env.rewards.{name}.weight", term.weight)
+        for field_name in ("scale", "offset"):
+            check_range(f"env.actions.{field_name}", getattr(self.actions, field_name))
+        if self.actions.clip is not None:
+            check_positive("env.actions.clip", self.actions.clip)
         low, high = self.actions.delay_range
         if not 0 <= low <= high:
             raise ConfigError(

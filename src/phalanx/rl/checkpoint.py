@@ -94,6 +94,8 @@ def load_weights(module: nn.Module, weights: dict[str, torch.Tensor], source: st
 
 
 NETWORK_FIELDS = ("actor_hidden_dims", "critic_hidden_dims", "activation")
+RUN_FIELDS = ("num_envs", "seed", "num_steps_per_env", "empirical_normalization")
+"""What a resumed run must keep: its envs per rank, seed, rollout length and normalizer."""
 
 
 def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | Path) -> None:
@@ -102,10 +104,13 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | P
     saved = state["config"]
     if not isinstance(saved, dict) or not isinstance(saved.get("policy"), dict) or "num_envs" not in saved:
         raise CheckpointError(f"checkpoint: {path} lacks its training config (not written by this version of phalanx)")
-    if saved["num_envs"] != config["num_envs"]:
-        raise CheckpointError(
-            f"the checkpoint was trained with {saved['num_envs']} envs, this run has {config['num_envs']}", "num_envs"
-        )
+    for name in RUN_FIELDS:
+        if saved.get(name) != config[name]:
+            raise CheckpointError(
+                f"the checkpoint was trained with {name} {saved.get(name)!r}, this run has {config[name]!r} "
+                "(resume with the checkpoint's)",
+                name,
+            )
     for name in NETWORK_FIELDS:
         theirs, ours = saved["policy"].get(name), config["policy"][name]
         if _plain(theirs) != _plain(ours):

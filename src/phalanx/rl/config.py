@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from phalanx.envs.cfg import TaskCfg
-from phalanx.errors import ConfigError, check_int, check_positive, check_range
+from phalanx.errors import ConfigError, check_int, check_positive, check_range, check_seed
 from phalanx.rl.logger import check_logger
 from phalanx.rl.models import ACTIVATIONS
 
@@ -203,6 +203,7 @@ def check_train_cfg(cfg: TrainCfg) -> None:
         check_int("num_envs", cfg.num_envs)
     for name in ("max_iterations", "num_steps_per_env", "save_interval", "cpu_num_envs"):
         check_int(name, getattr(cfg, name))
+    check_seed("seed", cfg.seed)
     check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
     if cfg.resume == "last" and not cfg.run_dir:
