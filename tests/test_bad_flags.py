@@ -211,7 +211,10 @@ BAD_VALUES = [
     (["--env.rewards.alive.weight", "nan"], "--env.rewards.alive.weight: must be a finite number, got nan"),
     (["--env.actions.scale", "inf"], "--env.actions.scale: must be a finite number, got inf"),
     (["--env.actions.clip", "-1"], "--env.actions.clip: must be a finite number > 0, got -1.0"),
-    (["--env.observations.policy.pole-pos.scale", "nan"], "--env.observations.policy.pole-pos.scale: must be a finite number, got nan"),
+    (
+        ["--env.observations.policy.pole-pos.scale", "nan"],
+        "--env.observations.policy.pole-pos.scale: must be a finite number, got nan",
+    ),
 ]
 
 

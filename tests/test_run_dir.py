@@ -126,3 +126,26 @@ def test_an_unwritable_run_dir(tmp_path: Path, capsys) -> None:
     finally:
         tmp_path.chmod(0o700)
     assert "--run-dir: cannot create" in _one_line_error(capsys)
+
+
+def test_resume_last_falls_back_to_the_newest_readable_checkpoint(tmp_path: Path, capsys) -> None:
+    from phalanx.cli import main
+
+    train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+    train += ["--save-interval", "1", "--run-dir", str(tmp_path)]
+    assert main([*train, "--max-iterations", "2"]) == 0
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints / "model_last.pt").write_bytes((checkpoints / "model_last.pt").read_bytes()[:1000])  # torn
+    capsys.readouterr()
+    assert main([*train, "--max-iterations", "3", "--resume", "last"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "model_last.pt is not a checkpoint torch.save wrote, or it is torn" in out
+        and "continuing from model_2.pt" in out
+    )
+    assert "resumed from" in out and "at iteration 2" in out
+    for path in checkpoints.glob("*.pt"):  # none readable: model_last.pt's error, one line
+        path.write_bytes(b"junk")
+    assert main([*train, "--max-iterations", "4", "--resume", "last"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "model_last.pt is not a checkpoint torch.save wrote, or it is torn" in err

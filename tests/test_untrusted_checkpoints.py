@@ -48,3 +48,38 @@ def test_a_crafted_checkpoint_is_refused_and_its_code_never_runs(crafted, tmp_pa
     assert not (tmp_path / "run").exists(), "a refused run leaves no directory behind"
     torch.load(path, weights_only=False)  # what an unguarded loader does: the payload runs
     assert marker.exists()
+
+
+def _damaged(kind: str, path: Path, good: bytes) -> None:
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "junk":
+        path.write_bytes(b"not a checkpoint at all")
+    elif kind == "torn":
+        path.write_bytes(good[: len(good) // 2])
+    else:  # compressed: the same entries deflated, as a zip bomb would be
+        import io
+        import zipfile
+
+        with zipfile.ZipFile(io.BytesIO(good)) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+            for entry in source.infolist():
+                out.writestr(entry.filename, source.read(entry))
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("empty", "is empty"),
+        ("junk", "is not a checkpoint torch.save wrote, or it is torn (File is not a zip file)"),
+        ("torn", "is not a checkpoint torch.save wrote, or it is torn"),
+        ("compressed", "holds compressed entries"),
+    ],
+)
+def test_a_damaged_checkpoint_says_why_in_one_line(kind: str, reason: str, tmp_path: Path, capsys) -> None:
+    path = tmp_path / "model.pt"
+    buffer = tmp_path / "good.pt"
+    torch.save({"task": "cartpole", "format": 2, "x": torch.zeros(1000)}, buffer)
+    _damaged(kind, path, buffer.read_bytes())
+    assert main(["play", "cartpole", "--checkpoint", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"checkpoint: {path} {reason}" in err, err

@@ -168,17 +168,17 @@ def _prepare(
     from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
     from phalanx.envs.tables import print_term_tables, sim_summary
     from phalanx.registry import make, term_packages
-    from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint
+    from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint, newest_readable
     from phalanx.rl.trainer import Trainer
 
     device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
     resume = Path(cfg.resume) if cfg.resume not in (None, "last") else None
     if cfg.resume == "last":
-        last = run_dir / "checkpoints" / "model_last.pt"
-        resume = last if last.is_file() else None
+        resume, state = newest_readable(run_dir / "checkpoints", cfg.task, RESUME_KEYS, console)
     if run is not None:
         run.check_owner(resume, cfg.resume == "last")
-    state = load_checkpoint(resume, cfg.task, RESUME_KEYS) if resume else None
+    if cfg.resume != "last":
+        state = load_checkpoint(resume, cfg.task, RESUME_KEYS) if resume else None
     if state is not None:
         check_resumable(state, to_data(cfg), resume)
         asked = env_cfg_to_data(cfg.env)

@@ -9,10 +9,12 @@ while loading) is refused before any of it runs.
 from __future__ import annotations
 
 import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
+from rich.console import Console
 from torch import nn
 
 from phalanx.errors import ConfigError
@@ -47,6 +49,7 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint: no file {path}")
+    _check_archive(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # noqa: BLE001 (a torn or foreign file means the same to the user)
@@ -57,7 +60,8 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
             ) from None
         lines = [line for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
         reason = lines[1] if "Weights only load failed" in lines[0] and len(lines) > 1 else lines[0]
-        raise CheckpointError(f"checkpoint: {path} is not a readable phalanx checkpoint ({reason})") from None
+        reason = reason.split(". ")[0].removesuffix(".")  # torch's first sentence; the rest is advice
+        raise CheckpointError(f"checkpoint: {path} is damaged: torch cannot read it ({reason})") from None
     if not isinstance(state, dict) or "task" not in state:
         raise CheckpointError(f"checkpoint: {path} is not a phalanx checkpoint")
     if state.get("format", 1) < CHECKPOINT_FORMAT:
@@ -73,6 +77,57 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
             f"checkpoint: {path} lacks {', '.join(map(repr, missing))} (not written by this version of phalanx train)"
         )
     return state
+
+
+def _check_archive(path: Path) -> None:
+    """Refuses, before torch reads it, a file that is not the zip archive torch.save writes (an
+    empty or torn file, another format) or whose entries are compressed (torch.save stores them
+    as they are: a compressed one inflates to any size in memory)."""
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint: {path} is empty (a write that never finished?)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError) as error:
+        raise CheckpointError(
+            f"checkpoint: {path} is not a checkpoint torch.save wrote, or it is torn ({error})"
+        ) from None
+    packed = [entry.filename for entry in entries if entry.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        raise CheckpointError(
+            f"checkpoint: {path} holds compressed entries ({packed[0]}, ...), which torch.save never writes: "
+            "refused before inflating them"
+        )
+
+
+def newest_readable(
+    directory: Path, task: str, keys: tuple[str, ...], console: Console
+) -> tuple[Path | None, dict[str, Any] | None]:
+    """`--resume last`: model_last.pt, or where it cannot be read (torn, corrupted), the newest
+    model_N.pt that can, said in one line; (None, None) when the run has no checkpoint yet.
+    Raises model_last.pt's CheckpointError when none can be read."""
+    last = directory / "model_last.pt"
+    numbered = sorted(directory.glob("model_*.pt"), key=_number, reverse=True)
+    candidates = ([last] if last.is_file() else []) + [p for p in numbered if _number(p) >= 0]
+    first_error = None
+    for path in candidates:
+        try:
+            state = load_checkpoint(path, task, keys)
+        except CheckpointError as error:
+            first_error = first_error or error
+            continue
+        if first_error is not None:
+            console.print(f"[yellow]warning:[/yellow] {first_error}; continuing from {path.name}, the newest readable")
+        return path, state
+    if first_error is not None:
+        raise first_error
+    return None, None
+
+
+def _number(path: Path) -> int:
+    """N of model_N.pt; -1 for model_last.pt and other names."""
+    tail = path.stem.removeprefix("model_")
+    return int(tail) if tail.isdigit() else -1
 
 
 def load_weights(module: nn.Module, weights: dict[str, torch.Tensor], source: str) -> None:
