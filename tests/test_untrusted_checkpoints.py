@@ -83,3 +83,37 @@ def test_a_damaged_checkpoint_says_why_in_one_line(kind: str, reason: str, tmp_p
     assert main(["play", "cartpole", "--checkpoint", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"checkpoint: {path} {reason}" in err, err
+
+
+def _env(state: dict, **values) -> dict:
+    return state | {"config": state["config"] | {"env": state["config"]["env"] | values}}
+
+
+HOSTILE = {
+    "format": (lambda s: s | {"format": "2"}, "has format '2', not a phalanx checkpoint format"),
+    "config": (lambda s: s | {"config": [1]}, "config is a list, not a dict"),
+    "episode": (lambda s: _env(s, episode_length_s=1e300), "env.episode_length_s: must be at most 1e+06 seconds"),
+    "iteration": (lambda s: s | {"iteration": "7"}, "iteration is '7', not an integer >= 0"),
+    "negative": (lambda s: s | {"iteration": -5}, "iteration is -5, not an integer >= 0"),
+    "optimizer": (
+        lambda s: s | {"ppo": s["ppo"] | {"optimizer": {"state": {}, "param_groups": "x"}}},
+        "its learner or env state does not fit this run (TypeError",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_values_in_a_checkpoint_are_one_line(case: str, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    assert main(["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8",
+                 "--max-iterations", "1", "--run-dir", str(run)]) == 0  # fmt: skip
+    change, reason = HOSTILE[case]
+    path = tmp_path / "hostile.pt"
+    torch.save(change(torch.load(run / "checkpoints" / "model_last.pt", weights_only=True)), path)
+    capsys.readouterr()
+    command = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+    command += ["--max-iterations", "2", "--resume", str(path), "--run-dir", str(tmp_path / "again")]
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and (f"checkpoint: {path}" in err or f"--resume {path}" in err), err
+    assert reason in err, err

@@ -168,7 +168,13 @@ def _prepare(
     from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
     from phalanx.envs.tables import print_term_tables, sim_summary
     from phalanx.registry import make, term_packages
-    from phalanx.rl.checkpoint import RESUME_KEYS, check_resumable, load_checkpoint, newest_readable
+    from phalanx.rl.checkpoint import (
+        RESUME_KEYS,
+        CheckpointError,
+        check_resumable,
+        load_checkpoint,
+        newest_readable,
+    )
     from phalanx.rl.trainer import Trainer
 
     device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
@@ -214,7 +220,16 @@ def _prepare(
         reason = str(error).splitlines()[0]
         raise ConfigError(f"{cfg.num_envs} envs do not fit on {device} ({reason})", "num_envs") from None
     if state is not None:
-        trainer.load_state_dict(state)
+        try:
+            trainer.load_state_dict(state)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RuntimeError) as error:
+            if isinstance(error, ConfigError):
+                raise
+            reason = (str(error).splitlines() or [""])[0]
+            raise CheckpointError(
+                f"checkpoint: {resume}: its learner or env state does not fit this run ({type(error).__name__}: "
+                f"{reason})"
+            ) from None
         dist.broadcast_module(trainer.policy)
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     dist.barrier(device)  # every rank is ready: only now does the run directory change

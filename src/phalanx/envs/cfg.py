@@ -268,6 +268,11 @@ class ActionCfg:
         return 1 if low is None else low.decimation
 
 
+MAX_EPISODE_S = 1e6
+"""The longest episode a task may have (11.6 days of simulated time): its step count fits the
+env's counters at any time step."""
+
+
 @dataclass(kw_only=True)
 class TaskCfg:
     """Everything that defines a task (its env). Register it with `phalanx.register`, or pass it
@@ -316,6 +321,10 @@ class TaskCfg:
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`env.FIELD`) that needs no model to judge."""
         check_positive("env.episode_length_s", self.episode_length_s, " seconds")
+        if self.episode_length_s > MAX_EPISODE_S:
+            raise ConfigError(
+                f"must be at most {MAX_EPISODE_S:g} seconds, got {self.episode_length_s!r}", "env.episode_length_s"
+            )
         check_int("env.num_envs", self.num_envs)
         self.sim.check("env.sim")
         for i, actuator in enumerate(self.actuators):

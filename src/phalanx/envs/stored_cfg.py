@@ -44,6 +44,10 @@ def checkpoint_env_cfg(state: dict[str, Any], source: str, packages: Collection[
     """The env a checkpoint's policy was trained in (as `env_cfg_from_data`), its model as the
     checkpoint carries it (a user's model file travels in the checkpoint's `model_files`)."""
     cfg = env_cfg_from_data(state["config"]["env"], source, packages)
+    try:
+        cfg.check()
+    except ConfigError as error:
+        raise ConfigError(f"{source}: its env config: {error}") from None
     if "model_files" in state:
         restore_model(cfg.model, state["model_files"], source)
     return cfg

@@ -62,9 +62,12 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
         reason = lines[1] if "Weights only load failed" in lines[0] and len(lines) > 1 else lines[0]
         reason = reason.split(". ")[0].removesuffix(".")  # torch's first sentence; the rest is advice
         raise CheckpointError(f"checkpoint: {path} is damaged: torch cannot read it ({reason})") from None
-    if not isinstance(state, dict) or "task" not in state:
+    if not isinstance(state, dict) or not isinstance(state.get("task"), str):
         raise CheckpointError(f"checkpoint: {path} is not a phalanx checkpoint")
-    if state.get("format", 1) < CHECKPOINT_FORMAT:
+    version = state.get("format", 1)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CheckpointError(f"checkpoint: {path} has format {version!r}, not a phalanx checkpoint format")
+    if version < CHECKPOINT_FORMAT:
         raise CheckpointError(
             f"checkpoint: {path} was written by an older phalanx, without the env config it was trained in; "
             "train it again with this version"
@@ -76,7 +79,28 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
         raise CheckpointError(
             f"checkpoint: {path} lacks {', '.join(map(repr, missing))} (not written by this version of phalanx train)"
         )
+    _check_kinds(state, path, keys)
     return state
+
+
+KINDS = {"config": dict, "policy": dict, "obs_norm": dict, "critic_norm": dict, "ppo": dict, "ranks": list}
+COUNTS = ("iteration", "frames")
+
+
+def _check_kinds(state: dict[str, Any], path: Path, keys: tuple[str, ...]) -> None:
+    """Refuses a checkpoint whose parts (of `keys`) are not of the kind phalanx writes: a dict
+    where a dict belongs, counts that are integers >= 0, an elapsed time that is a number >= 0."""
+    for key in keys:
+        value = state[key]
+        kind = KINDS.get(key)
+        if kind is not None and not isinstance(value, kind):
+            raise CheckpointError(f"checkpoint: {path}: {key} is a {type(value).__name__}, not a {kind.__name__}")
+        if key in COUNTS and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise CheckpointError(f"checkpoint: {path}: {key} is {value!r}, not an integer >= 0")
+        if key == "elapsed_s" and (not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0):
+            raise CheckpointError(f"checkpoint: {path}: elapsed_s is {value!r}, not a number of seconds >= 0")
+    if "config" in keys and not isinstance(state["config"].get("env"), dict):
+        raise CheckpointError(f"checkpoint: {path}: its config lacks the env it was trained in")
 
 
 def _check_archive(path: Path) -> None:
