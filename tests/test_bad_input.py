@@ -74,13 +74,16 @@ def test_bad_actions(env, actions, error, message) -> None:
 
 
 def test_nan_actions_act_as_zero() -> None:
-    """Documented: non-finite actions are replaced by 0 (they never reach the physics)."""
+    """Documented: non-finite actions are replaced by 0 (they never reach the physics), and counted."""
     a, b = make_cpu("cartpole", num_envs=4, seed=2), make_cpu("cartpole", num_envs=4, seed=2)
     bad = torch.tensor([[float("nan")], [float("inf")], [-float("inf")], [0.0]])
     obs_a, reward_a, *_ = a.step(bad)
     obs_b, reward_b, *_ = b.step(torch.zeros(4, 1))
     assert torch.equal(obs_a["policy"], obs_b["policy"]) and torch.equal(reward_a, reward_b)
     assert torch.isfinite(obs_a["policy"]).all()
+    a.step(bad)
+    assert int(a.nonfinite_actions) == 6 and int(b.nonfinite_actions) == 0  # counted, and reported:
+    assert a.report_invalid() == ["6 env steps got a NaN/inf action (applied as 0): the policy's output was not finite"]
 
 
 def test_bad_reset_mask(env) -> None:

@@ -85,7 +85,8 @@ class Gripper:
 
 
 class Actions:
-    """Non-finite actions become 0 (documented), then clip and scale as the `ActionCfg` says;
+    """Non-finite actions become 0 (documented; each env counts the steps it got one in
+    `nonfinite`), then clip and scale as the `ActionCfg` says;
     `last` keeps the clipped action (terms read it as `env.action`). Without a low level (a
     frozen policy or a controller) the action drives `joints`, after the env's drawn delay; with
     one it is its command. With a `GripperCfg` the last action opens or closes the gripper."""
@@ -103,6 +104,7 @@ class Actions:
             self.dim += 1
         n = env.num_envs
         self.last = torch.zeros(n, self.dim, device=env.device)
+        self.nonfinite = torch.zeros(n, dtype=torch.long, device=env.device)  # steps with a NaN/inf action, per env
         _, high = cfg.delay_range
         self.delay = torch.zeros(n, dtype=torch.long, device=env.device)
         self.history = torch.zeros(high + 1, n, self.dim, device=env.device)  # [k]: the action k steps ago
@@ -110,6 +112,7 @@ class Actions:
 
     def apply(self, env: TaskEnv, actions: torch.Tensor) -> None:
         """Cleans, clips and applies `actions`, stepping the physics through the env step."""
+        self.nonfinite += ~torch.isfinite(actions).all(dim=1)
         action = torch.nan_to_num(actions.float(), nan=0.0, posinf=0.0, neginf=0.0)
         if self.cfg.clip is not None:
             action = action.clamp(-self.cfg.clip, self.cfg.clip)

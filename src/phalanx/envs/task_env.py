@@ -215,10 +215,22 @@ class TaskEnv(VecEnv):
         """Device scalar: envs reset so far because their simulation broke (no host sync)."""
         return self.broken_worlds.envs
 
+    @property
+    def nonfinite_actions(self) -> torch.Tensor:
+        """Device scalar: env steps so far (in this process) whose action held a NaN or inf, applied as 0."""
+        return self.actions.nonfinite.sum()
+
     def report_invalid(self) -> list[str]:
         """Host-side summary of envs reset because the simulation broke, by reason, with the
-        option to fix it. Reads counters from the device: call it once per iteration."""
-        return self.broken_worlds.report(self.sim)
+        option to fix it, and of non-finite actions. Reads counters from the device: call it
+        once per iteration."""
+        lines = self.broken_worlds.report(self.sim)
+        nonfinite = int(self.nonfinite_actions)
+        if nonfinite:
+            lines.append(
+                f"{nonfinite} env steps got a NaN/inf action (applied as 0): the policy's output was not finite"
+            )
+        return lines
 
     def state_dict(self) -> dict[str, Any]:
         """Everything that decides the next steps: the simulator state, the episode buffers, each

@@ -86,8 +86,14 @@ class VecEnv(abc.ABC):
         """Device scalar: envs reset so far because their simulation broke (no host sync)."""
         return torch.zeros((), dtype=torch.long, device=self.device)
 
+    @property
+    def nonfinite_actions(self) -> torch.Tensor:
+        """Device scalar: env steps so far (in this process) whose action held a NaN or inf, applied as 0."""
+        return torch.zeros((), dtype=torch.long, device=self.device)
+
     def report_invalid(self) -> list[str]:
-        """Host-side lines on those resets, by reason, with what to change (once per iteration)."""
+        """Host-side lines on those resets, by reason, with what to change, and on non-finite
+        actions (once per iteration)."""
         return []
 
     @abc.abstractmethod

@@ -162,8 +162,9 @@ class Trainer:
                     metrics = self.iterate()
                     logger.log(metrics)
                     display.console.print(logger.line(metrics, self.cfg.max_iterations))
-                    if metrics["invalid_env_resets"] > reported_invalid:  # new ones this iteration
-                        reported_invalid = metrics["invalid_env_resets"]
+                    problems = metrics["invalid_env_resets"] + metrics["nonfinite_actions"]
+                    if problems > reported_invalid:  # new ones this iteration
+                        reported_invalid = problems
                         for line in self.env.report_invalid():
                             display.console.print(f"[yellow]warning:[/yellow] {line}")
                     if metrics["skipped_updates"]:
@@ -236,14 +237,16 @@ class Trainer:
         # The one host read of the iteration (after one sum over ranks when distributed).
         env_log = [f"env/{name}" for name in self.stats.log_names]
         stops = [f"stop/{sig.name}" for sig in STOP_SIGNALS]
-        names = [*self.stats.names, *losses, *env_log, "invalid_env_resets", "action_std", *stops, *FPS_NAMES]
+        names = [*self.stats.names, *losses, *env_log, "invalid_env_resets", "nonfinite_actions", "action_std"]
+        names += [*stops, *FPS_NAMES]
         asked = [float(self._asked == sig) for sig in STOP_SIGNALS]
         host_values = torch.tensor([*asked, *rates], device=self.device)
         device_values = [*self.stats.sums, *(v.float() for v in losses.values()), *self.stats.log]
         # Detached: a tensor computed from a parameter with autograd on holds the parameter's gradient
         # accumulator, bound to this (default) stream; alive at the next update's CUDA graph capture
         # (e.g. while a profiler holds this frame), it makes the capture fail.
-        device_values += [self.env.invalid_resets.float(), self.policy.log_std.detach().exp().mean()]
+        device_values += [self.env.invalid_resets.float(), self.env.nonfinite_actions.float()]
+        device_values += [self.policy.log_std.detach().exp().mean()]
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in [*losses, *env_log, "action_std"]:  # losses, the learning rate, ...: the mean over ranks
@@ -263,6 +266,7 @@ class Trainer:
             **self.last_episode,
             "episodes": int(stats["episodes"]),
             "invalid_env_resets": int(stats["invalid_env_resets"]),
+            "nonfinite_actions": int(stats["nonfinite_actions"]),
         }
         metrics.update({k: v for k, v in stats.items() if k.startswith("loss/")})
         metrics["learning_rate"] = stats["learning_rate"]

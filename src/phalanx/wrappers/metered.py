@@ -102,10 +102,11 @@ class MeteredEnv:
         self.elapsed_s += total_s
         env_log = [f"env/{name}" for name in self.stats.log_names]
         means = [*env_log, *(["action_std"] if self.action_std is not None else [])]
-        names = [*self.stats.names, *means, "invalid_env_resets", *FPS_NAMES]
+        names = [*self.stats.names, *means, "invalid_env_resets", "nonfinite_actions", *FPS_NAMES]
         rates = torch.tensor([frames / step_s, frames / collect_s, frames / total_s], device=self.env.device)
         std = [] if self.action_std is None else [self.action_std().detach().float().mean()[None]]
-        values = torch.cat([self.stats.sums, self.stats.log, *std, self.env.invalid_resets.float()[None], rates])
+        counts = torch.stack([self.env.invalid_resets.float(), self.env.nonfinite_actions.float()])
+        values = torch.cat([self.stats.sums, self.stats.log, *std, counts, rates])
         # Over ranks: sums (fps included, as phalanx's trainer reports them), env logs and the std averaged.
         summed = dict(zip(names, self.dist.sum_(values).tolist(), strict=True))
         for name in means:
@@ -119,6 +120,7 @@ class MeteredEnv:
             **self.last_episode,
             "episodes": int(summed["episodes"]),
             "invalid_env_resets": int(summed["invalid_env_resets"]),
+            "nonfinite_actions": int(summed["nonfinite_actions"]),
             **({"action_std": summed["action_std"]} if self.action_std is not None else {}),
             **{k: v for k, v in summed.items() if k.startswith("env/")},
             **self.stats.per_episode(summed),
