@@ -229,3 +229,28 @@ def test_a_bad_value_is_refused_before_any_env(flags: list[str], message: str, n
 def test_make_refuses_bad_arguments_by_name(task, seed, field: str) -> None:
     with pytest.raises(ConfigError, match=rf"^{field}: "):
         phalanx.make(task, num_envs=2, device="cpu", seed=seed)
+
+
+def test_a_run_dir_name_too_long_for_the_filesystem(no_env, capsys, tmp_path: Path) -> None:
+    err = _run([*TRAIN, "--run-dir", str(tmp_path / ("a" * 300))], capsys)
+    assert "--run-dir: a name in it is 300 bytes long; at most 255" in err
+
+
+def test_bench_train_args_with_a_stray_quote(capsys) -> None:
+    err = _run(["bench", "throughput", "cartpole", "--device", "cpu", "--train-args=--seed '3"], capsys)
+    assert '--train-args: no closing quotation in "--seed \'3"' in err
+
+
+def test_bench_report_on_a_broken_bench_json(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bench.json").write_text('{"results": [')
+    err = _run(["bench", "report", str(tmp_path)], capsys)
+    assert f"bench report: {tmp_path / 'bench.json'} is not readable JSON" in err
+    (tmp_path / "bench.json").write_text("[1, 2]")
+    assert "is not a phalanx bench.json" in _run(["bench", "report", str(tmp_path)], capsys)
+
+
+def test_train_refuses_an_unknown_setting_by_name() -> None:
+    with pytest.raises(ConfigError, match="phalanx.train: no setting 'bogus'; TrainCfg has"):
+        phalanx.train("cartpole", bogus=1)
+    with pytest.raises(ConfigError, match="^task: a registered task's name or a phalanx.TaskCfg, got NoneType"):
+        phalanx.train(None)

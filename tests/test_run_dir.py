@@ -149,3 +149,16 @@ def test_resume_last_falls_back_to_the_newest_readable_checkpoint(tmp_path: Path
     assert main([*train, "--max-iterations", "4", "--resume", "last"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "model_last.pt is not a checkpoint torch.save wrote, or it is torn" in err
+
+
+def test_a_metrics_row_with_a_non_numeric_iteration_is_dropped_on_resume(tmp_path: Path) -> None:
+    from phalanx.cli import main
+
+    train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+    train += ["--run-dir", str(tmp_path)]
+    assert main([*train, "--max-iterations", "2"]) == 0
+    with (tmp_path / "metrics.jsonl").open("a") as metrics:
+        metrics.write('{"iteration": "x"}\n{"iteration": null}\n')
+    assert main([*train, "--max-iterations", "3", "--resume", "last"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in rows] == [0, 1, 2]

@@ -62,6 +62,23 @@ def write_text_atomic(path: str | Path, text: str) -> None:
         tmp.write_text(text)
 
 
+NAME_MAX, PATH_MAX = 255, 4096
+"""The longest file name and path Linux filesystems take (bytes)."""
+ROOM = 64
+"""Bytes a run directory's own files add to its path (checkpoints/.model_last.XXXXXXXX.tmp, ...)."""
+
+
+def check_path_length(field: str, path: str | Path) -> None:
+    """Raises ConfigError naming `field` if a name in `path` or the whole path is too long for the
+    filesystem once phalanx's own files are added."""
+    for name in Path(path).parts:
+        if len(os.fsencode(name)) > NAME_MAX:
+            raise ConfigError(f"a name in it is {len(os.fsencode(name))} bytes long; at most {NAME_MAX}", field)
+    total = len(os.fsencode(str(Path(path).absolute())))
+    if total + ROOM > PATH_MAX:
+        raise ConfigError(f"the path is {total} bytes long; at most {PATH_MAX - ROOM}", field)
+
+
 def probe_writable(directory: Path) -> None:
     """Creates `directory` if needed and a temp file in it (removed at once); raises OSError if
     either fails, so a write at the end of a long job can be checked at its start."""

@@ -33,3 +33,13 @@ def parse_flags(cls: type[T], default: T, flags: list[str], prog: str) -> T:
     import tyro
 
     return tyro.cli(cls, default=default, args=flags, prog=prog, config=(tyro.conf.AvoidSubcommands,))
+
+
+def split_args(text: str, flag: str) -> list[str]:
+    """`text` split as a shell would (e.g. `--train-args`); a stray quote is refused naming `flag`."""
+    import shlex
+
+    try:
+        return shlex.split(text)
+    except ValueError as error:
+        raise ConfigError(f"{str(error).lower()} in {text!r}", flag) from None

@@ -38,8 +38,15 @@ def train(
     directory gets config.json, metrics.jsonl, checkpoints and TensorBoard events, as with
     `phalanx train`.
     """
+    from phalanx.envs.cfg import TaskCfg
     from phalanx.registry import env_cfg, train_cfg
 
+    if not isinstance(task, str | TaskCfg):
+        raise ConfigError(f"a registered task's name or a phalanx.TaskCfg, got {type(task).__name__}", "task")
+    known = {f.name for f in dataclasses.fields(TrainCfg)} - {"task", "env"}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ConfigError(f"phalanx.train: no setting {unknown[0]!r}; TrainCfg has {', '.join(sorted(known))}")
     if isinstance(task, str):
         base = train_cfg(task) if cfg is None else dataclasses.replace(cfg, task=task)
         if base.env is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shlex
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -15,7 +14,7 @@ import tyro
 from rich.console import Console
 
 from phalanx.errors import ConfigError, check_int, check_positive
-from phalanx.flags import parse_flags, task_and_flags
+from phalanx.flags import parse_flags, split_args, task_and_flags
 
 SWEEP = "256,512,1024,2048,4096,8192,16384,32768,65536"
 
@@ -234,7 +233,9 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     task, flags = task_and_flags(f"bench {kind}", args)
     default = BenchCfg(task=task, num_envs=SWEEP if kind == "envs" else BenchCfg.num_envs)
     cfg = parse_flags(BenchCfg, default, flags, f"phalanx bench {kind} {task}")
-    training = parse_flags(TrainCfg, train_cfg(task), shlex.split(cfg.train_args), f"--train-args of {task}")
+    training = parse_flags(
+        TrainCfg, train_cfg(task), split_args(cfg.train_args, "train_args"), f"--train-args of {task}"
+    )
     check_train_cfg(training)
     counts = _counts(cfg.num_envs, "num-envs")
     check_int("iterations", cfg.iterations)

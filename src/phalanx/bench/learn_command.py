@@ -16,7 +16,7 @@ from rich.console import Console
 
 from phalanx.bench.command import LearnCfg
 from phalanx.errors import ConfigError, check_int, check_positive
-from phalanx.flags import parse_flags
+from phalanx.flags import parse_flags, split_args
 from phalanx.registry import DIRECTIONS, LearningResult
 
 VIDEOS = ("each", "first", "none")
@@ -98,7 +98,7 @@ def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
     from phalanx.registry import train_cfg
     from phalanx.rl.config import TrainCfg, check_train_cfg
 
-    train_args = shlex.split(cfg.train_args)
+    train_args = split_args(cfg.train_args, "train_args")
     for task in tasks:
         check_train_cfg(parse_flags(TrainCfg, train_cfg(task), train_args, f"--train-args of {task}"))
     return train_args

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from phalanx.errors import ConfigError
 from phalanx.files import write_text_atomic
 
 PHASES = ("physics", "render", "obs_reward_reset", "policy_inference", "ppo_update")
@@ -19,12 +20,21 @@ def write_run(run_dir: Path, bench: dict[str, Any]) -> None:
 
 
 def load(run_dir: Path) -> dict[str, Any]:
+    """A run's bench.json, checked to be a benchmark's (its kind and results)."""
     path = Path(run_dir) / "bench.json"
     if not path.is_file():
-        from phalanx.errors import ConfigError
-
         raise ConfigError(f"bench report: no bench.json in {run_dir}")
-    return json.loads(path.read_text())
+    try:
+        bench = json.loads(path.read_text())
+    except (ValueError, OSError) as error:
+        raise ConfigError(f"bench report: {path} is not readable JSON ({error})") from None
+    if (
+        not isinstance(bench, dict)
+        or not isinstance(bench.get("kind"), str)
+        or not isinstance(bench.get("results"), list)
+    ):
+        raise ConfigError(f"bench report: {path} is not a phalanx bench.json (it lacks its kind or results)")
+    return bench
 
 
 def render(run_dir: Path) -> None:

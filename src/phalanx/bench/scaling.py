@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import signal
 import statistics
 import subprocess
@@ -14,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
+
+from phalanx.flags import split_args
 
 if TYPE_CHECKING:
     from phalanx.bench.command import ScalingCfg
@@ -58,7 +59,16 @@ def run_point(cfg: ScalingCfg, ranks: int, device: str, run_dir: Path) -> dict[s
     (out / "metrics.jsonl").unlink(missing_ok=True)  # the trainer appends: a re-run starts clean
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
     # The user's train flags first: the bench's own (envs, iterations, run dir) come later and win.
-    command += ["-m", "phalanx", "train", task, *shlex.split(cfg.train_args), "--distributed", "--device", device]
+    command += [
+        "-m",
+        "phalanx",
+        "train",
+        task,
+        *split_args(cfg.train_args, "train_args"),
+        "--distributed",
+        "--device",
+        device,
+    ]
     command += ["--num-envs", str(per_rank), "--max-iterations", str(warmup + 1 + cfg.iterations)]
     command += ["--save-interval", "1000000", "--run-dir", str(out)]
     log = out / "job.log"

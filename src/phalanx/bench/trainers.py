@@ -8,7 +8,6 @@ the process took (NVML's used memory at its peak, less what was used before laun
 
 from __future__ import annotations
 
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from phalanx.bench.learn_job import MetricFollower
 from phalanx.bench.scaling import stop_job
 from phalanx.bench.telemetry import _nvml_handles
+from phalanx.flags import split_args
 
 if TYPE_CHECKING:
     from phalanx.bench.command import CompareCfg
@@ -57,7 +57,7 @@ def _train_command(
     """`phalanx train` of the task with `trainer` (on `gpus` GPUs, through torchrun, if > 1), the
     user's train flags first (the bench's own, later, win), no checkpoints but the last and no
     dashboard."""
-    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *shlex.split(cfg.train_args)]
+    command = [sys.executable, "-m", "phalanx", "train", cfg.task, *split_args(cfg.train_args, "train_args")]
     command += ["--trainer", trainer, "--device", device, "--num-envs", str(cfg.num_envs)]
     command += ["--max-iterations", str(iterations), "--save-interval", "1000000", "--logger", "none"]
     command += ["--gpus", str(gpus)] if gpus > 1 else []

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from phalanx.envs.cfg import TaskCfg
 from phalanx.errors import ConfigError, check_int, check_positive, check_range, check_seed
+from phalanx.files import check_path_length
 from phalanx.rl.logger import check_logger
 from phalanx.rl.models import ACTIVATIONS
 
@@ -204,6 +205,8 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     for name in ("max_iterations", "num_steps_per_env", "save_interval", "cpu_num_envs"):
         check_int(name, getattr(cfg, name))
     check_seed("seed", cfg.seed)
+    if cfg.run_dir:
+        check_path_length("run_dir", cfg.run_dir)
     check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
     if cfg.resume == "last" and not cfg.run_dir:

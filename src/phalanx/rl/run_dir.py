@@ -150,7 +150,8 @@ def _iteration(line: str) -> float:
         row = json.loads(line)
     except json.JSONDecodeError:
         return float("inf")
-    return row.get("iteration", float("inf")) if isinstance(row, dict) else float("inf")
+    iteration = row.get("iteration") if isinstance(row, dict) else None
+    return iteration if isinstance(iteration, int | float) and not isinstance(iteration, bool) else float("inf")
 
 
 def _read_all(fd: int) -> str:
