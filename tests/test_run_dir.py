@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -129,8 +133,6 @@ def test_an_unwritable_run_dir(tmp_path: Path, capsys) -> None:
 
 
 def test_resume_last_falls_back_to_the_newest_readable_checkpoint(tmp_path: Path, capsys) -> None:
-    from phalanx.cli import main
-
     train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
     train += ["--save-interval", "1", "--run-dir", str(tmp_path)]
     assert main([*train, "--max-iterations", "2"]) == 0
@@ -152,8 +154,6 @@ def test_resume_last_falls_back_to_the_newest_readable_checkpoint(tmp_path: Path
 
 
 def test_a_metrics_row_with_a_non_numeric_iteration_is_dropped_on_resume(tmp_path: Path) -> None:
-    from phalanx.cli import main
-
     train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
     train += ["--run-dir", str(tmp_path)]
     assert main([*train, "--max-iterations", "2"]) == 0
@@ -162,3 +162,26 @@ def test_a_metrics_row_with_a_non_numeric_iteration_is_dropped_on_resume(tmp_pat
     assert main([*train, "--max-iterations", "3", "--resume", "last"]) == 0
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
+    sig: int, status: int, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "phalanx", "train", "ant", "--device", "cpu", "--num-envs", "8"]
+    command += ["--max-iterations", "1", "--run-dir", str(run)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (run / "run.lock").exists():  # the run has started
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    lines = [line for line in err.splitlines() if line.strip() and "Warp CUDA warning" not in line]
+    assert proc.returncode == status and len(lines) == 1, err[-3000:]
+    assert (
+        lines[0] == f"phalanx train: stopped by {signal.Signals(sig).name} outside the training iterations: "
+        "no checkpoint was written for it"
+    )
+    assert not (run / "config.json").exists()
+    assert main([*command[3:], "--seed", "42"]) == 0  # the next run in that directory is not refused

@@ -315,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         from phalanx.sim.warp_setup import configure_warp
 
         configure_warp(verbose=False)
+    # SIGTERM outside training's own handling (start-up, play, bench) stops like Ctrl-C: one line.
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
     try:
         if command == "list":
             list_tasks(console)
@@ -331,7 +333,26 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, Stopped) as stop:
+        sig = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+        when = " outside the training iterations: no checkpoint was written for it" if command == "train" else ""
+        print(f"phalanx {command}: stopped by {signal.Signals(sig).name}{when}", file=sys.stderr)
+        return 128 + int(sig)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+class Stopped(Exception):  # noqa: N818 (a stop, not an error)
+    """SIGTERM arrived where no handler of training's own was installed."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
 
 
 if __name__ == "__main__":
