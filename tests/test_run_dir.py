@@ -185,3 +185,27 @@ def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
     )
     assert not (run / "config.json").exists()
     assert main([*command[3:], "--seed", "42"]) == 0  # the next run in that directory is not refused
+
+
+def test_checkpoints_survive_sigkill_at_any_moment(tmp_path: Path) -> None:
+    """SIGKILL (no handler can run) at moments spread over iterations that each write a
+    checkpoint: model_last.pt always loads whole, and `--resume last` continues from it."""
+    from phalanx.rl.checkpoint import RESUME_KEYS, load_checkpoint
+
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--device", "cpu", "--num-envs", "64"]
+    command += ["--num-steps-per-env", "64", "--save-interval", "1", "--max-iterations", "100000"]
+    command += ["--run-dir", str(run), "--resume", "last"]
+    last = run / "checkpoints" / "model_last.pt"
+    for k, delay in enumerate((0.0, 0.13, 0.29, 0.41, 0.07)):
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        iteration = load_checkpoint(last, "cartpole", RESUME_KEYS)["iteration"] if k else 0
+        deadline = time.time() + 120
+        while time.time() < deadline:  # until this process has written a checkpoint of its own
+            if last.exists() and load_checkpoint(last, "cartpole", RESUME_KEYS)["iteration"] > iteration:
+                break
+            time.sleep(0.05)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait(timeout=60)
+        assert load_checkpoint(last, "cartpole", RESUME_KEYS)["iteration"] > iteration  # whole, and newer
