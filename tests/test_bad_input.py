@@ -7,6 +7,7 @@ import torch
 
 import phalanx
 from helpers import make_cpu
+from phalanx.errors import ConfigError
 from phalanx.registry import UnknownTaskError, registered_tasks
 
 
@@ -89,3 +90,18 @@ def test_nan_actions_act_as_zero() -> None:
 def test_bad_reset_mask(env) -> None:
     with pytest.raises(ValueError, match="mask: expected a bool tensor of shape"):
         env.reset(torch.ones(3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("func", "x", "env.rewards.alive.func: must be a function or a Term class, got a str"),
+        ("weight", "heavy", "env.rewards.alive.weight: must be a finite number, got 'heavy'"),
+        ("params", [1], "env.rewards.alive.params: must be a dict, got a list"),
+    ],
+)
+def test_a_wrong_typed_term_field_is_named(field: str, value, message: str) -> None:
+    cfg = phalanx.env_cfg("cartpole")
+    setattr(cfg.rewards["alive"], field, value)
+    with pytest.raises(ConfigError, match=f"^{message}$"):
+        phalanx.make(cfg, num_envs=2, device="cpu")

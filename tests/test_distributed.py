@@ -248,3 +248,14 @@ def test_a_slow_checkpoint_write_is_not_a_stall(tmp_path: Path) -> None:
     run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "cli", "slow-save", "--", *flags, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)["iteration"] == 2
+
+
+def test_a_master_addr_that_does_not_resolve_is_one_line_at_once(tmp_path: Path) -> None:
+    env = os.environ | {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_PORT": str(_free_port())}
+    env["MASTER_ADDR"] = "no-such-host.invalid"
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--distributed", "--device", "cpu"]
+    command += ["--num-envs", "8", "--max-iterations", "1", "--run-dir", str(tmp_path / "run")]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    lines = [line for line in done.stderr.splitlines() if "Warp CUDA warning" not in line]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert "MASTER_ADDR 'no-such-host.invalid' does not resolve" in lines[0]

@@ -5,6 +5,7 @@ every call is the identity, so single-device training runs the same code."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -138,7 +139,7 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
     else:
         device = "cpu"
     timeout = timedelta(seconds=timeout_s)
-    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    host, port = _master()
     store = dist.PrefixStore(_key_prefix(), _job_store(host, port, rank, world, timeout))
     backend = "nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
@@ -178,8 +179,24 @@ def _key_prefix() -> str:
 def _watchdog_store(world: int, timeout: timedelta) -> dist.Store:
     """A connection of the stall watchdog's own to the job's store (a blocking get on the process
     group's would delay it)."""
-    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    host, port = _master()
     return dist.PrefixStore(_key_prefix(), dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
+
+
+def _master() -> tuple[str, int]:
+    """MASTER_ADDR and MASTER_PORT, checked: a host that does not resolve or a port that is not
+    one is a line now, not a connection that times out with a traceback."""
+    host, port = os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--distributed: MASTER_PORT is {port!r}, not a port number (1-65535)")
+    try:
+        socket.getaddrinfo(host, int(port))
+    except (socket.gaierror, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise ConfigError(
+            f"--distributed: MASTER_ADDR {host!r} does not resolve ({reason}): give rank 0's host name or address"
+        ) from None
+    return host, int(port)
 
 
 def _torchrun_ranks() -> tuple[int, int, int]:

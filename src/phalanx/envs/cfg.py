@@ -268,6 +268,8 @@ class ActionCfg:
         return 1 if low is None else low.decimation
 
 
+TERM_GROUPS = ("rewards", "terminations", "events", "commands", "metrics", "curriculum")
+"""The TaskCfg fields holding named terms, besides the observation groups."""
 MAX_EPISODE_S = 1e6
 """The longest episode a task may have (11.6 days of simulated time): its step count fits the
 env's counters at any time step."""
@@ -344,6 +346,7 @@ class TaskCfg:
                     raise ConfigError(f"must be (low, high) with low <= high, got {term.clip}", f"{where}.clip")
         for name, term in self.rewards.items():
             check_range(f"env.rewards.{name}.weight", term.weight)
+        self._check_term_kinds()
         for field_name in ("scale", "offset"):
             check_range(f"env.actions.{field_name}", getattr(self.actions, field_name))
         if self.actions.clip is not None:
@@ -365,6 +368,22 @@ class TaskCfg:
             raise ConfigError("a task's actions command a low-level policy or a controller, not both", "env.actions")
         if self.actions.low_level is not None and self.actions.gripper is not None:
             raise ConfigError("not supported with actions.low_level", "env.actions.gripper")
+
+    def _check_term_kinds(self) -> None:
+        """Each term's `func` is a function or class and its `params` a dict (as the API or a
+        stored config may give them otherwise)."""
+        groups = {f"observations.{group}": terms for group, terms in self.observations.items()}
+        groups |= {kind: getattr(self, kind) for kind in TERM_GROUPS}
+        for where, terms in groups.items():
+            if not isinstance(terms, dict):
+                raise ConfigError(f"must be a dict of named terms, got {type(terms).__name__}", f"env.{where}")
+            for name, term in terms.items():
+                field_name = f"env.{where}.{name}"
+                if not callable(getattr(term, "func", None)):
+                    got = type(getattr(term, "func", term)).__name__
+                    raise ConfigError(f"must be a function or a Term class, got a {got}", f"{field_name}.func")
+                if not isinstance(term.params, dict):
+                    raise ConfigError(f"must be a dict, got a {type(term.params).__name__}", f"{field_name}.params")
 
 
 def exact_policy_observations(cfg: TaskCfg) -> None:
