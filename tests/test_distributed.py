@@ -259,3 +259,35 @@ def test_a_master_addr_that_does_not_resolve_is_one_line_at_once(tmp_path: Path)
     lines = [line for line in done.stderr.splitlines() if "Warp CUDA warning" not in line]
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
     assert "MASTER_ADDR 'no-such-host.invalid' does not resolve" in lines[0]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:  # the parent's pid
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_sigterm_to_one_rank_is_a_clean_stop_not_a_failure(tmp_path: Path) -> None:
+    """A scheduler that signals the training processes rather than torchrun: the rank stops the
+    others after the same iteration, rank 0 saves, and the job exits 143 with one line."""
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--gpus", "2", *TRAIN_2_RANKS[8:]]
+    command += ["--max-iterations", "100000", "--run-dir", str(tmp_path)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.5)
+    ranks = _children(proc.pid)
+    assert len(ranks) == 2, ranks
+    os.kill(max(ranks), signal.SIGTERM)  # one rank only
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "a rank was stopped by SIGTERM; its ranks saved" in err, err[-3000:]
+    assert "Traceback" not in err and "interrupted by SIGTERM: saved" in out
+    state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
+    assert len(_rows(tmp_path)) == state["iteration"]

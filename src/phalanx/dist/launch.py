@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 
 SHUTDOWN_GRACE_S = 600
@@ -35,6 +36,7 @@ class _KilledRanks(logging.Handler):
 
 def main(argv: list[str]) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun
 
     grace = os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT")
@@ -56,6 +58,17 @@ def main(argv: list[str]) -> int:
             return 1
         print(f"torchrun: stopped by {stop.sigval.name}; its ranks saved and have exited", file=sys.stderr)
         return 128 + int(stop.sigval)
+    except ChildFailedError as failed:
+        # A stop signal sent to a rank itself (not through torchrun): every rank stopped after the
+        # same iteration and saved, exiting with the signal's status, which torchrun calls a failure.
+        codes = {failure.exitcode for failure in failed.failures.values()}
+        stops = {128 + int(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        if len(codes) != 1 or not codes <= stops:
+            raise
+        code = codes.pop()
+        name = signal.Signals(code - 128).name
+        print(f"torchrun: a rank was stopped by {name}; its ranks saved and have exited", file=sys.stderr)
+        return code
     return 0
 
 
