@@ -14,11 +14,14 @@ import warp as wp
 
 from phalanx.files import probe_writable
 
+_started = False
+
 
 def init_warp() -> None:
-    """`wp.init()` (once; cheap after), falling back to a temporary kernel cache that is removed
-    at exit when Warp's own is not writable."""
-    if wp.config.kernel_cache_dir is not None and _initialized():
+    """`wp.init()`, falling back to a temporary kernel cache that is removed at exit when Warp's
+    own is not writable; once it has run, a flag's test (kernel launches call it)."""
+    global _started
+    if _started:
         return
     try:
         wp.init()
@@ -40,6 +43,7 @@ def init_warp() -> None:
             init_kernel_cache(fallback)
         else:
             wp.init()
+    _started = True
 
 
 def _initialized() -> bool:

@@ -143,7 +143,7 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
     store = dist.PrefixStore(_key_prefix(), _job_store(host, port, rank, world, timeout))
     backend = "nccl" if use_cuda else "gloo"
     dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
-    monitor = _watchdog_store(world, timeout)
+    monitor = _watchdog_store(host, port, world, timeout)
     return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor), device
 
 
@@ -167,7 +167,7 @@ def library_context(rank: int, local_rank: int, world: int, timeout_s: float) ->
     the job's store for the stall watchdog where torchrun's agent hosts that store (elsewhere
     the library's own rendezvous makes it later: then no watchdog)."""
     agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-    monitor = _watchdog_store(world, timedelta(seconds=timeout_s)) if agent_store else None
+    monitor = _watchdog_store(*_master(), world, timedelta(seconds=timeout_s)) if agent_store else None
     return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor)
 
 
@@ -176,10 +176,9 @@ def _key_prefix() -> str:
     return f"phalanx/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
 
 
-def _watchdog_store(world: int, timeout: timedelta) -> dist.Store:
+def _watchdog_store(host: str, port: int, world: int, timeout: timedelta) -> dist.Store:
     """A connection of the stall watchdog's own to the job's store (a blocking get on the process
     group's would delay it)."""
-    host, port = _master()
     return dist.PrefixStore(_key_prefix(), dist.TCPStore(host, port, world, is_master=False, timeout=timeout))
 
 

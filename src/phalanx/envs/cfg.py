@@ -335,6 +335,7 @@ class TaskCfg:
             camera.check(f"env.cameras.{name}")
         if "policy" not in self.observations:
             raise ConfigError(f"needs a 'policy' group; got {list(self.observations)}", "env.observations")
+        self._check_term_kinds()
         for group, terms in self.observations.items():
             for name, term in terms.items():
                 where = f"env.observations.{group}.{name}"
@@ -346,7 +347,6 @@ class TaskCfg:
                     raise ConfigError(f"must be (low, high) with low <= high, got {term.clip}", f"{where}.clip")
         for name, term in self.rewards.items():
             check_range(f"env.rewards.{name}.weight", term.weight)
-        self._check_term_kinds()
         for field_name in ("scale", "offset"):
             check_range(f"env.actions.{field_name}", getattr(self.actions, field_name))
         if self.actions.clip is not None:

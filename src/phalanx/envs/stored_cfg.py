@@ -33,21 +33,19 @@ def env_cfg_to_data(cfg: TaskCfg) -> dict[str, Any]:
 def env_cfg_from_data(data: Any, source: str, packages: Collection[str] = ("phalanx",)) -> TaskCfg:
     """The `TaskCfg` stored as `data`, its terms taken from phalanx's modules or from modules
     already imported in `packages` (the registry's `term_packages`: those that registered tasks);
-    errors name `source` (e.g. the checkpoint) and the field."""
+    checked as any env config is; errors name `source` (e.g. the checkpoint) and the field."""
     try:
-        return from_data(TaskCfg, data, "env", functools.partial(_resolve_term, packages=sorted(packages)))
+        cfg = from_data(TaskCfg, data, "env", functools.partial(_resolve_term, packages=sorted(packages)))
+        cfg.check()
     except ConfigError as error:
         raise ConfigError(f"{source}: its env config: {error}") from None
+    return cfg
 
 
 def checkpoint_env_cfg(state: dict[str, Any], source: str, packages: Collection[str] = ("phalanx",)) -> TaskCfg:
     """The env a checkpoint's policy was trained in (as `env_cfg_from_data`), its model as the
     checkpoint carries it (a user's model file travels in the checkpoint's `model_files`)."""
     cfg = env_cfg_from_data(state["config"]["env"], source, packages)
-    try:
-        cfg.check()
-    except ConfigError as error:
-        raise ConfigError(f"{source}: its env config: {error}") from None
     if "model_files" in state:
         restore_model(cfg.model, state["model_files"], source)
     return cfg

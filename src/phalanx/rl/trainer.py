@@ -53,6 +53,7 @@ class Trainer:
         self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
         # A user's model file travels in every checkpoint (phalanx's assets go by reference).
         self.model_files = pack_model(cfg.env.model) if self.run_dir is not None and cfg.env is not None else None
+        self._model_state = {"model_files": files_state(self.model_files)} if self.model_files else {}
         self.console = console or Console()
         self.device = env.device
         spec = UpdateSpec.for_training(cfg, env)
@@ -305,7 +306,7 @@ class Trainer:
             "critic_norm": self.ppo.critic_norm.state_dict(),
             "ppo": self.ppo.state_dict(),
             "ranks": ranks,
-        } | ({"model_files": files_state(self.model_files)} if self.model_files else {})
+        } | self._model_state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continues exactly where `state` stopped: each rank takes its own envs and generators.

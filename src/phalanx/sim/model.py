@@ -13,7 +13,7 @@ from phalanx.assets import asset_file
 from phalanx.errors import ConfigError
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 from phalanx.sim.cameras import CameraCfg, add_cameras
-from phalanx.sim.model_files import restored_spec
+from phalanx.sim.model_files import is_xml, restored_spec
 
 # Most contacts MuJoCo's colliders emit for one geom pair, keyed by the pair's types (sorted).
 # Pairs not listed are convex-convex (GJK/EPA with multi-contact), bounded at 4.
@@ -38,7 +38,7 @@ _MAX_CONTACTS_HFIELD = 50  # mjMAXCONPAIR
 def _xml_or_file(source: str | Path) -> str | Path:
     """An XML string as it is, else the path of an existing file (phalanx's assets by reference)."""
     text = str(source)
-    if text.lstrip().startswith("<"):
+    if is_xml(text):
         return text
     path = asset_file(text) or Path(text)
     if not path.is_file():
@@ -50,6 +50,11 @@ def _xml_or_file(source: str | Path) -> str | Path:
 def _parser_says(error: Exception) -> str:
     """MuJoCo's message on one line."""
     return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
+
+
+def _named(source: str | Path) -> str:
+    """The model as an error names it: its file, or "the MJCF string"."""
+    return "the MJCF string" if is_xml(source) else str(source)
 
 
 def load_model(source: str | Path) -> mujoco.MjModel:
@@ -70,8 +75,7 @@ def load_spec(source: str | Path) -> mujoco.MjSpec:
     try:
         return mujoco.MjSpec.from_file(str(found)) if isinstance(found, Path) else mujoco.MjSpec.from_string(found)
     except ValueError as error:
-        name = found if isinstance(found, Path) else "the MJCF string"
-        raise ConfigError(f"{name}: MuJoCo cannot read it: {_parser_says(error)}", "env.model") from None
+        raise ConfigError(f"{_named(found)}: MuJoCo cannot read it: {_parser_says(error)}", "env.model") from None
 
 
 def build_model(
@@ -92,8 +96,7 @@ def build_model(
     try:
         return spec.compile()
     except ValueError as error:
-        name = source if not str(source).lstrip().startswith("<") else "the MJCF string"
-        raise ConfigError(f"{name}: MuJoCo cannot compile it: {_parser_says(error)}", "env.model") from None
+        raise ConfigError(f"{_named(source)}: MuJoCo cannot compile it: {_parser_says(error)}", "env.model") from None
 
 
 def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:

@@ -23,9 +23,14 @@ MODEL_XML = "model.xml"
 _RESTORED: dict[str, tuple[str, dict[str, bytes]]] = {}
 
 
+def is_xml(model: str | Path) -> bool:
+    """`model` is an MJCF or URDF XML string, not a file's name."""
+    return str(model).lstrip().startswith("<")
+
+
 def is_user_file(model: str) -> bool:
     """`model` names a file that is not one of phalanx's assets (not an XML string)."""
-    return not model.lstrip().startswith("<") and asset_file(model) is None
+    return not is_xml(model) and asset_file(model) is None
 
 
 def pack_model(model: str) -> dict[str, bytes] | None:
