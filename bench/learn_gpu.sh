@@ -4,6 +4,8 @@
 # goes back), each call waits up to WAIT_S seconds for it and packs what it has into $OUT.
 #   call 1:  START=1 TASKS="cartpole ant ..." ARGS="--seeds 3 --gpus 0,1,2,3" WAIT_S=500 bash bench/learn_gpu.sh
 #   later:   WAIT_S=500 bash bench/learn_gpu.sh          (again until it says the suite is done)
+# SRC=DIR (with PHALANX_COMMIT=HASH) runs another commit's code: `git archive HASH src | tar -x -C DIR`
+# here, and carry DIR, to finish a suite over several sessions at one commit.
 # $OUT/learn.tgz: the run directory without caches and checkpoints (bench.json, report.md, plots,
 # videos, each job's train.log, metrics.jsonl and config.json); $OUT/status.txt: progress.
 set -uo pipefail
@@ -13,7 +15,7 @@ mkdir -p "$work"
 if [ -n "${START:-}" ]; then
   nvidia-smi -L > "$work/gpus.txt"
   # The suite's jobs import this copy of the code: a later call may bring another working tree.
-  rm -rf "$work/src" && cp -r src "$work/src"
+  rm -rf "$work/src" && cp -r "${SRC:-.}/src" "$work/src"
   PHALANX_COMMIT=${PHALANX_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
   export PHALANX_COMMIT PYTHONUNBUFFERED=1 PYTHONPATH="/tmp/site:$work/src"
   # shellcheck disable=SC2086  # TASKS and ARGS are word lists
