@@ -37,3 +37,27 @@ def test_a_file_in_place_of_the_kernel_cache_falls_back_to_a_temporary_one(tmp_p
     assert len(warnings) == 1 and f"kernel cache {blocker}" in warnings[0], done.stderr
     assert "Traceback" not in done.stderr
     assert not Path(cache.split()[-1].strip()).exists()  # removed at exit
+
+
+def test_a_cached_build_warp_cannot_load_is_compiled_again(tmp_path: Path) -> None:
+    script = tmp_path / "kernel.py"
+    script.write_text(SCRIPT)
+    cache = tmp_path / "cache"
+    env = os.environ | {"WARP_CACHE_PATH": str(cache)}
+
+    def run() -> subprocess.CompletedProcess:
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1].startswith("[0.0, 2.0, 4.0] ")
+        return done
+
+    run()
+    binaries = [p for p in cache.rglob("*") if p.suffix in (".o", ".cubin", ".ptx")]
+    assert binaries
+    for binary in binaries:  # torn writes: a disk that filled, a copy cut short
+        binary.write_bytes(binary.read_bytes()[:100])
+    for meta in cache.rglob("*.meta"):
+        meta.write_text("{")
+    warnings = [line for line in run().stderr.splitlines() if "phalanx: warning" in line]
+    assert len(warnings) == 1 and "holds builds it cannot load" in warnings[0] and str(cache) in warnings[0]
+    assert not [line for line in run().stderr.splitlines() if "phalanx: warning" in line]  # healed

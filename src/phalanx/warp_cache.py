@@ -1,6 +1,8 @@
 """Warp's start, with a kernel cache it can write: Warp's own choice (WARP_CACHE_PATH, else the
 user's cache directory), or, where that is not a writable directory (a read-only home, a file in
-its place), a temporary one, said in one line."""
+its place), a temporary one, said in one line. A module whose cached build Warp cannot load (a
+truncated binary, a torn metadata file: a disk that filled, a copy cut short) is compiled again,
+said in one line, instead of failing every run that uses the cache."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import atexit
 import shutil
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import warp as wp
@@ -15,6 +19,8 @@ import warp as wp
 from phalanx.files import probe_writable
 
 _started = False
+_broken_cache_said = False  # a broken cached build was reported (once per process)
+_broken_cache_lock = threading.Lock()
 
 
 def init_warp() -> None:
@@ -43,7 +49,39 @@ def init_warp() -> None:
             init_kernel_cache(fallback)
         else:
             wp.init()
+    wp.Module.load = _recompiling(wp.Module.load)
     _started = True
+
+
+def _recompiling(load: Callable[..., object]) -> Callable[..., object]:
+    """`wp.Module.load` that, when loading a module's cached build fails, removes that build and
+    loads again, which compiles it. Warp has no hook for this; its own load is tried first, so a
+    kernel launch (which calls load every time) pays nothing more. A build that failed to compile
+    and a load from a given binary file fail as before."""
+
+    def load_or_recompile(module: wp.Module, device: object, block_dim: int | None = None, *args, **kwargs):
+        try:
+            return load(module, device, block_dim, *args, **kwargs)
+        except Exception as error:
+            if args or kwargs or module.failed_builds:
+                raise
+            variant = block_dim if block_dim is not None else module.options["block_dim"]
+            cached = Path(wp.config.kernel_cache_dir) / module.get_module_identifier(variant)
+            if not cached.is_dir():
+                raise
+            global _broken_cache_said
+            with _broken_cache_lock:  # compile threads load at once: one line, however many are broken
+                first, _broken_cache_said = not _broken_cache_said, True
+            if first:
+                print(
+                    f"phalanx: warning: Warp's kernel cache {cached.parent} holds builds it cannot load "
+                    f"(first: {module.name}: {error}); compiling them again",
+                    file=sys.stderr,
+                )
+            shutil.rmtree(cached, ignore_errors=True)
+            return load(module, device, block_dim)
+
+    return load_or_recompile
 
 
 def _initialized() -> bool:
