@@ -273,21 +273,47 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def test_sigterm_to_one_rank_is_a_clean_stop_not_a_failure(tmp_path: Path) -> None:
-    """A scheduler that signals the training processes rather than torchrun: the rank stops the
-    others after the same iteration, rank 0 saves, and the job exits 143 with one line."""
+def _launch_until_iterations(tmp_path: Path, iterations: int = 3) -> tuple[subprocess.Popen, dict[int, int]]:
+    """`phalanx train cartpole --gpus 2` on the CPU, once it has logged `iterations`; its ranks'
+    pids by local rank."""
     command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--gpus", "2", *TRAIN_2_RANKS[8:]]
     command += ["--max-iterations", "100000", "--run-dir", str(tmp_path)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / "metrics.jsonl"
     deadline = time.time() + 300
-    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < iterations):
         time.sleep(0.5)
-    ranks = _children(proc.pid)
-    assert len(ranks) == 2, ranks
-    os.kill(max(ranks), signal.SIGTERM)  # one rank only
+    ranks = {}
+    for pid in _children(proc.pid):
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        rank = next(int(item.split(b"=")[1]) for item in environ if item.startswith(b"LOCAL_RANK="))
+        ranks[rank] = pid
+    assert sorted(ranks) == [0, 1], ranks
+    return proc, ranks
+
+
+def test_sigterm_to_one_rank_is_a_clean_stop_not_a_failure(tmp_path: Path) -> None:
+    """A scheduler that signals the training processes rather than torchrun: the rank stops the
+    others after the same iteration, rank 0 saves, and the job exits 143 with one line."""
+    proc, ranks = _launch_until_iterations(tmp_path)
+    os.kill(ranks[1], signal.SIGTERM)  # one rank only
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143 and "a rank was stopped by SIGTERM; its ranks saved" in err, err[-3000:]
     assert "Traceback" not in err and "interrupted by SIGTERM: saved" in out
     state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
     assert len(_rows(tmp_path)) == state["iteration"]
+
+
+def test_a_killed_rank_ends_the_job_with_its_name_and_no_claim_of_a_save(tmp_path: Path) -> None:
+    """SIGKILL to rank 1: torchrun tells rank 0 to stop, which announces a save, but a save needs
+    every rank. Rank 0 says that none was written; the launcher names the killed rank as the root
+    cause, without a traceback, and exits 1."""
+    proc, ranks = _launch_until_iterations(tmp_path)
+    os.kill(ranks[1], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in err, err[-3000:]
+    assert "rank 0: lost the other ranks" in err and "no checkpoint was written for this stop" in err, err[-3000:]
+    root_cause = err[err.index("Root Cause") :]
+    assert "rank      : 1" in root_cause and "SIGKILL" in root_cause, err[-3000:]
+    assert "saved" not in out.split("SIGTERM: finishing this iteration")[-1]
+    assert not (tmp_path / "checkpoints").exists()

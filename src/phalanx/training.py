@@ -115,8 +115,10 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         if not dist.active or not (isinstance(error, torch.distributed.DistError) or "/gloo/" in str(error)):
             raise
         watchdog.wait_for_exit()  # the watchdog is stopping the job: its report is the one to read
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(
-            f"phalanx train: rank {dist.rank}: lost the other ranks, stopping ({error})".splitlines()[0],
+            f"phalanx train: rank {dist.rank}: lost the other ranks, stopping ({reason})"
+            + (f"; {_unsaved_stop(trainer, run_dir)}" if dist.is_main else ""),
             file=sys.stderr,
             flush=True,
         )
@@ -133,6 +135,18 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         return 128 + trainer.stop_signal, trainer  # the shell's code for "stopped by that signal"
     console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
     return 0, trainer
+
+
+def _unsaved_stop(trainer: Trainer | None, run_dir: Path) -> str:
+    """What rank 0 says of its checkpoints when the job broke: a save needs every rank, so none is
+    written for this stop (whatever a stop signal announced before)."""
+    if trainer is not None and trainer.saved_iteration >= 0:
+        newest = f"the newest is from iteration {trainer.saved_iteration}; --resume last continues from it"
+    elif (run_dir / "checkpoints" / "model_last.pt").is_file():
+        newest = "the newest is the one this run resumed from; --resume last continues from it"
+    else:
+        newest = "the run has none yet"
+    return f"no checkpoint was written for this stop ({newest})"
 
 
 def new_run_dir(task: str) -> Path:

@@ -5,7 +5,8 @@ forwarded the signal to every rank and waited for them (each phalanx rank finish
 and saves) before it raises; it waits `SHUTDOWN_GRACE_S` (torchrun's --shutdown-timeout, 30 s by
 default: less than one iteration of a large job, whose ranks it then killed unsaved), or
 TORCH_ELASTIC_SHUTDOWN_TIMEOUT where set. A rank it had to kill makes the line say that no
-checkpoint was written for the stop, and the status 1.
+checkpoint was written for the stop, and the status 1. A rank that fails or is killed ends the job
+with torchrun's summary of the failures (root cause first) and the status 1.
 
     python -m phalanx.dist.launch TORCHRUN_ARGS...
 """
@@ -64,7 +65,10 @@ def main(argv: list[str]) -> int:
         codes = {failure.exitcode for failure in failed.failures.values()}
         stops = {128 + int(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         if len(codes) != 1 or not codes <= stops:
-            raise
+            # A rank failed or was killed: torchrun's summary names it (the root cause), without
+            # the launcher's own traceback; the ranks have said what was saved.
+            print(failed.format_msg(), file=sys.stderr)
+            return 1
         code = codes.pop()
         name = signal.Signals(code - 128).name
         print(f"torchrun: a rank was stopped by {name}; its ranks saved and have exited", file=sys.stderr)

@@ -81,7 +81,7 @@ class Trainer:
         self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
         self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
         self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
-        self._saved_iteration = -1
+        self.saved_iteration = -1  # the iteration of the last checkpoint this process wrote (-1: none)
         self.progress = progress or Progress()  # work begun by this process (the stall watchdog reads it)
         self._iterated = False  # whether this process has run an iteration (compiled, captured)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
@@ -176,7 +176,7 @@ class Trainer:
                     display.update(bar, completed=self.iteration)
                     if self.iteration % self.cfg.save_interval == 0:
                         self.save()
-            if self._saved_iteration != self.iteration:
+            if self.saved_iteration != self.iteration:
                 self.save()
             if self.interrupted:
                 name = signal.Signals(self.stop_signal).name
@@ -342,7 +342,7 @@ class Trainer:
             save_checkpoint(path, state)
             save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
         self.dist.barrier(self.device)
-        self._saved_iteration = self.iteration
+        self.saved_iteration = self.iteration
         self.progress.tick()
 
 
