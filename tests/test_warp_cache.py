@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import torch, warp as wp
 from phalanx.warp_streams import launch
@@ -23,9 +25,25 @@ print(out.tolist(), wp.config.kernel_cache_dir)
 """
 
 
-def test_a_file_in_place_of_the_kernel_cache_falls_back_to_a_temporary_one(tmp_path: Path) -> None:
-    blocker = tmp_path / "not-a-directory"
-    blocker.write_text("")
+def _unwritable_directory() -> str | None:
+    """An existing directory that refuses new files even to root (sysfs), where there is one."""
+    try:
+        Path("/sys/phalanx-probe").write_text("")
+    except OSError:
+        return "/sys" if Path("/sys").is_dir() else None
+    Path("/sys/phalanx-probe").unlink()
+    return None
+
+
+@pytest.mark.parametrize("where", ["file", "unwritable directory"])
+def test_a_kernel_cache_warp_cannot_write_falls_back_to_a_temporary_one(tmp_path: Path, where: str) -> None:
+    if where == "file":
+        blocker = tmp_path / "not-a-directory"
+        blocker.write_text("")
+    elif (found := _unwritable_directory()) is not None:
+        blocker = Path(found)
+    else:
+        pytest.skip("no directory here refuses a new file")
     script = tmp_path / "kernel.py"  # Warp reads a kernel's source from its file
     script.write_text(SCRIPT)
     env = os.environ | {"WARP_CACHE_PATH": str(blocker)}
