@@ -17,8 +17,8 @@ from torch.profiler import ProfilerActivity, profile
 
 import phalanx
 from phalanx.bench.physics import seconds_per_call
-from phalanx.registry import env_cfg
 from phalanx.sim.model import load_spec
+from phalanx.training.registry import env_cfg
 
 
 def _cfg(args: argparse.Namespace):

@@ -31,7 +31,7 @@ from phalanx.bench.physics import captured_seconds, seconds_per_call
 from phalanx.envs.mdp.quadruped_control import quadruped_control
 from phalanx.envs.task_env import TaskEnv
 from phalanx.files import write_text_atomic
-from phalanx.registry import env_cfg, make
+from phalanx.training.registry import env_cfg, make
 
 
 def warmed_env(args: argparse.Namespace, warmup: int, qp_solver: str = "device", **flags) -> TaskEnv:

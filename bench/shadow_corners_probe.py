@@ -14,8 +14,8 @@ import dataclasses
 import sys
 
 from phalanx.cli import main
-from phalanx.registry import env_cfg, register
 from phalanx.tasks.shadow_hand import shadow_cube_train_cfg
+from phalanx.training.registry import env_cfg, register
 
 
 def corners_cfg():

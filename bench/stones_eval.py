@@ -20,10 +20,10 @@ import torch
 from phalanx.envs.mdp import state
 from phalanx.envs.stored_cfg import env_cfg_from_data
 from phalanx.files import write_text_atomic
-from phalanx.registry import env_cfg, make, play_env_cfg
-from phalanx.rl.checkpoint import load_checkpoint
-from phalanx.rl.play import load_actor
 from phalanx.sim.video import EnvRecorder
+from phalanx.training.checkpoint import load_checkpoint
+from phalanx.training.play import load_actor
+from phalanx.training.registry import env_cfg, make, play_env_cfg
 
 
 def main() -> None:

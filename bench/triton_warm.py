@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.backends.nvidia.compiler as nvidia
 
-from phalanx.registry import make
+from phalanx.training.registry import make
 
 START = time.perf_counter()
 COMPILED: list[float] = []

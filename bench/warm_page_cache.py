@@ -14,8 +14,8 @@ import mujoco_warp  # noqa: F401
 import torch
 import warp as wp
 
-import phalanx.registry  # noqa: F401
-import phalanx.rl.trainer  # noqa: F401
+import phalanx.training.registry  # noqa: F401
+import phalanx.training.trainer  # noqa: F401
 
 
 @wp.kernel

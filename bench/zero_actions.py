@@ -11,8 +11,8 @@ import argparse
 
 import torch
 
-from phalanx.registry import env_cfg, make, play_env_cfg
-from phalanx.rl.play import run_episodes
+from phalanx.training.play import run_episodes
+from phalanx.training.registry import env_cfg, make, play_env_cfg
 
 
 def main() -> None:

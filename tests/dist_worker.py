@@ -26,8 +26,8 @@ import warp as wp
 from rich.console import Console
 
 from phalanx.dist import StallWatchdog, init_distributed
-from phalanx.registry import make, train_cfg
-from phalanx.rl.trainer import Trainer
+from phalanx.training.registry import make, train_cfg
+from phalanx.training.trainer import Trainer
 
 
 def train(
@@ -81,7 +81,7 @@ def cli(what: str, flags: list[str]) -> int:
     """`phalanx train` as the user runs it, with one rank stuck or slow."""
     from phalanx import cli, registry
     from phalanx.envs.task_env import TaskEnv
-    from phalanx.rl import trainer
+    from phalanx.training import trainer
 
     rank = int(os.environ["RANK"])
     if what == "hang-env" and rank == 1:

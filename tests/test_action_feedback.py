@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from helpers import make_cpu
 from phalanx.envs.mdp import observations
-from phalanx.registry import BUILTIN, env_cfg, registered_tasks
+from phalanx.training.registry import BUILTIN, env_cfg, registered_tasks
 
 
 def test_every_builtin_task_that_observes_its_last_action_clips_it() -> None:

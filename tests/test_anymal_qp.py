@@ -10,7 +10,7 @@ from helpers import make_cpu
 from phalanx.envs import LowLevelPolicyCfg
 from phalanx.envs.mdp import quadruped_control, state
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 
 def _walk(commands: list[tuple[float, float, float]], actions: torch.Tensor, seconds: float) -> dict[str, torch.Tensor]:

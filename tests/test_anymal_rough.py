@@ -12,7 +12,7 @@ import torch
 from helpers import make_cpu, random_actions
 from phalanx.cli import main
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 
 def _small_rough(num_envs: int, seed: int = 0):

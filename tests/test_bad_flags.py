@@ -9,11 +9,11 @@ import pytest
 import torch
 
 import phalanx
-import phalanx.registry
+import phalanx.training.registry
 from phalanx.assets import asset_path
 from phalanx.cli import main
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
 
@@ -39,7 +39,7 @@ def no_env(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("an env was built before the input was checked")
 
-    monkeypatch.setattr(phalanx.registry, "make", refuse)
+    monkeypatch.setattr(phalanx.training.registry, "make", refuse)
 
 
 def _run(args: list[str], capsys) -> str:

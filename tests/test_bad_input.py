@@ -8,7 +8,7 @@ import torch
 import phalanx
 from helpers import make_cpu
 from phalanx.errors import ConfigError
-from phalanx.registry import UnknownTaskError, registered_tasks
+from phalanx.training.registry import UnknownTaskError, registered_tasks
 
 
 def test_unknown_task_lists_registered_names() -> None:

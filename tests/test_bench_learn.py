@@ -19,7 +19,7 @@ from phalanx.bench.learn_job import MetricFollower
 from phalanx.bench.learn_report import DOCS_BEGIN, DOCS_END, docs_table, verdict_table, write_docs_table
 from phalanx.cli import main
 from phalanx.errors import ConfigError
-from phalanx.registry import BUILTIN, LearningResult, env_cfg, register, registered_tasks
+from phalanx.training.registry import BUILTIN, LearningResult, env_cfg, register, registered_tasks
 
 CPU = ["--device", "cpu", "--no-cold"]
 
@@ -46,7 +46,7 @@ def test_logged_keys_are_what_a_training_writes(tmp_path: Path) -> None:
 
 def test_register_refuses_a_bad_result_by_its_field() -> None:
     cfg = env_cfg("cartpole")
-    from phalanx.registry import train_cfg
+    from phalanx.training.registry import train_cfg
 
     for result, field in [
         (LearningResult(metric="mean_reward", threshold=1.0, budget_s=0.0), "result.budget_s"),

@@ -9,7 +9,7 @@ import torch
 from helpers import make_cpu
 from phalanx.envs import CommandTerm, CommandTermCfg
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 
 class Counter(CommandTerm):

@@ -11,7 +11,7 @@ from torch._dynamo.utils import counters
 from helpers import make_cpu
 from phalanx.envs import CurriculumTermCfg
 from phalanx.envs.mdp import curriculum
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 
 def test_compiled_legged_step_matches_eager() -> None:

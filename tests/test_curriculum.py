@@ -9,7 +9,7 @@ import torch
 from helpers import make_cpu
 from phalanx.envs import CurriculumTermCfg
 from phalanx.envs.mdp import curriculum
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 TRACK = "track_lin_vel_xy_exp"
 

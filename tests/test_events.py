@@ -6,7 +6,7 @@ import torch
 
 from helpers import make_cpu
 from phalanx.envs import EventTermCfg
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 
 def test_startup_runs_once_and_interval_fires_on_schedule() -> None:

@@ -15,10 +15,10 @@ import torch
 from helpers import make_cpu
 from phalanx.cli import main
 from phalanx.envs.stored_cfg import env_cfg_from_data
-from phalanx.rl.checkpoint import load_checkpoint
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import mlp
-from phalanx.rl.play import load_actor
+from phalanx.training.checkpoint import load_checkpoint
+from phalanx.training.play import load_actor
 
 QUICK = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "2"]
 

@@ -15,8 +15,8 @@ from phalanx.envs.cfg import GripperCfg
 from phalanx.envs.mdp import end_effector
 from phalanx.envs.mdp.differential_ik import damped_least_squares
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
-from phalanx.rl.export import drive
+from phalanx.training.export import drive
+from phalanx.training.registry import env_cfg
 
 
 def test_damped_least_squares_is_the_pseudo_inverse_step_when_undamped_and_bounded_when_damped() -> None:

@@ -8,7 +8,7 @@ import torch
 
 from helpers import make_cpu, site_ik
 from phalanx.envs.mdp import drawer
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 FACING = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 """The hand's axes (columns, world) facing the drawer: z into it (+x), fingers closing vertically (y up)."""

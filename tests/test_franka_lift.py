@@ -9,7 +9,7 @@ import torch
 
 from helpers import make_cpu, site_ik
 from phalanx.envs.mdp import bodies, lift
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 DOWN = np.diag([1.0, -1.0, -1.0])
 """The hand's axes (columns, world) at the home pose: z down."""

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import phalanx
-from phalanx.registry import registered_tasks
+from phalanx.training.registry import registered_tasks
 
 pytestmark = pytest.mark.gpu
 
@@ -118,9 +118,9 @@ def test_a_camera_rendering_every_other_step_inside_the_captured_step() -> None:
 @pytest.mark.parametrize("capture", [False, True])
 def test_training_iteration_never_syncs_the_host(capture: bool) -> None:
     """Rollout and PPO update under torch's sync debug mode "error": any host sync raises."""
-    from phalanx.registry import train_cfg
-    from phalanx.rl.timing import IntervalTimer
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.registry import train_cfg
+    from phalanx.training.timing import IntervalTimer
+    from phalanx.training.trainer import Trainer
 
     for task in ("cartpole", "ant"):
         cfg = train_cfg(task)
@@ -145,8 +145,8 @@ def test_captured_training_matches_eager_training(task: str, tolerance: float) -
     """Rollout and update graphs (the rollout's sharing one memory pool) change where the kernels
     are launched from, not what they compute. Convolutions pick their algorithms per call: a
     looser tolerance for the image policy."""
-    from phalanx.registry import train_cfg
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.registry import train_cfg
+    from phalanx.training.trainer import Trainer
 
     params = []
     for capture in (True, False):

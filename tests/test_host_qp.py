@@ -18,7 +18,7 @@ from phalanx.control.host_qp import HostQP
 from phalanx.control.qp import BatchedQP
 from phalanx.envs.mdp import quadruped_control
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 pytest.importorskip("proxsuite", reason="HostQP's solver: pip install -e '.[test]'")
 

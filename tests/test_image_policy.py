@@ -15,9 +15,9 @@ from phalanx.errors import ConfigError
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.image_encoder import ImageEncoder
 from phalanx.rl.models import ActorCritic
-from phalanx.rl.play import load_actor
 from phalanx.rl.ppo import PPO, PPOCfg
-from phalanx.rl.trainer import Trainer
+from phalanx.training.play import load_actor
+from phalanx.training.trainer import Trainer
 
 SMALL_CNN = {"cnn_channels": (8, 16), "cnn_kernel_sizes": (4, 3), "cnn_strides": (2, 1), "cnn_features": 32}
 

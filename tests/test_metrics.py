@@ -9,8 +9,8 @@ from rich.console import Console
 
 from helpers import make_cpu, random_actions
 from phalanx.envs import MetricTermCfg
-from phalanx.registry import env_cfg, train_cfg
-from phalanx.rl.trainer import Trainer
+from phalanx.training.registry import env_cfg, train_cfg
+from phalanx.training.trainer import Trainer
 
 
 def _step_count(env) -> torch.Tensor:

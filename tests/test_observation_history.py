@@ -112,7 +112,7 @@ def test_cartpole_rgb_sees_two_stacked_frames_and_its_critic_the_joint_state() -
 def test_a_critic_that_sees_only_the_image_trains() -> None:
     from rich.console import Console
 
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.trainer import Trainer
 
     cfg = phalanx.env_cfg("cartpole-rgb")
     cfg.observations["policy"], cfg.observations["critic"] = cfg.observations["critic"], {}

@@ -11,7 +11,7 @@ import torch
 
 from phalanx.cli import main
 from phalanx.files import temp_files
-from phalanx.rl.checkpoint import load_checkpoint
+from phalanx.training.checkpoint import load_checkpoint
 
 TRAIN = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
 

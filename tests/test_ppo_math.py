@@ -11,7 +11,7 @@ import torch
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.storage import compute_gae
-from phalanx.rl.timing import IntervalTimer
+from phalanx.training.timing import IntervalTimer
 
 
 def test_gae_by_hand() -> None:
@@ -192,8 +192,8 @@ def test_normalizer_matches_numpy() -> None:
 
 def _tiny_trainer(task: str = "cartpole", num_envs: int = 8):
     from helpers import make_cpu
-    from phalanx.registry import train_cfg
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.registry import train_cfg
+    from phalanx.training.trainer import Trainer
 
     cfg = train_cfg(task)
     cfg.num_steps_per_env = 4

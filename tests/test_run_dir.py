@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from phalanx.cli import main
-from phalanx.rl.run_dir import RunDir
+from phalanx.training.run_dir import RunDir
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "2"]
 
@@ -190,7 +190,7 @@ def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
 def test_checkpoints_survive_sigkill_at_any_moment(tmp_path: Path) -> None:
     """SIGKILL (no handler can run) at moments spread over iterations that each write a
     checkpoint: model_last.pt always loads whole, and `--resume last` continues from it."""
-    from phalanx.rl.checkpoint import RESUME_KEYS, load_checkpoint
+    from phalanx.training.checkpoint import RESUME_KEYS, load_checkpoint
 
     run = tmp_path / "run"
     command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--device", "cpu", "--num-envs", "64"]

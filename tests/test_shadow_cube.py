@@ -14,9 +14,9 @@ from helpers import make_cpu
 from phalanx.envs.mdp.manipulation import goal_keypoints, object_keypoints, random_quat, rotation_distance
 from phalanx.envs.mdp.math import quat_mul
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
-from phalanx.rl.export import drive
 from phalanx.tasks.shadow_hand import CUBE_HALF_SIZE, CUBE_HOME, GOAL_TIME_S, MAX_SUCCESSES
+from phalanx.training.export import drive
+from phalanx.training.registry import env_cfg
 
 
 @pytest.fixture(scope="module")

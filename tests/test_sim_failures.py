@@ -7,7 +7,7 @@ import torch
 
 from helpers import make_cpu, random_actions
 from phalanx.envs.broken_worlds import BrokenWorlds
-from phalanx.registry import env_cfg
+from phalanx.training.registry import env_cfg
 
 
 def test_nan_state_resets_only_that_env_and_is_counted() -> None:

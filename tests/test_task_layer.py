@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import phalanx
-import phalanx.registry
+import phalanx.training.registry
 from phalanx.cli import main
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
@@ -59,7 +59,9 @@ def test_a_checkpoint_from_before_env_configs_is_refused_in_one_line(tmp_path: P
     assert len(err.splitlines()) == 1 and "written by an older phalanx" in err
 
 
-@pytest.mark.parametrize("reference", ["os:system", "builtins:print", "subprocess:run", "phalanx.registry:make"])
+@pytest.mark.parametrize(
+    "reference", ["os:system", "builtins:print", "subprocess:run", "phalanx.training.registry:make"]
+)
 def test_a_stored_config_names_only_terms(reference: str) -> None:
     data = env_cfg_to_data(phalanx.env_cfg("cartpole"))
     data["rewards"]["alive"]["func"] = reference
@@ -72,7 +74,7 @@ def test_a_stored_term_from_a_module_that_registered_no_task_is_refused_unimport
     for reference in ("antigravity:geohash", "helpers:make_cpu"):  # not imported; imported, registered nothing
         data["rewards"]["alive"]["func"] = reference
         with pytest.raises(ConfigError, match=r"refused: stored terms come from phalanx or from the packages"):
-            env_cfg_from_data(data, "checkpoint x.pt", phalanx.registry.term_packages())
+            env_cfg_from_data(data, "checkpoint x.pt", phalanx.training.registry.term_packages())
     assert "antigravity" not in sys.modules
 
 
@@ -82,11 +84,13 @@ def alive_twice(env) -> torch.Tensor:
 
 
 def test_a_stored_term_from_a_module_that_registered_a_task_comes_back(monkeypatch) -> None:
-    monkeypatch.setattr(phalanx.registry, "_TASKS", dict(phalanx.registry.registered_tasks()))  # undone after
+    monkeypatch.setattr(
+        phalanx.training.registry, "_TASKS", dict(phalanx.training.registry.registered_tasks())
+    )  # undone after
     env = phalanx.env_cfg("cartpole")
     env.rewards["alive"].func = alive_twice
     phalanx.register("test-own-term", env_cfg=env, train_cfg=phalanx.train_cfg("cartpole"))
-    packages = phalanx.registry.term_packages()
+    packages = phalanx.training.registry.term_packages()
     assert env_cfg_from_data(env_cfg_to_data(env), "x.pt", packages).rewards["alive"].func is alive_twice
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from helpers import make_cpu, random_actions
-from phalanx.registry import env_cfg, registered_tasks
+from phalanx.training.registry import env_cfg, registered_tasks
 
 TASK_NAMES = list(registered_tasks())
 

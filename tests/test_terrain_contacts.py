@@ -14,9 +14,9 @@ import warp as wp
 
 from helpers import make_cpu
 from phalanx.errors import ConfigError
-from phalanx.registry import env_cfg
 from phalanx.terrain import TerrainCfg, add_terrain, generate_terrain
 from phalanx.terrain.contacts import grid_contacts, tile_tops
+from phalanx.training.registry import env_cfg
 
 _BODIES = """
 <mujoco>

@@ -209,7 +209,7 @@ def test_the_mlp_actor_critic_refuses_an_image_policy() -> None:
 def test_the_trainer_trains_beside_an_image_group_it_does_not_read() -> None:
     from rich.console import Console
 
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.trainer import Trainer
 
     env = make_cpu(_cartpole_seeing(image={"rgb": RGB}), num_envs=8)
     cfg = phalanx.train_cfg("cartpole")

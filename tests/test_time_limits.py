@@ -12,8 +12,8 @@ from rich.console import Console
 from helpers import make_cpu
 from phalanx.envs import MetricTermCfg, TerminationTermCfg
 from phalanx.envs.mdp import terminations
-from phalanx.registry import env_cfg, train_cfg
-from phalanx.rl.trainer import Trainer
+from phalanx.training.registry import env_cfg, train_cfg
+from phalanx.training.trainer import Trainer
 
 
 def _one(env) -> torch.Tensor:

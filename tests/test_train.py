@@ -16,8 +16,8 @@ from rich.console import Console
 from helpers import make_cpu, signal_after_iterations
 from phalanx.cli import main
 from phalanx.dist import DistContext
-from phalanx.registry import train_cfg
-from phalanx.rl.trainer import Trainer
+from phalanx.training.registry import train_cfg
+from phalanx.training.trainer import Trainer
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "5"]
 

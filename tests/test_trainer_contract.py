@@ -10,7 +10,7 @@ import torch
 from rich.console import Console
 
 from phalanx import TrainCfg, VecEnv
-from phalanx.rl.trainer import Trainer
+from phalanx.training.trainer import Trainer
 
 
 class PointEnv(VecEnv):

@@ -15,9 +15,9 @@ from rich.console import Console
 import phalanx
 from phalanx.cli import main
 from phalanx.dist import DistContext
-from phalanx.rl.logger import RunLogger
-from phalanx.wrappers.metered import MeteredEnv
-from phalanx.wrappers.trainers import ADAPTERS
+from phalanx.training.libraries import ADAPTERS
+from phalanx.training.logger import RunLogger
+from phalanx.training.metered import MeteredEnv
 
 FPS = ("fps_step", "fps_step_inference", "fps_total")
 

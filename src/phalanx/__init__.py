@@ -11,16 +11,16 @@ from phalanx.lazy import lazy_attributes
 __version__ = "0.1.0"
 
 _LAZY = {
-    "register": "phalanx.registry",
-    "LearningResult": "phalanx.registry",
-    "make": "phalanx.registry",
-    "registered_tasks": "phalanx.registry",
-    "env_cfg": "phalanx.registry",
-    "train_cfg": "phalanx.registry",
+    "register": "phalanx.training.registry",
+    "LearningResult": "phalanx.training.registry",
+    "make": "phalanx.training.registry",
+    "registered_tasks": "phalanx.training.registry",
+    "env_cfg": "phalanx.training.registry",
+    "train_cfg": "phalanx.training.registry",
     "TaskCfg": "phalanx.envs.cfg",
     "VecEnv": "phalanx.envs.vec_env",
-    "TrainCfg": "phalanx.rl.config",
-    "train": "phalanx.training",
+    "TrainCfg": "phalanx.training.config",
+    "train": "phalanx.training.run",
 }
 __all__ = ["__version__", *_LAZY]
 

@@ -92,7 +92,7 @@ class ExportCfg:
 
 def list_tasks(console: Console) -> None:
     """The registered tasks from their configs (no env is built, nothing is compiled)."""
-    from phalanx.registry import registered_tasks
+    from phalanx.training.registry import registered_tasks
 
     table = Table(title="phalanx tasks", title_justify="left")
     for column in ("task", "env step", "episode", "envs (GPU)", "learns (bench learn)", "registered by", "description"):
@@ -141,7 +141,7 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None
             skip = True
         elif not flag.startswith("--gpus="):
             rest.append(flag)
-    from phalanx.training import new_run_dir
+    from phalanx.training.run import new_run_dir
 
     command = [
         sys.executable,
@@ -164,13 +164,13 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None
 
 
 def train(args: list[str], console: Console) -> int:
-    """phalanx train: checks every flag, then trains (see `phalanx.training`). Returns the exit
+    """phalanx train: checks every flag, then trains (see `phalanx.training.run`). Returns the exit
     status: 0, or 128 + the signal (130 Ctrl-C, 143 SIGTERM) that stopped training after a
     checkpoint, or 1 on lost ranks."""
     from phalanx.envs.stored_cfg import env_cfg_to_data
-    from phalanx.registry import train_cfg
-    from phalanx.rl.config import TrainCfg, check_train_cfg
-    from phalanx.training import run_training
+    from phalanx.training.config import TrainCfg, check_train_cfg
+    from phalanx.training.registry import train_cfg
+    from phalanx.training.run import run_training
 
     if hasattr(signal, "SIGUSR1") and sys.__stderr__ is not None:
         # `kill -USR1 PID` prints every thread's Python stack to stderr; training goes on.
@@ -196,10 +196,10 @@ def play(args: list[str], console: Console) -> None:
     """phalanx play: the checkpoint's policy in the env it was trained in (the task's play
     variant of it when the task is registered), deterministic actions."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
-    from phalanx.registry import make, play_env_cfg, term_packages
-    from phalanx.rl.checkpoint import load_checkpoint
-    from phalanx.rl.play import load_actor, run_episodes
     from phalanx.sim.video import EnvRecorder
+    from phalanx.training.checkpoint import load_checkpoint
+    from phalanx.training.play import load_actor, run_episodes
+    from phalanx.training.registry import make, play_env_cfg, term_packages
 
     task, flags = task_and_flags("play", args, registered=False)
     cfg = parse_flags(PlayCfg, PlayCfg(task=task, checkpoint=""), flags, f"phalanx play {task}")
@@ -213,7 +213,7 @@ def play(args: list[str], console: Console) -> None:
     if cfg.video is not None:
         _check_video_path(Path(cfg.video))
     if cfg.logger is not None:
-        from phalanx.rl.logger import check_logger
+        from phalanx.training.logger import check_logger
 
         check_logger(cfg.logger)
         if cfg.video is None:
@@ -239,7 +239,7 @@ def play(args: list[str], console: Console) -> None:
 def _log_play_video(cfg: PlayCfg, state: dict, frames: list, video: Path, fps: float, console: Console) -> None:
     """The play video, also in the dashboard of the run that wrote the checkpoint (its run
     directory: RUN/checkpoints/model_*.pt beside RUN/config.json), at the frames it trained."""
-    from phalanx.rl.logger import log_video
+    from phalanx.training.logger import log_video
 
     logger = cfg.logger or state["config"].get("logger", "tensorboard")
     run_dir = Path(cfg.checkpoint).resolve().parent.parent
@@ -265,9 +265,9 @@ def export(args: list[str], console: Console) -> None:
     """phalanx export: see `ExportCfg`. The task's env is built once (one env, not stepped) for
     the observation layout and the actuators' offsets."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
-    from phalanx.registry import make, term_packages
-    from phalanx.rl.checkpoint import load_checkpoint
-    from phalanx.rl.export import check_format, export_policy
+    from phalanx.training.checkpoint import load_checkpoint
+    from phalanx.training.export import check_format, export_policy
+    from phalanx.training.registry import make, term_packages
 
     task, flags = task_and_flags("export", args, registered=False)
     cfg = parse_flags(ExportCfg, ExportCfg(task=task, checkpoint=""), flags, f"phalanx export {task}")

@@ -13,7 +13,7 @@ T = TypeVar("T")
 def task_and_flags(command: str, args: list[str], registered: bool = True) -> tuple[str, list[str]]:
     """Splits `TASK --flags...`; with `registered`, the task must be registered. `--help` before
     a task prints the usage with the registered tasks and exits 0."""
-    from phalanx.registry import registered_tasks, task_spec
+    from phalanx.training.registry import registered_tasks, task_spec
 
     names = ", ".join(registered_tasks())
     if not args or args[0].startswith("-"):

@@ -227,8 +227,8 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
     from phalanx.devices import resolve_device
-    from phalanx.registry import train_cfg
-    from phalanx.rl.config import TrainCfg, check_train_cfg
+    from phalanx.training.config import TrainCfg, check_train_cfg
+    from phalanx.training.registry import train_cfg
 
     task, flags = task_and_flags(f"bench {kind}", args)
     default = BenchCfg(task=task, num_envs=SWEEP if kind == "envs" else BenchCfg.num_envs)
@@ -301,7 +301,7 @@ def run_startup(args: list[str], console: Console) -> None:
 
     from phalanx.bench import startup
     from phalanx.devices import resolve_device
-    from phalanx.registry import train_cfg
+    from phalanx.training.registry import train_cfg
 
     task, flags = task_and_flags("bench startup", args)
     cfg = parse_flags(StartupCfg, StartupCfg(task=task), flags, f"phalanx bench startup {task}")
@@ -332,7 +332,7 @@ def run_startup(args: list[str], console: Console) -> None:
 def run_compare(args: list[str], console: Console) -> None:
     from phalanx.bench import trainers
     from phalanx.devices import resolve_device
-    from phalanx.rl.config import MULTI_GPU_TRAINERS, TRAINERS
+    from phalanx.training.config import MULTI_GPU_TRAINERS, TRAINERS
 
     task, flags = task_and_flags("bench compare", args)
     cfg = parse_flags(CompareCfg, CompareCfg(task=task), flags, f"phalanx bench compare {task}")

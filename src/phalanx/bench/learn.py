@@ -34,7 +34,7 @@ from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.cfg import TaskCfg
-    from phalanx.registry import LearningResult
+    from phalanx.training.registry import LearningResult
 
 POLL_S = 0.2
 PLAY_ENVS = 16

@@ -17,7 +17,7 @@ from rich.console import Console
 from phalanx.bench.command import LearnCfg
 from phalanx.errors import ConfigError, check_int, check_positive
 from phalanx.flags import parse_flags, split_args
-from phalanx.registry import DIRECTIONS, LearningResult
+from phalanx.training.registry import DIRECTIONS, LearningResult
 
 VIDEOS = ("each", "first", "none")
 
@@ -32,7 +32,7 @@ def task_results(names: list[str], cfg: LearnCfg) -> dict[str, LearningResult]:
     """Each task's result as declared, with the flags' overrides; refuses unknown tasks, tasks
     without a result, and metrics a task does not log."""
     from phalanx.bench.learn import check_result
-    from phalanx.registry import env_cfg, registered_tasks, task_spec
+    from phalanx.training.registry import env_cfg, registered_tasks, task_spec
 
     if names == ["all"]:
         names = [name for name, spec in registered_tasks().items() if spec.result is not None]
@@ -63,7 +63,7 @@ def task_results(names: list[str], cfg: LearnCfg) -> dict[str, LearningResult]:
 
 def low_level_tasks(tasks: list[str]) -> dict[str, str]:
     """task -> the task whose trained policy its actions command; that task must be in the suite."""
-    from phalanx.registry import env_cfg
+    from phalanx.training.registry import env_cfg
 
     low_levels = {}
     for task in tasks:
@@ -95,8 +95,8 @@ def check_flags(cfg: LearnCfg) -> None:
 
 def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
     """`--train-args` split, and parsed and checked for every task."""
-    from phalanx.registry import train_cfg
-    from phalanx.rl.config import TrainCfg, check_train_cfg
+    from phalanx.training.config import TrainCfg, check_train_cfg
+    from phalanx.training.registry import train_cfg
 
     train_args = split_args(cfg.train_args, "train_args")
     for task in tasks:
@@ -131,7 +131,7 @@ def run_learn(args: list[str], console: Console) -> None:
     from phalanx.bench.machine import machine_info
     from phalanx.bench.report import write_run
     from phalanx.files import write_text_atomic
-    from phalanx.registry import env_cfg
+    from phalanx.training.registry import env_cfg
 
     names, flags = split_tasks(args)
     if names == [] and flags[:1] in (["-h"], ["--help"]):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from phalanx.registry import LearningResult
+from phalanx.training.registry import LearningResult
 
 GRACE_S = 120.0
 """How long a job asked to stop (SIGTERM: it finishes its iteration and saves a checkpoint) may

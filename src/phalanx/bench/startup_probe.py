@@ -253,8 +253,8 @@ def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[s
         import warp as wp
 
         from phalanx.devices import resolve_device
-        from phalanx.registry import make, train_cfg
-        from phalanx.rl.trainer import Trainer
+        from phalanx.training.registry import make, train_cfg
+        from phalanx.training.trainer import Trainer
 
         wp.config.log_level = wp.LOG_INFO  # Warp's module-load lines, counted per phase
         wp.set_logger(phases)

@@ -18,8 +18,8 @@ from rich.console import Console
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
 
 if TYPE_CHECKING:
-    from phalanx.rl.config import TrainCfg
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.config import TrainCfg
+    from phalanx.training.trainer import Trainer
 
 
 def _profile(trainer, device: torch.device, iterations: int, trace: Path) -> None:
@@ -104,8 +104,8 @@ def measure(
         # sweep of many counts passes Dynamo's recompile limit and runs the rest eagerly.
         torch._dynamo.reset()
     start = time.perf_counter()
-    from phalanx.registry import make
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.registry import make
+    from phalanx.training.trainer import Trainer
 
     import_s = time.perf_counter() - start
     cfg, task = copy.deepcopy(training), training.task

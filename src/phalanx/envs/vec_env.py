@@ -10,7 +10,7 @@ import torch
 
 class VecEnv(abc.ABC):
     """A batch of `num_envs` environments stepped together on one device: everything a learner
-    (`phalanx.rl.trainer.Trainer`) uses of an env.
+    (`phalanx.training.trainer.Trainer`) uses of an env.
 
     All tensors live on `device` and lead with `num_envs`. Done envs reset automatically inside
     `step`; nothing in `step` synchronizes with the host.

@@ -35,8 +35,6 @@ from phalanx.rl.ppo import PPO, PPOCfg
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext
-    from phalanx.envs.vec_env import VecEnv
-    from phalanx.rl.config import TrainCfg
 
 WAIT_S = 30.0
 """How long the trainer's first update waits for the process before stopping it and compiling on
@@ -63,26 +61,6 @@ class UpdateSpec:
     image_dtype: str
     """The image group's dtype ("uint8" without images)."""
     device: str
-
-    @classmethod
-    def for_training(cls, cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
-        images = cfg.policy.image_group
-        # A group the env lacks is refused, by name, when the networks are built.
-        image_dtype = env.obs[images].dtype if images in env.obs else torch.uint8
-        return cls(
-            policy=cfg.policy,
-            algo=cfg.algo,
-            observation_spec={group: tuple(shape) for group, shape in env.observation_spec.items()},
-            action_dim=env.action_dim,
-            num_envs=env.num_envs,
-            num_steps=cfg.num_steps_per_env,
-            normalize=cfg.empirical_normalization,
-            tf32=cfg.tf32,
-            bf16_update=cfg.bf16_update,
-            compile_update=cfg.compile_update and env.device.type == "cuda",
-            image_dtype=str(image_dtype).removeprefix("torch."),
-            device=str(env.device),
-        )
 
     def actor_critic(self) -> ActorCritic:
         """The untrained networks, on the device (seed the global generator first)."""

@@ -30,10 +30,11 @@ from phalanx.envs.mdp import (
     terminations,
     velocity_rewards,
 )
-from phalanx.registry import LearningResult, register
-from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
+from phalanx.training.config import TrainCfg
+from phalanx.training.registry import LearningResult, register
 
 LEGS = ("LF", "RF", "LH", "RH")
 FEET = [f"{leg}_foot_contact" for leg in LEGS]

@@ -8,9 +8,9 @@ from __future__ import annotations
 from phalanx.control.qp import QPSettings
 from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
 from phalanx.envs.mdp import quadruped_control
-from phalanx.registry import LearningResult, register
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.tasks.anymal import velocity_cfg, velocity_play_cfg, velocity_train_cfg
+from phalanx.training.registry import LearningResult, register
 
 EFFORT_LIMIT = 80.0
 """ANYmal C's joint torque limit (N m)."""

@@ -7,10 +7,10 @@ heuristic controller alone: fixed trot, Raibert footholds that do not look at th
 from __future__ import annotations
 
 from phalanx.envs.cfg import TaskCfg
-from phalanx.registry import LearningResult, register
 from phalanx.tasks.anymal import on_terrain, rough_weights, velocity_cfg, velocity_play_cfg, velocity_train_cfg
 from phalanx.tasks.anymal_qp import through_qp
 from phalanx.terrain.generator import TerrainCfg
+from phalanx.training.registry import LearningResult, register
 
 
 def stones_terrain() -> TerrainCfg:

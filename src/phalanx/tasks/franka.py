@@ -24,10 +24,11 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import curriculum, end_effector, events, observations, rewards, terminations, velocity_rewards
 from phalanx.envs.mdp.differential_ik import differential_ik
-from phalanx.registry import LearningResult, register
-from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cfg import SimCfg
+from phalanx.training.config import TrainCfg
+from phalanx.training.registry import LearningResult, register
 
 ARM = "panda_joint[1-7]"
 EE = "ee"

@@ -13,10 +13,11 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import bodies, drawer, events, observations, rewards, terminations, velocity_rewards
-from phalanx.registry import LearningResult, register
-from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka import ARM, EE, arm_actuators, arm_and_gripper_actions
+from phalanx.training.config import TrainCfg
+from phalanx.training.registry import LearningResult, register
 
 OPENED = 0.2
 """The opening (m) at which the drawer counts as opened."""

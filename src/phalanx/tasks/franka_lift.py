@@ -25,10 +25,11 @@ from phalanx.envs.mdp import (
     terminations,
     velocity_rewards,
 )
-from phalanx.registry import LearningResult, register
-from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
+from phalanx.training.config import TrainCfg
+from phalanx.training.registry import LearningResult, register
 
 CUBE = "cube"
 LIFTED = 0.04

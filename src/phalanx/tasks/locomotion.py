@@ -15,9 +15,10 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import events, metrics, observations, rewards, terminations
-from phalanx.registry import LearningResult, register
-from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
+from phalanx.training.config import TrainCfg
+from phalanx.training.registry import LearningResult, register
 
 TARGET_POS = (1000.0, 0.0, 0.0)
 """The target lies 1 km along +x: far enough that no episode reaches it."""

@@ -17,10 +17,11 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import bodies, events, manipulation, observations, rewards, terminations
-from phalanx.registry import LearningResult, register
-from phalanx.rl.config import PolicyCfg, PPOCfg, TrainCfg
+from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
+from phalanx.training.config import TrainCfg
+from phalanx.training.registry import LearningResult, register
 
 CUBE_HOME = (0.0077, 0.0005, 0.3396)
 """Where the cube rests on the palm in the hand's default pose (the model's "home" keyframe): the

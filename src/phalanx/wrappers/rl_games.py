@@ -35,8 +35,8 @@ import torch
 
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
-from phalanx.rl.config import TrainCfg
-from phalanx.wrappers.metered import watch_action_std
+from phalanx.training.config import TrainCfg
+from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 ENV_NAME = "phalanx"

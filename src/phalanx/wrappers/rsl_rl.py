@@ -28,8 +28,8 @@ except ImportError:
 import torch
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.rl.config import TrainCfg
-from phalanx.wrappers.metered import watch_action_std
+from phalanx.training.config import TrainCfg
+from phalanx.training.metered import watch_action_std
 
 
 class RslRlVecEnv(VecEnv):

@@ -36,10 +36,10 @@ import numpy as np
 import torch
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.rl.config import TrainCfg
 from phalanx.rl.losses import gaussian_kl
 from phalanx.rl.models import ACTIVATIONS
-from phalanx.wrappers.metered import watch_action_std
+from phalanx.training.config import TrainCfg
+from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 
 

@@ -12,7 +12,7 @@ import torch
 
 from phalanx.envs.task_env import TaskEnv
 from phalanx.errors import ConfigError
-from phalanx.rl.config import TrainCfg
+from phalanx.training.config import TrainCfg
 
 
 def observation_box(value: torch.Tensor) -> spaces.Box:

@@ -21,15 +21,15 @@ from phalanx.dist import DistContext, Progress
 from phalanx.envs.vec_env import VecEnv
 from phalanx.errors import ConfigError
 from phalanx.rl import update_compile
-from phalanx.rl.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
-from phalanx.rl.config import TrainCfg
-from phalanx.rl.episode_stats import EpisodeStats
-from phalanx.rl.logger import RunLogger
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.staged_graphs import StagedGraphs
-from phalanx.rl.timing import FPS_NAMES, IntervalTimer, phase_range
 from phalanx.rl.update_compile import UpdateSpec
 from phalanx.sim.model_files import files_state, pack_model
+from phalanx.training.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
+from phalanx.training.config import TrainCfg
+from phalanx.training.episode_stats import EpisodeStats
+from phalanx.training.logger import RunLogger
+from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -56,7 +56,7 @@ class Trainer:
         self._model_state = {"model_files": files_state(self.model_files)} if self.model_files else {}
         self.console = console or Console()
         self.device = env.device
-        spec = UpdateSpec.for_training(cfg, env)
+        spec = update_spec(cfg, env)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         policy = spec.actor_critic()
         self.dist.broadcast_module(policy)
@@ -353,3 +353,24 @@ def _to_device(value: Any, device: torch.device) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(device)
     return value
+
+
+def update_spec(cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
+    """What the PPO update of training `cfg` on `env` compiles for."""
+    images = cfg.policy.image_group
+    # A group the env lacks is refused, by name, when the networks are built.
+    image_dtype = env.obs[images].dtype if images in env.obs else torch.uint8
+    return UpdateSpec(
+        policy=cfg.policy,
+        algo=cfg.algo,
+        observation_spec={group: tuple(shape) for group, shape in env.observation_spec.items()},
+        action_dim=env.action_dim,
+        num_envs=env.num_envs,
+        num_steps=cfg.num_steps_per_env,
+        normalize=cfg.empirical_normalization,
+        tf32=cfg.tf32,
+        bf16_update=cfg.bf16_update,
+        compile_update=cfg.compile_update and env.device.type == "cuda",
+        image_dtype=str(image_dtype).removeprefix("torch."),
+        device=str(env.device),
+    )

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from phalanx.envs.cfg import LowLevelPolicyCfg, TaskCfg
     from phalanx.envs.low_level import LowLevelSource
     from phalanx.envs.task_env import TaskEnv
-    from phalanx.rl.config import TrainCfg
+    from phalanx.training.config import TrainCfg
 
 ENTRY_POINT_GROUP = "phalanx.tasks"
 BUILTIN = (
@@ -122,7 +122,7 @@ def register(
     reaches `result`. Configs may be instances or functions returning them. Registering a name
     again from the same module replaces it; from another module is an error."""
     from phalanx.envs.cfg import TaskCfg
-    from phalanx.rl.config import TrainCfg
+    from phalanx.training.config import TrainCfg
 
     module = sys._getframe(1).f_globals.get("__name__", "?")
     where = f"register({name!r})"
@@ -140,7 +140,9 @@ def register(
         raise ConfigError(f"{where}: play_cfg must be a function of the trained env config")
     if result is not None:
         if not isinstance(result, LearningResult):
-            raise ConfigError(f"{where}: result must be a phalanx.registry.LearningResult, got {type(result).__name__}")
+            raise ConfigError(
+                f"{where}: result must be a phalanx.training.registry.LearningResult, got {type(result).__name__}"
+            )
         result.check(where)
     known = _TASKS.get(name)
     if known is not None and known.module != module:
@@ -275,8 +277,8 @@ def low_level_source(cfg: LowLevelPolicyCfg) -> LowLevelSource:
     actor, from `cfg.checkpoint` (an untrained actor of the task's default size without one)."""
     from phalanx.envs.low_level import LowLevelSource
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
-    from phalanx.rl.checkpoint import CheckpointError, load_checkpoint
-    from phalanx.rl.frozen_policy import checkpoint_actor, untrained_actor
+    from phalanx.training.checkpoint import CheckpointError, load_checkpoint
+    from phalanx.training.frozen_policy import checkpoint_actor, untrained_actor
 
     if cfg.checkpoint is None:
         defaults = train_cfg(cfg.task)

@@ -17,13 +17,13 @@ from rich.console import Console
 
 from phalanx.config_data import to_data
 from phalanx.errors import ConfigError
-from phalanx.rl.config import TrainCfg, check_train_cfg
+from phalanx.training.config import TrainCfg, check_train_cfg
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext, Progress
     from phalanx.envs.cfg import TaskCfg
-    from phalanx.rl.run_dir import RunDir
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.run_dir import RunDir
+    from phalanx.training.trainer import Trainer
 
 
 def train(
@@ -39,7 +39,7 @@ def train(
     `phalanx train`.
     """
     from phalanx.envs.cfg import TaskCfg
-    from phalanx.registry import env_cfg, train_cfg
+    from phalanx.training.registry import env_cfg, train_cfg
 
     if not isinstance(task, str | TaskCfg):
         raise ConfigError(f"a registered task's name or a phalanx.TaskCfg, got {type(task).__name__}", "task")
@@ -71,7 +71,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
     stop signal after its checkpoint, 1 on lost ranks) and the trainer."""
     from phalanx.devices import resolve_device
     from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed, library_rank
-    from phalanx.rl.run_dir import RunDir
+    from phalanx.training.run_dir import RunDir
 
     check_low_level(cfg.env)
     dist = DistContext()
@@ -99,7 +99,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
     run_dir = Path(cfg.run_dir) if cfg.run_dir else new_run_dir(cfg.task)
     cfg.run_dir = str(run_dir)
     if cfg.trainer != "phalanx":
-        from phalanx.wrappers.trainers import train_with_library
+        from phalanx.training.libraries import train_with_library
 
         return train_with_library(cfg, console, dist), None
     progress = Progress()
@@ -188,15 +188,15 @@ def _prepare(
     directory's config.json and metrics cut back."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
     from phalanx.envs.tables import print_term_tables, sim_summary
-    from phalanx.registry import make, term_packages
-    from phalanx.rl.checkpoint import (
+    from phalanx.training.checkpoint import (
         RESUME_KEYS,
         CheckpointError,
         check_resumable,
         load_checkpoint,
         newest_readable,
     )
-    from phalanx.rl.trainer import Trainer
+    from phalanx.training.registry import make, term_packages
+    from phalanx.training.trainer import Trainer
 
     device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
     resume = Path(cfg.resume) if cfg.resume not in (None, "last") else None

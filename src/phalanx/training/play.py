@@ -11,8 +11,8 @@ from typing import Any
 import torch
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.rl.export import deployed_policy
 from phalanx.sim.video import EnvRecorder
+from phalanx.training.export import deployed_policy
 
 
 def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:

@@ -26,9 +26,9 @@ import torch
 
 from phalanx.dist import DistContext, Progress
 from phalanx.envs.task_env import TaskEnv
-from phalanx.rl.episode_stats import EpisodeStats
-from phalanx.rl.logger import RunLogger
-from phalanx.rl.timing import FPS_NAMES, IntervalTimer
+from phalanx.training.episode_stats import EpisodeStats
+from phalanx.training.logger import RunLogger
+from phalanx.training.timing import FPS_NAMES, IntervalTimer
 
 
 class MeteredEnv:

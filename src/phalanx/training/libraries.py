@@ -21,10 +21,10 @@ from rich.console import Console
 from phalanx.config_data import to_data
 from phalanx.dist import DistContext, Progress, StallWatchdog
 from phalanx.errors import ConfigError
-from phalanx.rl.config import TrainCfg
-from phalanx.rl.logger import RunLogger
-from phalanx.rl.run_dir import RunDir
 from phalanx.sim.model_files import pack_model
+from phalanx.training.config import TrainCfg
+from phalanx.training.logger import RunLogger
+from phalanx.training.run_dir import RunDir
 
 ADAPTERS = {
     "rsl_rl": "phalanx.wrappers.rsl_rl",
@@ -53,8 +53,8 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
     watches every rank's env steps, as in phalanx's own runs: a rank stuck for `stall_timeout_s`
     (`startup_timeout_s` until its first iteration is done) is named and the job stops."""
     from phalanx.envs.tables import print_term_tables, sim_summary
-    from phalanx.registry import make
-    from phalanx.wrappers.metered import MeteredEnv
+    from phalanx.training.metered import MeteredEnv
+    from phalanx.training.registry import make
 
     dist = dist or DistContext()
     learn = adapter(cfg.trainer).learn

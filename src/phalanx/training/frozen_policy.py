@@ -10,10 +10,10 @@ import torch
 from torch import nn
 
 from phalanx.errors import ConfigError
-from phalanx.rl.checkpoint import load_weights
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import mlp
 from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.training.checkpoint import load_weights
 
 ActorFactory = Callable[[int, int, torch.device, int], nn.Module]
 """(obs_dim, action_dim, device, seed) -> a frozen module: observations -> mean actions."""

@@ -20,10 +20,10 @@ from torch import nn
 
 from phalanx.errors import ConfigError
 from phalanx.files import atomic_path, write_text_atomic
-from phalanx.rl.checkpoint import load_weights
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.training.checkpoint import load_weights
 
 if TYPE_CHECKING:
     from phalanx.envs.cfg import ObsTermCfg

@@ -1,0 +1,128 @@
+"""Training configuration: the dataclass `phalanx train` turns into flags (per-task defaults are
+registered with each task, see `phalanx.register`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from phalanx.envs.cfg import TaskCfg
+from phalanx.errors import ConfigError, check_int, check_positive, check_seed
+from phalanx.files import check_path_length
+from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.training.logger import check_logger
+
+TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
+"""The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in
+`phalanx.wrappers` (each an extra: `pip install -e '.[rsl_rl]'`, ...)."""
+MULTI_GPU_TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl")
+"""Those that train on several devices through torchrun (`--gpus N`): the libraries on CUDA GPUs only."""
+
+
+@dataclass
+class TrainCfg:
+    """phalanx train: PPO on one device or several; a task registers its defaults as one of these."""
+
+    task: str = ""
+    """The task's name (`phalanx.register` sets it)."""
+    num_envs: int | None = None
+    """Parallel envs; default: the task's GPU default, or `cpu_num_envs` on the CPU."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    max_iterations: int = 150
+    """PPO iterations (each: num_steps_per_env env steps, then the update)."""
+    seed: int = 42
+    """Seeds the env, the policy initialization and minibatch sampling."""
+    run_dir: str | None = None
+    """Where config.json, metrics.jsonl, checkpoints/ and TensorBoard events go; default runs/TASK/TIME."""
+    resume: str | None = None
+    """Checkpoint to continue from exactly (model, optimizer, normalizer, env state, RNG,
+    iteration); 'last': run_dir/checkpoints/model_last.pt if it exists, else start fresh (for
+    torchrun --max-restarts)."""
+    num_steps_per_env: int = 16
+    """Rollout length: env steps per env per iteration."""
+    save_interval: int = 50
+    """Write a checkpoint every this many iterations (and at the end)."""
+    empirical_normalization: bool = False
+    """Normalize observations with running statistics on the device."""
+    spread_episode_ends: bool = False
+    """A fresh run cuts each env's first episode at a random length (1 to the full episode's env
+    steps, uniform; rsl_rl's init_at_random_ep_len): where episodes end only by time out they then
+    end spread over the iterations instead of all at once, and every iteration logs their
+    statistics. The cut episodes' returns and metrics cover the steps they ran."""
+    cpu_num_envs: int = 256
+    """Default num_envs when running on the CPU."""
+    capture_update: bool | None = None
+    """Record the whole PPO update as one CUDA graph and replay it; default: on for CUDA."""
+    capture_rollout: bool | None = None
+    """Replay each rollout step's policy inference and bookkeeping as CUDA graphs (the env step
+    has its own); default: on for CUDA."""
+    tf32: bool = True
+    """Policy inference and the PPO update multiply float32 matrices on TF32 tensor cores (GPUs
+    from Ampere on: inputs rounded to 10 mantissa bits, sums in float32); `--no-tf32` keeps full
+    float32. The env's own arithmetic is float32 either way."""
+    bf16_update: bool = True
+    """On CUDA, the PPO update's network passes (forward and backward) run under bfloat16
+    autocast: half the memory traffic of float32 activations. The losses, their statistics, the
+    optimizer and policy inference stay float32 (TF32). `--no-bf16-update` keeps the update in
+    float32."""
+    compile_update: bool = True
+    """On CUDA, torch.compile the update's minibatch losses, forward and backward: fused kernels
+    instead of one per op. The compile takes seconds (6-7.5 s on an H100 with an empty inductor
+    cache); a second process does it while the env's step compiles, and the first update loads
+    it from the cache."""
+    distributed: bool = False
+    """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
+    seed + rank, gradients averaged over ranks, only rank 0 writes."""
+    stall_timeout_s: float = 60.0
+    """Distributed: a rank that makes no progress for this long (after its first iteration)
+    stops the job and names the ranks behind."""
+    startup_timeout_s: float = 600.0
+    """Distributed: the same for slow phases (start-up: joining, building the env, compiling in
+    the first iteration; writing a checkpoint), which may take minutes. Collectives time out
+    after this plus twice `stall_timeout_s`."""
+    gpus: str | None = None
+    """Start `torch.distributed.run --standalone` with this many processes ('N' or 'all') and
+    --distributed; on a machine without GPUs the processes train on the CPU (phalanx's trainer:
+    the other libraries need a CUDA GPU per process)."""
+    trainer: str = "phalanx"
+    """The RL library that learns: phalanx (its own PPO), rsl_rl, rl_games, skrl or sb3
+    (Stable-Baselines3), each with the task's PPO settings and network sizes, and the same run
+    directory (metrics.jsonl with fps_step, fps_step_inference and fps_total, config.json,
+    checkpoints/ in the library's own format, the dashboard)."""
+    logger: str = "tensorboard"
+    """Where the metrics go besides metrics.jsonl: tensorboard (events in the run directory),
+    wandb (Weights & Biases; offline without a login, `wandb sync` uploads later) or none."""
+    algo: PPOCfg = field(default_factory=PPOCfg)
+    policy: PolicyCfg = field(default_factory=PolicyCfg)
+    env: TaskCfg | None = None
+    """The env to train on (`--env.FIELD`: any field of the task's config); `phalanx train TASK`
+    starts from the registered one, `--resume` continues with the checkpoint's."""
+
+
+def check_train_cfg(cfg: TrainCfg) -> None:
+    """Raises ConfigError naming the first invalid field, its value and what is allowed: every
+    check that needs no env, so that a bad flag fails before anything is built."""
+    if cfg.num_envs is not None:
+        check_int("num_envs", cfg.num_envs)
+    for name in ("max_iterations", "num_steps_per_env", "save_interval", "cpu_num_envs"):
+        check_int(name, getattr(cfg, name))
+    check_seed("seed", cfg.seed)
+    if cfg.run_dir:
+        check_path_length("run_dir", cfg.run_dir)
+    check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
+    check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
+    if cfg.resume == "last" and not cfg.run_dir:
+        raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
+    if cfg.trainer not in TRAINERS:
+        raise ConfigError(f"got {cfg.trainer!r}; allowed: {', '.join(TRAINERS)}", "trainer")
+    if cfg.trainer != "phalanx":
+        if (cfg.gpus is not None or cfg.distributed) and cfg.trainer not in MULTI_GPU_TRAINERS:
+            several = ", ".join(MULTI_GPU_TRAINERS)
+            raise ConfigError(f"--trainer {cfg.trainer} trains on one device (on several: {several})", "gpus")
+        if cfg.resume is not None:
+            raise ConfigError(f"continues --trainer phalanx runs only, not --trainer {cfg.trainer}", "resume")
+    check_logger(cfg.logger)
+    cfg.algo.check()
+    cfg.policy.check()
+    if cfg.env is not None:
+        cfg.env.check()
