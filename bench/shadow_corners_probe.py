@@ -14,7 +14,7 @@ import dataclasses
 import sys
 
 from phalanx.cli import main
-from phalanx.tasks.shadow_hand import shadow_cube_train_cfg
+from phalanx.tasks.shadow_hand.cube import shadow_cube_train_cfg
 from phalanx.training.registry import env_cfg, register
 
 

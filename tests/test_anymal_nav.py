@@ -12,7 +12,7 @@ import torch
 
 from helpers import make_cpu
 from phalanx.cli import main
-from phalanx.envs.mdp import navigation
+from phalanx.tasks.anymal.mdp import navigation
 from phalanx.training.registry import env_cfg
 
 FLAT = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--max-iterations", "1"]

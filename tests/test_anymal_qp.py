@@ -8,8 +8,9 @@ import torch
 
 from helpers import make_cpu
 from phalanx.envs import LowLevelPolicyCfg
-from phalanx.envs.mdp import quadruped_control, state
+from phalanx.envs.mdp import state
 from phalanx.errors import ConfigError
+from phalanx.tasks.anymal.mdp import quadruped_control
 from phalanx.training.registry import env_cfg
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 from helpers import make_cpu, site_ik
-from phalanx.envs.mdp import drawer
+from phalanx.tasks.franka.mdp import drawer
 from phalanx.training.registry import env_cfg
 
 FACING = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from helpers import make_cpu, site_ik
-from phalanx.envs.mdp import bodies, lift
+from phalanx.envs.mdp import bodies
+from phalanx.tasks.franka.mdp import lift
 from phalanx.training.registry import env_cfg
 
 DOWN = np.diag([1.0, -1.0, -1.0])

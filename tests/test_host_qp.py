@@ -16,8 +16,8 @@ from helpers import make_cpu
 from phalanx.control.body import BodyCfg, BodyController
 from phalanx.control.host_qp import HostQP
 from phalanx.control.qp import BatchedQP
-from phalanx.envs.mdp import quadruped_control
 from phalanx.errors import ConfigError
+from phalanx.tasks.anymal.mdp import quadruped_control
 from phalanx.training.registry import env_cfg
 
 pytest.importorskip("proxsuite", reason="HostQP's solver: pip install -e '.[test]'")

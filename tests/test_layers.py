@@ -87,6 +87,12 @@ NAMED_RULES: list[tuple[frozenset[str], frozenset[str], str]] = [
     (frozenset({"dist"}), frozenset({"envs"}), "envs and dist are independent: dist never imports envs"),
     (frozenset({"envs"}), frozenset({"rl"}), "envs never imports rl (the learner sits on top of any env)"),
     (frozenset({"rl"}), frozenset({"envs", "training"}), "rl is the algorithm: it imports no envs and no training"),
+    (
+        frozenset({"envs"}),
+        frozenset({"control"}),
+        "envs never imports control: a task that acts through a controller "
+        "brings that action in its own mdp/ (tasks/anymal/mdp, tasks/franka/mdp)",
+    ),
     (frozenset({"terrain"}), frozenset({"envs"}), "terrain never imports envs (pure generation; envs place robots)"),
     (frozenset({"sim"}), frozenset({"envs", "rl", "terrain"}), "sim never imports envs, rl or terrain"),
     (frozenset({"control"}), frozenset({"sim", "terrain"}), "control works on tensors: never imports sim or terrain"),

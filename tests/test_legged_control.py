@@ -17,8 +17,8 @@ from phalanx.control.heuristic import HeuristicCfg, heuristic_command, raibert_f
 from phalanx.control.legs import joint_torques, leg_jacobians
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.control.swing import swing_trajectory
-from phalanx.envs.mdp.quadruped_control import standing_body
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
+from phalanx.tasks.anymal.mdp.quadruped_control import standing_body
 
 FEET = ("LF", "RF", "LH", "RH")
 

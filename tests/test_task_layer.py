@@ -118,6 +118,20 @@ def test_stored_configs_round_trip_for_every_task() -> None:
         assert env_cfg_from_data(env_cfg_to_data(cfg), name) == cfg
 
 
+@pytest.mark.parametrize("task", ["franka-cabinet", "franka-lift", "franka-reach-ik", "anymal-qp", "shadow-cube"])
+def test_a_config_stored_before_its_terms_moved_still_loads(task: str) -> None:
+    """Terms that moved from phalanx.envs.mdp into their task's package (CHANGELOG.md) come back from
+    the names older checkpoints and config.json files store."""
+    from phalanx.envs.stored_cfg import MOVED_MODULES
+
+    data = json.dumps(env_cfg_to_data(phalanx.env_cfg(task)))
+    old = data
+    for before, now in MOVED_MODULES.items():
+        old = old.replace(f'"{now}:', f'"{before}:')
+    assert old != data, "the task stores none of the moved terms"
+    assert json.dumps(env_cfg_to_data(env_cfg_from_data(json.loads(old), "old.pt"))) == data
+
+
 def test_resume_keeps_the_checkpoints_env_and_refuses_flags_that_change_it(tmp_path: Path, capsys) -> None:
     run = tmp_path / "run"
     flags = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--run-dir", str(run)]

@@ -51,8 +51,21 @@ def checkpoint_env_cfg(state: dict[str, Any], source: str, packages: Collection[
     return cfg
 
 
+MOVED_MODULES = {
+    "phalanx.envs.mdp.navigation": "phalanx.tasks.anymal.mdp.navigation",
+    "phalanx.envs.mdp.quadruped_control": "phalanx.tasks.anymal.mdp.quadruped_control",
+    "phalanx.envs.mdp.lift": "phalanx.tasks.franka.mdp.lift",
+    "phalanx.envs.mdp.drawer": "phalanx.tasks.franka.mdp.drawer",
+    "phalanx.envs.mdp.differential_ik": "phalanx.tasks.franka.mdp.differential_ik",
+    "phalanx.envs.mdp.manipulation": "phalanx.tasks.shadow_hand.mdp.manipulation",
+}
+"""phalanx's term modules that moved, by the name older checkpoints and config.json files store
+(CHANGELOG.md lists each move): such a file still plays and resumes."""
+
+
 def _resolve_term(reference: str, annotation: Any, path: str, packages: list[str]) -> Any:
     module_name, _, qualname = reference.partition(":")
+    module_name = MOVED_MODULES.get(module_name, module_name)
     if not module_name or not qualname:
         raise ConfigError(f"expected 'module:function', got {reference!r}", path)
     obj: Any = _term_module(module_name, reference, path, packages)

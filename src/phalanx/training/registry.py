@@ -32,13 +32,13 @@ ENTRY_POINT_GROUP = "phalanx.tasks"
 BUILTIN = (
     "cartpole",
     "locomotion",
-    "anymal",
-    "anymal_qp",
-    "anymal_stones",
-    "shadow_hand",
-    "franka",
-    "franka_lift",
-    "franka_cabinet",
+    "anymal.velocity",
+    "anymal.qp",
+    "anymal.stones",
+    "shadow_hand.cube",
+    "franka.reach",
+    "franka.lift",
+    "franka.cabinet",
 )
 """phalanx's own task modules (`phalanx.tasks.*`), in the order `phalanx list` shows them."""
 TASK_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")

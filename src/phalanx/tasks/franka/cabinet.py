@@ -12,10 +12,11 @@ from phalanx.envs.cfg import (
     TaskCfg,
     TerminationTermCfg,
 )
-from phalanx.envs.mdp import bodies, drawer, events, observations, rewards, terminations, velocity_rewards
+from phalanx.envs.mdp import bodies, events, observations, rewards, terminations, velocity_rewards
 from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
-from phalanx.tasks.franka import ARM, EE, arm_actuators, arm_and_gripper_actions
+from phalanx.tasks.franka.mdp import drawer
+from phalanx.tasks.franka.reach import ARM, EE, arm_actuators, arm_and_gripper_actions
 from phalanx.training.config import TrainCfg
 from phalanx.training.registry import LearningResult, register
 

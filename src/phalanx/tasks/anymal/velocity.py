@@ -20,18 +20,10 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
     exact_policy_observations,
 )
-from phalanx.envs.mdp import (
-    commands,
-    events,
-    metrics,
-    navigation,
-    observations,
-    rewards,
-    terminations,
-    velocity_rewards,
-)
+from phalanx.envs.mdp import commands, events, metrics, observations, rewards, terminations, velocity_rewards
 from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
+from phalanx.tasks.anymal.mdp import navigation
 from phalanx.terrain.generator import TerrainCfg
 from phalanx.training.config import TrainCfg
 from phalanx.training.registry import LearningResult, register

@@ -16,10 +16,11 @@ from phalanx.envs.cfg import (
     TaskCfg,
     TerminationTermCfg,
 )
-from phalanx.envs.mdp import bodies, events, manipulation, observations, rewards, terminations
+from phalanx.envs.mdp import bodies, events, observations, rewards, terminations
 from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
+from phalanx.tasks.shadow_hand.mdp import manipulation
 from phalanx.training.config import TrainCfg
 from phalanx.training.registry import LearningResult, register
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from phalanx.control.qp import QPSettings
 from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
-from phalanx.envs.mdp import quadruped_control
 from phalanx.sim.actuators import ActuatorCfg
-from phalanx.tasks.anymal import velocity_cfg, velocity_play_cfg, velocity_train_cfg
+from phalanx.tasks.anymal.mdp import quadruped_control
+from phalanx.tasks.anymal.velocity import velocity_cfg, velocity_play_cfg, velocity_train_cfg
 from phalanx.training.registry import LearningResult, register
 
 EFFORT_LIMIT = 80.0

@@ -19,7 +19,6 @@ from phalanx.envs.mdp import (
     curriculum,
     end_effector,
     events,
-    lift,
     observations,
     rewards,
     terminations,
@@ -27,7 +26,8 @@ from phalanx.envs.mdp import (
 )
 from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
-from phalanx.tasks.franka import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
+from phalanx.tasks.franka.mdp import lift
+from phalanx.tasks.franka.reach import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
 from phalanx.training.config import TrainCfg
 from phalanx.training.registry import LearningResult, register
 

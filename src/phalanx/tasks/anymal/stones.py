@@ -7,8 +7,8 @@ heuristic controller alone: fixed trot, Raibert footholds that do not look at th
 from __future__ import annotations
 
 from phalanx.envs.cfg import TaskCfg
-from phalanx.tasks.anymal import on_terrain, rough_weights, velocity_cfg, velocity_play_cfg, velocity_train_cfg
-from phalanx.tasks.anymal_qp import through_qp
+from phalanx.tasks.anymal.qp import through_qp
+from phalanx.tasks.anymal.velocity import on_terrain, rough_weights, velocity_cfg, velocity_play_cfg, velocity_train_cfg
 from phalanx.terrain.generator import TerrainCfg
 from phalanx.training.registry import LearningResult, register
 
