@@ -28,8 +28,8 @@ import torch
 
 from phalanx.bench.machine import machine_info
 from phalanx.bench.physics import captured_seconds, seconds_per_call
+from phalanx.core.files import write_text_atomic
 from phalanx.envs.task_env import TaskEnv
-from phalanx.files import write_text_atomic
 from phalanx.tasks.anymal.mdp.quadruped_control import quadruped_control
 from phalanx.training.registry import env_cfg, make
 

@@ -24,7 +24,7 @@ from phalanx.bench.physics import captured_seconds
 from phalanx.control.body import BodyCfg, yaw_rotation
 from phalanx.control.qp import QPSettings
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
-from phalanx.files import write_text_atomic
+from phalanx.core.files import write_text_atomic
 
 BODY = BodyCfg(mass=49.4, inertia=(1.0, 3.0, 3.5))
 

@@ -17,9 +17,9 @@ import json
 
 import torch
 
+from phalanx.core.files import write_text_atomic
 from phalanx.envs.mdp import state
 from phalanx.envs.stored_cfg import env_cfg_from_data
-from phalanx.files import write_text_atomic
 from phalanx.sim.video import EnvRecorder
 from phalanx.training.checkpoint import load_checkpoint
 from phalanx.training.play import load_actor

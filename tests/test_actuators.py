@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 from phalanx.sim.model import build_model, load_spec
 

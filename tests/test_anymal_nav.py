@@ -136,7 +136,7 @@ def _exports_both_levels(checkpoint: Path, walker: Path, out: Path) -> None:
 
 
 def test_the_low_level_command_must_be_one_the_walker_observes() -> None:
-    from phalanx.errors import ConfigError
+    from phalanx.core.errors import ConfigError
 
     cfg = env_cfg("anymal-nav")
     cfg.actions.low_level.command = "pose_command"

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs import LowLevelPolicyCfg
 from phalanx.envs.mdp import state
-from phalanx.errors import ConfigError
 from phalanx.tasks.anymal.mdp import quadruped_control
 from phalanx.training.registry import env_cfg
 

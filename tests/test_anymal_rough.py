@@ -11,7 +11,7 @@ import torch
 
 from helpers import make_cpu, random_actions
 from phalanx.cli import main
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.training.registry import env_cfg
 
 

@@ -12,7 +12,7 @@ import phalanx
 import phalanx.training.registry
 from phalanx.assets import asset_path
 from phalanx.cli import main
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.training.registry import env_cfg
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]

@@ -7,7 +7,7 @@ import torch
 
 import phalanx
 from helpers import make_cpu
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.training.registry import UnknownTaskError, registered_tasks
 
 

@@ -18,7 +18,7 @@ from phalanx.bench.learn import check_result, logged_keys, passes
 from phalanx.bench.learn_job import MetricFollower
 from phalanx.bench.learn_report import DOCS_BEGIN, DOCS_END, docs_table, verdict_table, write_docs_table
 from phalanx.cli import main
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.training.registry import BUILTIN, LearningResult, env_cfg, register, registered_tasks
 
 CPU = ["--device", "cpu", "--no-cold"]

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ObsTermCfg, RewardTermCfg, TaskCfg
 from phalanx.envs.mdp import bodies, observations, rewards
-from phalanx.errors import ConfigError
 from phalanx.sim import SimCfg, Simulator, load_model
 
 # A 2-link arm on a base that is shifted and turned 30 degrees about z, so base frame != world frame.

@@ -8,10 +8,10 @@ import torch
 
 import phalanx
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
 from phalanx.envs.stored_cfg import env_cfg_from_data, env_cfg_to_data
-from phalanx.errors import ConfigError
 from phalanx.sim.cameras import CameraCfg
 
 SIDE = CameraCfg(pos=(0.0, -4.0, 1.0), xyaxes=(1.0, 0.0, 0.0, 0.0, 0.2, 1.0), fovy=60.0)

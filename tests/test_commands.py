@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs import CommandTerm, CommandTermCfg
-from phalanx.errors import ConfigError
 from phalanx.training.registry import env_cfg
 
 

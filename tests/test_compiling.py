@@ -12,8 +12,8 @@ import types
 
 import torch
 
-from phalanx import compiling
-from phalanx.compiling import compile_boundary, compiled, import_compiler
+from phalanx.core import compiling
+from phalanx.core.compiling import compile_boundary, compiled, import_compiler
 
 
 def _seen_while_compiling(cls: type) -> list[bool]:

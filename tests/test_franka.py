@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import GripperCfg
 from phalanx.envs.mdp import end_effector
-from phalanx.errors import ConfigError
 from phalanx.tasks.franka.mdp.differential_ik import damped_least_squares
 from phalanx.training.export import drive
 from phalanx.training.registry import env_cfg

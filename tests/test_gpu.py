@@ -215,7 +215,7 @@ def test_a_library_trains_on_two_gpus(trainer: str, tmp_path) -> None:
 
 _MANY_OPS = """
 import logging, sys, torch
-from phalanx.compiling import compiled
+from phalanx.core.compiling import compiled
 bypassed = []
 class Record(logging.Handler):
     def emit(self, record):
@@ -241,7 +241,7 @@ print(sum(bypassed))
 def test_every_compiled_kernel_launches_from_the_graph_cache(compiler: str, tmp_path) -> None:
     """A kernel that fuses 30 ops: named after them (over Triton's 150-character file names),
     inductor does not find its binary, launches it through Triton and leaves it out of its FX
-    graph cache entry, so a warm start compiles it again (`phalanx.compiling.SHORT_KERNEL_NAMES`).
+    graph cache entry, so a warm start compiles it again (`phalanx.core.compiling.SHORT_KERNEL_NAMES`).
     `compiled` names it short; plain torch.compile shows that the kernel is one such, or, where it
     no longer is (torch or Triton changed), skips: the short names may then go."""
     import os

@@ -16,7 +16,7 @@ from helpers import make_cpu
 from phalanx.control.body import BodyCfg, BodyController
 from phalanx.control.host_qp import HostQP
 from phalanx.control.qp import BatchedQP
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.tasks.anymal.mdp import quadruped_control
 from phalanx.training.registry import env_cfg
 

@@ -9,9 +9,9 @@ from rich.console import Console
 
 import phalanx
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
-from phalanx.errors import ConfigError
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.image_encoder import ImageEncoder
 from phalanx.rl.models import ActorCritic

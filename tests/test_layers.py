@@ -12,10 +12,9 @@ The package is a stack. Each layer may import from the layers below it and from 
     2  sensors                              batched sensors computed from the simulator's state
     1  sim, terrain, control                MuJoCo Warp simulation / procedural terrain / batched controllers
                                             on tensors (the QP solver), independent of each other
-    0  errors, files, config_data, devices,   utilities with no phalanx dependencies above them (compiling:
-       compiling, assets, warp_streams,     torch.compile and its graph-break marks; warp_streams: Warp's
-       warp_cache                           one handle on each torch CUDA stream; warp_cache: Warp's start
-                                            with a kernel cache it can write)
+    0  core, assets                         errors, files, lazy imports, devices, torch.compile's helpers,
+                                            Warp's start and streams, configs as data, the VecEnv contract;
+                                            phalanx's robot models
 
 `phalanx/__init__.py` (it only re-exports, lazily) and `phalanx/__main__.py` (the very top) are exempt.
 
@@ -53,14 +52,7 @@ SRC = ROOT / "src"
 PACKAGE = "phalanx"
 
 LAYERS: dict[str, int] = {
-    "errors": 0,
-    "files": 0,
-    "config_data": 0,
-    "lazy": 0,
-    "devices": 0,
-    "compiling": 0,
-    "warp_streams": 0,
-    "warp_cache": 0,
+    "core": 0,
     "assets": 0,
     "sim": 1,
     "terrain": 1,
@@ -377,9 +369,9 @@ def test_the_learner_sees_envs_only_through_the_vec_env_contract():
     _, imports = package_imports()
     bad = [
         i for i in imports
-        if i.importer in LEARNER and part_of(i.imported) == "envs" and i.imported != "phalanx.envs.vec_env"
+        if i.importer in LEARNER and part_of(i.imported) == "envs" and i.imported != "phalanx.core.vec_env"
     ]  # fmt: skip
-    assert not bad, report("the learner imports envs beyond phalanx.envs.vec_env:", bad)
+    assert not bad, report("the learner imports envs beyond phalanx.core.vec_env:", bad)
 
 
 def test_no_private_names_across_subpackages():

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs.mdp import commands, events, velocity_rewards
-from phalanx.errors import ConfigError
 
 
 @pytest.fixture(scope="module")

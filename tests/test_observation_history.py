@@ -11,9 +11,9 @@ import torch
 
 import phalanx
 from helpers import make_cpu, random_actions
+from phalanx.core.errors import ConfigError
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
-from phalanx.errors import ConfigError
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import ActorCritic
 

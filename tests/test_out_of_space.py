@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from phalanx.cli import main
-from phalanx.files import temp_files
+from phalanx.core.files import temp_files
 from phalanx.training.checkpoint import load_checkpoint
 
 TRAIN = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
@@ -49,7 +49,7 @@ def test_a_full_disk_while_saving_is_one_line_and_keeps_the_last_checkpoint(
 
 
 def test_a_failed_write_on_a_disk_with_room_keeps_its_error(tmp_path: Path, monkeypatch) -> None:
-    from phalanx.files import atomic_path
+    from phalanx.core.files import atomic_path
 
     with pytest.raises(RuntimeError, match="something else"), atomic_path(tmp_path / "x.pt") as tmp:
         tmp.write_bytes(b"half")

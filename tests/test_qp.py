@@ -15,7 +15,7 @@ import torch
 from phalanx.control.force_qp import force_distribution_qp, skew
 from phalanx.control.host_qp import proxsuite_problem
 from phalanx.control.qp import BatchedQP, QPSettings, spd_inverse
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 proxsuite = pytest.importorskip("proxsuite", reason="the reference solver: pip install -e '.[test]'")
 

@@ -12,7 +12,7 @@ import torch
 from stable_baselines3 import PPO
 
 import phalanx
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.wrappers.sb3 import Sb3VecEnv, learn, ppo_kwargs
 
 

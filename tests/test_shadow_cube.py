@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.core.errors import ConfigError
 from phalanx.envs.mdp.math import quat_mul
-from phalanx.errors import ConfigError
 from phalanx.tasks.shadow_hand.cube import CUBE_HALF_SIZE, CUBE_HOME, GOAL_TIME_S, MAX_SUCCESSES
 from phalanx.tasks.shadow_hand.mdp.manipulation import goal_keypoints, object_keypoints, random_quat, rotation_distance
 from phalanx.training.export import drive

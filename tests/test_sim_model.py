@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from phalanx.assets import asset_path
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.sim import SimCfg, Simulator, load_model
 
 PENDULUM_URDF = """<robot name="pendulum">

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import phalanx
+from phalanx.core.errors import ConfigError
 from phalanx.envs.task_env import TaskEnv
-from phalanx.errors import ConfigError
 from phalanx.wrappers.skrl import SkrlEnv, learn, ppo_agent, ppo_cfg
 
 

@@ -14,10 +14,10 @@ import torch
 import phalanx
 import phalanx.training.registry
 from phalanx.cli import main
+from phalanx.core.errors import ConfigError
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
 from phalanx.envs.stored_cfg import env_cfg_from_data, env_cfg_to_data
-from phalanx.errors import ConfigError
 
 TINY = {"device": "cpu", "num_envs": 16, "num_steps_per_env": 8, "max_iterations": 2}
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from phalanx.assets import asset_path
+from phalanx.core.errors import ConfigError
 from phalanx.envs.step_randoms import StepRandoms
-from phalanx.errors import ConfigError
 from phalanx.sensors import HeightScanner
 from phalanx.sim import SimCfg, Simulator
 from phalanx.terrain import SUB_TERRAINS, TerrainCfg, add_terrain, generate_terrain

@@ -13,7 +13,7 @@ import torch
 import warp as wp
 
 from helpers import make_cpu
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.terrain import TerrainCfg, add_terrain, generate_terrain
 from phalanx.terrain.contacts import grid_contacts, tile_tops
 from phalanx.training.registry import env_cfg

@@ -15,9 +15,9 @@ import torch
 
 import phalanx
 from helpers import make_cpu, random_actions
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ObsTermCfg
 from phalanx.envs.mdp import observations
-from phalanx.errors import ConfigError
 from phalanx.sensors import TiledCamera
 from phalanx.sim import SimCfg, Simulator
 

@@ -12,7 +12,7 @@ import pytest
 
 SCRIPT = """
 import torch, warp as wp
-from phalanx.warp_streams import launch
+from phalanx.core.warp_streams import launch
 
 @wp.kernel
 def twice(a: wp.array(dtype=float), out: wp.array(dtype=float)):

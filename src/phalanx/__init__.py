@@ -6,7 +6,7 @@ configure Warp before Warp starts.
 
 from __future__ import annotations
 
-from phalanx.lazy import lazy_attributes
+from phalanx.core.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -18,7 +18,7 @@ _LAZY = {
     "env_cfg": "phalanx.training.registry",
     "train_cfg": "phalanx.training.registry",
     "TaskCfg": "phalanx.envs.cfg",
-    "VecEnv": "phalanx.envs.vec_env",
+    "VecEnv": "phalanx.core.vec_env",
     "TrainCfg": "phalanx.training.config",
     "train": "phalanx.training.run",
 }

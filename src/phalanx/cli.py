@@ -34,8 +34,8 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from phalanx.errors import ConfigError, check_int
-from phalanx.files import probe_writable
+from phalanx.core.errors import ConfigError, check_int
+from phalanx.core.files import probe_writable
 from phalanx.flags import parse_flags, task_and_flags
 
 COMMANDS = ("list", "train", "play", "export", "bench")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ import torch
 import tyro
 from rich.console import Console
 
-from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.core.errors import ConfigError, check_int, check_positive
 from phalanx.flags import parse_flags, split_args, task_and_flags
 
 SWEEP = "256,512,1024,2048,4096,8192,16384,32768,65536"
@@ -226,7 +226,7 @@ def _save(kind: str, task: str, args: list[str], device: str, cfg, results: list
 def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
     from phalanx.training.config import TrainCfg, check_train_cfg
     from phalanx.training.registry import train_cfg
 
@@ -268,7 +268,7 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
 def run_scaling(args: list[str], console: Console) -> None:
     from phalanx.bench import scaling
     from phalanx.bench.telemetry import Telemetry
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
 
     task, flags = task_and_flags("bench scaling", args)
     cfg = parse_flags(ScalingCfg, ScalingCfg(task=task), flags, f"phalanx bench scaling {task}")
@@ -300,7 +300,7 @@ def run_startup(args: list[str], console: Console) -> None:
     import tempfile
 
     from phalanx.bench import startup
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
     from phalanx.training.registry import train_cfg
 
     task, flags = task_and_flags("bench startup", args)
@@ -331,7 +331,7 @@ def run_startup(args: list[str], console: Console) -> None:
 
 def run_compare(args: list[str], console: Console) -> None:
     from phalanx.bench import trainers
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
     from phalanx.training.config import MULTI_GPU_TRAINERS, TRAINERS
 
     task, flags = task_and_flags("bench compare", args)

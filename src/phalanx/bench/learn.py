@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from phalanx.bench.learn_job import JobSpec, LearnJob, train_command
 from phalanx.bench.startup import cache_env
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.cfg import TaskCfg

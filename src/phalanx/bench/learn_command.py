@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from phalanx.bench.command import LearnCfg
-from phalanx.errors import ConfigError, check_int, check_positive
+from phalanx.core.errors import ConfigError, check_int, check_positive
 from phalanx.flags import parse_flags, split_args
 from phalanx.training.registry import DIRECTIONS, LearningResult
 
@@ -107,7 +107,7 @@ def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
 def slots_for(cfg: LearnCfg, gpu_uuids: list[str]) -> tuple[str, list]:
     """The device type and the slots the jobs run in (`gpu_uuids`: the visible GPUs', by index)."""
     from phalanx.bench.learn import cpu_slots, gpu_slots
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
 
     device = resolve_device(cfg.device)
     if device.type == "cpu":
@@ -130,7 +130,7 @@ def run_learn(args: list[str], console: Console) -> None:
     from phalanx.bench.learn_report import verdict_table, verdicts
     from phalanx.bench.machine import machine_info
     from phalanx.bench.report import write_run
-    from phalanx.files import write_text_atomic
+    from phalanx.core.files import write_text_atomic
     from phalanx.training.registry import env_cfg
 
     names, flags = split_tasks(args)

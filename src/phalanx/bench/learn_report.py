@@ -219,7 +219,7 @@ def _from_launch(runs: list[dict[str, Any]]) -> str:
 def write_docs_table(docs: Path, table: str) -> None:
     """Puts `table` into `docs` between the markers (replacing what was there), or at the top
     below the title when the file has no markers yet."""
-    from phalanx.files import write_text_atomic
+    from phalanx.core.files import write_text_atomic
 
     text = docs.read_text()
     if DOCS_BEGIN in text and DOCS_END in text:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from phalanx.errors import ConfigError
-from phalanx.files import write_text_atomic
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import write_text_atomic
 
 PHASES = ("physics", "render", "obs_reward_reset", "policy_inference", "ppo_update")
 

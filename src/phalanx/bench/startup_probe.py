@@ -252,7 +252,7 @@ def _probe(phases: Phases, task: str, num_envs: int, device_name: str) -> dict[s
         import torch
         import warp as wp
 
-        from phalanx.devices import resolve_device
+        from phalanx.core.devices import resolve_device
         from phalanx.training.registry import make, train_cfg
         from phalanx.training.trainer import Trainer
 

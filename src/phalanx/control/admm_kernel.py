@@ -42,9 +42,9 @@ import functools
 import torch
 import warp as wp
 
-from phalanx.compiling import compile_boundary
-from phalanx.warp_cache import init_warp
-from phalanx.warp_streams import launch
+from phalanx.core.compiling import compile_boundary
+from phalanx.core.warp_cache import init_warp
+from phalanx.core.warp_streams import launch
 
 
 class ADMMKernel:

@@ -13,7 +13,7 @@ import torch
 from phalanx.control.force_qp import ForceDistributionQP
 from phalanx.control.host_qp import HostQP
 from phalanx.control.qp import BatchedQP, QPSettings, QPSolution
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 QP_SOLVERS = ("device", "host")
 """Where the force QP is solved (`BodyCfg.qp_solver`)."""

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from phalanx.control.qp import QPSolution, check_shapes, residuals
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 PROXSUITE_INF = 1e20
 """The bound proxsuite reads as infinite."""

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-from phalanx.compiling import compiled
-from phalanx.errors import ConfigError
+from phalanx.core.compiling import compiled
+from phalanx.core.errors import ConfigError
 
 BACKENDS = ("auto", "torch", "warp")
 """The ways a solve can run (`QPSettings.backend`)."""

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import torch
 import torch.distributed as dist
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Environments: the VecEnv contract, term-based tasks (`TaskCfg` -> `TaskEnv`) and the term
 library (`phalanx.envs.mdp`). Registering and building tasks by name: `phalanx.register`, `phalanx.make`."""
 
+from phalanx.core.vec_env import VecEnv
 from phalanx.envs.cfg import (
     ActionCfg,
     ActionController,
@@ -17,7 +18,6 @@ from phalanx.envs.cfg import (
     Term,
     TerminationTermCfg,
 )
-from phalanx.envs.vec_env import VecEnv
 
 __all__ = [
     "ActionCfg",

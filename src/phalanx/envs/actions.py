@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionCfg, GripperCfg
 from phalanx.envs.names import matching_ids
 from phalanx.envs.tensor_state import load_checked
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.cfg import ActionController

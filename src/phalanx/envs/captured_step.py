@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from phalanx.compiling import compiled
-from phalanx.errors import ConfigError
+from phalanx.core.compiling import compiled
+from phalanx.core.errors import ConfigError
 
 
 class CapturedStep:

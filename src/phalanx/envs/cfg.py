@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
+from phalanx.core.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
-from phalanx.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg

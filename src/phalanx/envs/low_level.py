@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, TaskCfg, Term
 from phalanx.envs.mdp import observations
 from phalanx.envs.tensor_state import load_checked
 from phalanx.envs.term_group import observed_value
 from phalanx.envs.terms import bind_term
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv

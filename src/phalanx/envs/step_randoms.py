@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from phalanx.compiling import compile_boundary
+from phalanx.core.compiling import compile_boundary
 
 
 class StepRandoms:

@@ -19,9 +19,9 @@ from collections.abc import Collection
 from types import ModuleType
 from typing import Any
 
-from phalanx.config_data import from_data, to_data
+from phalanx.core.config_data import from_data, to_data
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import TaskCfg, Term
-from phalanx.errors import ConfigError
 from phalanx.sim.model_files import restore_model
 
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import torch
 
-from phalanx.compiling import import_compiler
+from phalanx.core.compiling import import_compiler
+from phalanx.core.errors import ConfigError
+from phalanx.core.vec_env import VecEnv
 from phalanx.envs.actions import Actions, JointTargets
 from phalanx.envs.broken_worlds import BrokenWorlds
 from phalanx.envs.captured_step import CapturedStep
@@ -22,8 +24,6 @@ from phalanx.envs.tensor_state import load_checked
 from phalanx.envs.term_group import Metrics, ObservationGroup, Rewards, Terminations, rows
 from phalanx.envs.terms import bind_term
 from phalanx.envs.terrain_scene import TerrainScene
-from phalanx.envs.vec_env import VecEnv
-from phalanx.errors import ConfigError
 from phalanx.sim import Simulator
 from phalanx.sim.columns import columns
 from phalanx.sim.model import build_model

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 
 def tensor_state(obj: Any) -> dict[str, torch.Tensor]:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ObsTermCfg, Term
 from phalanx.envs.tensor_state import load_checked
 from phalanx.envs.terms import FunctionTerm, bind_term
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv

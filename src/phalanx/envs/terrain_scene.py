@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 import mujoco
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.step_randoms import StepRandoms
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
-from phalanx.errors import ConfigError
 from phalanx.terrain.curriculum import TerrainCurriculum
 from phalanx.terrain.generator import TerrainCfg, generate_terrain
 from phalanx.terrain.model import add_terrain

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.errors import ConfigError, check_int, check_positive, check_range
+from phalanx.core.errors import ConfigError, check_int, check_positive, check_range
 from phalanx.rl.models import ACTIVATIONS
 
 

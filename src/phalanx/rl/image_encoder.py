@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 
 class ImageEncoder(nn.Module):

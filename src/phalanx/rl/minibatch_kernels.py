@@ -21,8 +21,8 @@ from typing import Any
 import torch
 import warp as wp
 
+from phalanx.core.warp_streams import launch
 from phalanx.rl.gaussian import HALF_LOG_2PI
-from phalanx.warp_streams import launch
 
 wp.set_module_options({"enable_backward": False})
 

@@ -11,7 +11,7 @@ from torch import nn
 if TYPE_CHECKING:
     from phalanx.rl.config import PolicyCfg
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.rl.gaussian import DiagonalGaussian
 from phalanx.rl.image_encoder import ImageEncoder
 

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from phalanx.compiling import compiled
+from phalanx.core.compiling import compiled
+from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext
-from phalanx.errors import ConfigError
 from phalanx.rl.adam import FusedAdam
 from phalanx.rl.config import PPOCfg
 from phalanx.rl.gaussian import DiagonalGaussian

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import warp as wp
 
-from phalanx.warp_streams import launch
+from phalanx.core.warp_streams import launch
 
 
 @wp.kernel(enable_backward=False)

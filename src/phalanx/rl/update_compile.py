@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from phalanx.config_data import from_data, to_data
-from phalanx.errors import ConfigError
+from phalanx.core.config_data import from_data, to_data
+from phalanx.core.errors import ConfigError
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO, PPOCfg

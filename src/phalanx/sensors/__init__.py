@@ -3,7 +3,7 @@ use: the height scanner and the camera bring Warp and MuJoCo Warp)."""
 
 from __future__ import annotations
 
-from phalanx.lazy import lazy_attributes
+from phalanx.core.lazy import lazy_attributes
 
 _LAZY = {
     "ContactTimer": "phalanx.sensors.contact",

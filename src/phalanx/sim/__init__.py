@@ -3,7 +3,7 @@ loaders load Warp and MuJoCo on first use, so configs import fast."""
 
 from __future__ import annotations
 
-from phalanx.lazy import lazy_attributes
+from phalanx.core.lazy import lazy_attributes
 from phalanx.sim.cfg import SimCfg
 
 _LAZY = {

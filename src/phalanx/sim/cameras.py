@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from phalanx.errors import ConfigError, check_range
+from phalanx.core.errors import ConfigError, check_range
 
 if TYPE_CHECKING:
     import mujoco

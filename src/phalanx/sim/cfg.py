@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phalanx.errors import check_int, check_positive, check_range
+from phalanx.core.errors import check_int, check_positive, check_range
 
 
 @dataclass

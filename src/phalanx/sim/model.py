@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 
 from phalanx.assets import asset_file
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 from phalanx.sim.cameras import CameraCfg, add_cameras
 from phalanx.sim.model_files import is_xml, restored_spec

@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from phalanx.assets import asset_file
-from phalanx.errors import ConfigError
-from phalanx.files import atomic_path
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import atomic_path
 
 MODEL_XML = "model.xml"
 """The flattened model's name among the files; the files it names are "files/K-NAME"."""

@@ -16,14 +16,14 @@ import psutil
 import torch
 import warp as wp
 
-from phalanx.compiling import compile_boundary
-from phalanx.errors import ConfigError, check_int
+from phalanx.core.compiling import compile_boundary
+from phalanx.core.errors import ConfigError, check_int
+from phalanx.core.warp_cache import init_warp
+from phalanx.core.warp_streams import warp_stream
 from phalanx.sim.cfg import SimCfg
 from phalanx.sim.columns import columns, nonfinite_rows
 from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 from phalanx.sim.warp_compile import ModuleLoader
-from phalanx.warp_cache import init_warp
-from phalanx.warp_streams import warp_stream
 
 if TYPE_CHECKING:
     from phalanx.terrain.contacts import GridContacts

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from phalanx.files import atomic_path
+from phalanx.core.files import atomic_path
 from phalanx.sim.simulator import Simulator
 
 

@@ -5,7 +5,7 @@ torch parts load on first use."""
 
 from __future__ import annotations
 
-from phalanx.lazy import lazy_attributes
+from phalanx.core.lazy import lazy_attributes
 from phalanx.terrain.generator import SUB_TERRAINS, Terrain, TerrainCfg, generate_terrain
 
 _LAZY = {"TerrainCurriculum": "phalanx.terrain.curriculum", "add_terrain": "phalanx.terrain.model"}

@@ -32,7 +32,7 @@ import mujoco_warp as mjw
 import numpy as np
 import warp as wp
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.terrain.generator import Terrain
 from phalanx.terrain.model import BASE_DEPTH, block_cells, block_table
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 
 def _border_distance(n: int, scale: float) -> np.ndarray:

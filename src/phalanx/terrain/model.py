@@ -14,7 +14,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.terrain.generator import Terrain
 
 BASE_DEPTH = 1.0

@@ -17,8 +17,8 @@ import torch
 from rich.console import Console
 from torch import nn
 
-from phalanx.errors import ConfigError
-from phalanx.files import atomic_path
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import atomic_path
 
 CHECKPOINT_FORMAT = 2
 """2: the config holds the env the policy was trained in (`config["env"]`)."""

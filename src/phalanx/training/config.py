@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from phalanx.core.errors import ConfigError, check_int, check_positive, check_seed
+from phalanx.core.files import check_path_length
 from phalanx.envs.cfg import TaskCfg
-from phalanx.errors import ConfigError, check_int, check_positive, check_seed
-from phalanx.files import check_path_length
 from phalanx.rl.config import PolicyCfg, PPOCfg
 from phalanx.training.logger import check_logger
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from phalanx.errors import ConfigError
-from phalanx.files import atomic_path, write_text_atomic
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import atomic_path, write_text_atomic
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer

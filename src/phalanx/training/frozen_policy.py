@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.models import mlp
 from phalanx.rl.normalizer import EmpiricalNormalizer

@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
-from phalanx.config_data import to_data
+from phalanx.core.config_data import to_data
+from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext, Progress, StallWatchdog
-from phalanx.errors import ConfigError
 from phalanx.sim.model_files import pack_model
 from phalanx.training.config import TrainCfg
 from phalanx.training.logger import RunLogger

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from phalanx.errors import ConfigError
-from phalanx.files import raise_if_out_of_space
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import raise_if_out_of_space
 
 LOGGERS = ("tensorboard", "wandb", "none")
 

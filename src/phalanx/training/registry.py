@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from phalanx.errors import ConfigError, check_int, check_positive, check_range, check_seed
+from phalanx.core.errors import ConfigError, check_int, check_positive, check_range, check_seed
 
 if TYPE_CHECKING:
     import torch
@@ -245,7 +245,7 @@ def make(
             With False the caller resets it before the first step, and work it starts in between
             runs beside that trace and the physics' Warp compile (see `TaskEnv`).
     """
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
     from phalanx.envs.cfg import TaskCfg
     from phalanx.envs.task_env import TaskEnv
     from phalanx.sim.warp_setup import configure_warp

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from rich.console import Console
 
-from phalanx.config_data import to_data
-from phalanx.errors import ConfigError
+from phalanx.core.config_data import to_data
+from phalanx.core.errors import ConfigError
 from phalanx.training.config import TrainCfg, check_train_cfg
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
     """Trains as `cfg` says (checked by `check_train_cfg`). `registered_env`: the task's registered env config as data,
     to tell a resumed run whether flags changed the env. Returns the exit status (0, 128 + the
     stop signal after its checkpoint, 1 on lost ranks) and the trainer."""
-    from phalanx.devices import resolve_device
+    from phalanx.core.devices import resolve_device
     from phalanx.dist import DistContext, Progress, StallWatchdog, init_distributed, library_rank
     from phalanx.training.run_dir import RunDir
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from phalanx.errors import ConfigError
-from phalanx.files import temp_files, write_text_atomic
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import temp_files, write_text_atomic
 from phalanx.sim.model_files import write_model_dir
 
 LOCK_NAME = "run.lock"

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as ProgressBar
 
-from phalanx.config_data import to_data
+from phalanx.core.config_data import to_data
+from phalanx.core.errors import ConfigError
+from phalanx.core.vec_env import VecEnv
 from phalanx.dist import DistContext, Progress
-from phalanx.envs.vec_env import VecEnv
-from phalanx.errors import ConfigError
 from phalanx.rl import update_compile
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.staged_graphs import StagedGraphs

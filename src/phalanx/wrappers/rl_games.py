@@ -33,8 +33,8 @@ except ImportError:
     raise ImportError("phalanx.wrappers.rl_games needs rl-games: pip install -e '.[rl_games]'") from None
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.task_env import TaskEnv
-from phalanx.errors import ConfigError
 from phalanx.training.config import TrainCfg
 from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box

@@ -10,8 +10,8 @@ except ImportError:
 import numpy as np
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.task_env import TaskEnv
-from phalanx.errors import ConfigError
 from phalanx.training.config import TrainCfg
 
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import quat_mul
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import Term
 from phalanx.envs.mdp import state
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv

@@ -18,8 +18,8 @@ from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
 from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionController
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     import mujoco

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.control.qp import spd_inverse
+from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionController
-from phalanx.errors import ConfigError
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv

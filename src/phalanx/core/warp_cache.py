@@ -16,7 +16,7 @@ from pathlib import Path
 
 import warp as wp
 
-from phalanx.files import probe_writable
+from phalanx.core.files import probe_writable
 
 _started = False
 _broken_cache_said = False  # a broken cached build was reported (once per process)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 import warp as wp
 
-from phalanx.warp_cache import init_warp
+from phalanx.core.warp_cache import init_warp
 
 _STREAMS: dict[tuple[int | None, int], wp.Stream] = {}
 """The wrappers, by device index and CUDA stream handle (every device's default stream is handle

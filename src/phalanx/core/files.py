@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 TEMP_PREFIX, TEMP_SUFFIX = ".", ".tmp"
 """Temp files are named `.STEM.RANDOM.tmp` beside their target (`temp_files` finds leftovers)."""

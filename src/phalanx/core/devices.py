@@ -6,7 +6,7 @@ import re
 
 import torch
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 _ALLOWED = "'cpu', 'cuda' or 'cuda:K'"
 

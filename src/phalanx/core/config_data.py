@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from phalanx.errors import ConfigError
+from phalanx.core.errors import ConfigError
 
 PLAIN = (str, int, float, bool, type(None))
 
