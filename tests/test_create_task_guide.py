@@ -49,3 +49,29 @@ def test_the_guide_task_lists_trains_and_plays(tmp_path: Path) -> None:
     played = _phalanx(tmp_path, "play", "reacher", "--checkpoint", str(run / "checkpoints" / "model_last.pt"),
                       "--device", "cpu", "--num-envs", "4", "--steps", "20")  # fmt: skip
     assert played.returncode == 0 and "episodes finished" in played.stdout, played.stderr
+
+
+def test_the_guide_imports_only_the_public_surface() -> None:
+    """A task file needs `phalanx` and `phalanx.cfg` only, and only names they export: a guide
+    that reaches into a private module (phalanx.envs.cfg, phalanx.rl.config, ...) fails here."""
+    import ast
+
+    import phalanx
+    import phalanx.cfg
+
+    public = {"phalanx": set(phalanx.__all__), "phalanx.cfg": set(phalanx.cfg.__all__)}
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+    seen = []
+    for block in blocks:
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.Import):
+                modules = [(alias.name, None) for alias in node.names if alias.name.startswith("phalanx")]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("phalanx"):
+                modules = [(node.module, alias.name) for alias in node.names]
+            else:
+                continue
+            for module, name in modules:
+                seen.append(module)
+                assert module in public, f"the guide imports {module}: only phalanx and phalanx.cfg are public"
+                assert name is None or name in public[module], f"{module} does not export {name}"
+    assert "phalanx.cfg" in seen

@@ -3,10 +3,11 @@
 The package is a stack. Each layer may import from the layers below it and from itself, never from above:
 
     6  bench, cli, gym                      the commands a user runs; Gymnasium's ids for every task
-    5  training, tasks, flags, wrappers     training, the app: TrainCfg, tasks by name (tasks call `register`,
-                                            the registry imports the tasks lazily), the run, the trainer loop,
-                                            checkpoints, play, export, the other libraries' runs; the CLI flag
-                                            helpers; adapters to other RL libraries' env contracts
+    5  training, cfg, tasks, flags,         training, the app: TrainCfg, tasks by name (tasks call `register`,
+       wrappers                             the registry imports the tasks lazily), the run, the trainer loop,
+                                            checkpoints, play, export, the other libraries' runs; cfg: every
+                                            config a task file needs, from one module; the CLI flag helpers;
+                                            adapters to other RL libraries' env contracts
     4  rl                                   the algorithm: PPO, its losses, storage, models and kernels
     3  envs, dist                           term-based envs / data-parallel plumbing, independent of each other
     2  sensors                              batched sensors computed from the simulator's state
@@ -62,6 +63,7 @@ LAYERS: dict[str, int] = {
     "envs": 3,
     "rl": 4,
     "training": 5,
+    "cfg": 5,
     "tasks": 5,
     "flags": 5,
     "wrappers": 5,

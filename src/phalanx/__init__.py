@@ -21,6 +21,7 @@ _LAZY = {
     "VecEnv": "phalanx.core.vec_env",
     "TrainCfg": "phalanx.training.config",
     "train": "phalanx.training.run",
+    "mdp": "phalanx.envs",
 }
 __all__ = ["__version__", *_LAZY]
 

@@ -9,11 +9,14 @@ from typing import Any
 
 
 def lazy_attributes(package: str, table: dict[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` that imports `table[name]` (a module path) and returns its `name`."""
+    """A module `__getattr__` that imports `table[name]` (a module path) and returns its `name`,
+    or its submodule `name`."""
 
     def attribute(name: str) -> Any:
         if name in table:
-            return getattr(importlib.import_module(table[name]), name)
+            module = importlib.import_module(table[name])
+            found = getattr(module, name, None)
+            return found if found is not None else importlib.import_module(f"{table[name]}.{name}")
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return attribute
