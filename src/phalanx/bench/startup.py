@@ -115,9 +115,8 @@ def _label(result: dict[str, Any]) -> str:
 
 def median_rows(results: list[dict[str, Any]]) -> list[list[str]]:
     """For each kind of run repeated (`--runs cold,warm,warm,warm`): its median time to the first
-    iteration with the range, and each phase's median. A warm start of one task on one machine
-    varied by up to 2.7 s from run to run on an H100; one run does not tell differences of that
-    size."""
+    iteration with the range, and each phase's median. Warm starts of one task on one machine
+    vary by seconds from run to run; one run does not tell differences of that size."""
     rows = []
     for label in ("cold", "warm"):
         valid = [r for r in results if r["valid"] and r["run"] == label]

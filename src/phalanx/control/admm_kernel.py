@@ -17,20 +17,16 @@ they do not fit, local memory that the GPU caches per multiprocessor, laid out s
 threads read consecutive addresses. The inputs keep torch's batch-first layout; a constraint
 matrix shared by every problem is read from one copy (A's first dimension is then 1).
 
-How it is written sets much of its speed. Four changes, each measured against the one before
-it on one H100 (force QPs, 25 steps, 32 threads a block, 1024 / 65536 problems):
+How it is written sets much of its speed (each choice measured: docs/benchmarks.md, "The whole
+solve as one kernel"):
 - Products with A' and A' diag(rho) A add A's rows one after another, each row's n products
-  independent of each other: 0.28 / 3.79 ms a solve before, 0.26 / 3.49 ms after, and the
-  kernel compiles in 15-20 s instead of 42 s.
+  independent of each other: faster, and the kernel compiles in half the time.
 - The steps run in runs between rho updates, so the loop of steps assigns neither K nor rho
-  (assigned in that loop, K, 144 values, was selected and copied at every step): 0.25 / 3.40 ms
-  before, 0.21 / 2.28 ms after.
+  (assigned in that loop, K would be selected and copied at every step).
 - One step is a function, called for all but the last step of a run and then for the last one
-  after keeping x and y for the certificates (kept at every step before): 0.21 / 2.30 ms before,
-  0.21 / 2.06 ms after.
+  after keeping x and y for the certificates (not kept at every step).
 - The steps multiply y by 1 / rho, taken once per run, instead of dividing it by rho: a float
-  division is a sequence of instructions with a slow path, and each step divided all 20 rows.
-  0.21 / 2.06 ms before, 0.13 / 1.84 ms after.
+  division is a sequence of instructions with a slow path.
 """
 
 # No `from __future__ import annotations`: Warp reads the kernel's annotations as types.

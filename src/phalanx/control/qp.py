@@ -64,15 +64,15 @@ class QPSettings:
     """How a solve runs: "torch", several tensor operations per ADMM step (with `compile`,
     fused by torch.compile); "warp", the whole solve as one Warp kernel, one thread per problem
     (`phalanx.control.admm_kernel`; float32 or float64); "auto", the kernel on a CUDA device
-    for those dtypes (6-10x the compiled torch steps' QPs/s from 1k to 64k problems, on H100s)
-    and torch elsewhere (on a CPU the kernel's threads run one after another). The same
+    for those dtypes (several times the compiled torch steps' QPs/s: docs/benchmarks.md,
+    "Batched QP solver") and torch elsewhere (on a CPU the kernel's threads run one after another). The same
     algorithm: solutions agree to rounding."""
     block_dim: int = 32
     """Threads per block of the warp backend's launch on a GPU (at most 256). A block runs on one
-    multiprocessor: with Warp's default of 256, 1024 and 4096 problems ran on 4 and 16 of an
-    H100's 132 and took as long as each other; with 32 they spread over all of them, about
-    twice the QPs/s at those sizes (25 steps) and the same from 16384 problems up. Each size
-    compiles the kernel once more."""
+    multiprocessor: with Warp's default of 256, a few thousand problems fill a few of a GPU's
+    multiprocessors and take as long as many fewer; with 32 they spread over all of them (the
+    same speed once the problems fill the GPU either way). Each size compiles the kernel once
+    more."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`qp.FIELD`)."""

@@ -40,12 +40,11 @@ class compile_boundary:  # noqa: N801 (a decorator, named like one)
 
 
 SHORT_KERNEL_NAMES = {"triton.descriptive_names": False}
-"""inductor names a fused Triton kernel after every op it fuses: 164 characters for a kernel of
-ant's env step, 194 for one of anymal-rough's. Triton cuts its cache's file names at 150
-characters, and inductor, looking for the kernel's binary under the whole name, launches it
-through Triton instead and leaves it out of its FX graph cache entry. Warm starts then compiled
-those kernels again: up to 0.4 s of ant's start on an H100 and 1.6 s of anymal-rough's. Without
-the ops in their names (`triton_poi__3`), every kernel is in the entry."""
+"""inductor names a fused Triton kernel after every op it fuses, which for the env steps' kernels
+runs past the 150 characters at which Triton cuts its cache's file names; inductor, looking for
+the kernel's binary under the whole name, launches it through Triton instead and leaves it out of
+its FX graph cache entry, so warm starts compiled those kernels again. Without the ops in their
+names (`triton_poi__3`), every kernel is in the entry."""
 
 
 def compiled(fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
@@ -66,9 +65,9 @@ def compiled(fn: Callable[..., Any], **kwargs: Any) -> Callable[..., Any]:
 
 
 def import_compiler() -> None:
-    """Imports torch.compile's machinery: Dynamo (with sympy) and inductor (with Triton). On H100
-    hosts that took 2-3 s alone, and 7.3 s on a cold start, where it ran beside the Warp threads
-    generating the physics' modules' code, which hold the GIL in turn. An env that compiles
+    """Imports torch.compile's machinery: Dynamo (with sympy) and inductor (with Triton). That
+    takes seconds, and several times longer on a cold start beside the Warp threads generating
+    the physics' modules' code, which hold the GIL in turn. An env that compiles
     imports it before its physics' modules start compiling, and hashes Triton on a thread
     (`_hash_triton`)."""
     import torch._dynamo  # noqa: F401
@@ -81,9 +80,9 @@ def import_compiler() -> None:
 
 def _hash_triton() -> None:
     """Computes Triton's `triton_key`, which inductor's cache keys include: a hash of Triton's
-    sources and its 415 MB library, cached for the process. Computed by the first compile, it
-    held the main thread 0.4 s of every anymal-rough start on an H100 (4 samples at 0.1 s, warm
-    and cold); on this thread, none (hashing releases the GIL). The env's simulator is built in
+    sources and its library of hundreds of MB, cached for the process. Computed by the first
+    compile, it held the main thread for a noticeable part of a start; on this thread, not at all
+    (hashing releases the GIL). The env's simulator is built in
     the meantime, so `compiled`'s wait for it is usually over at once."""
     with contextlib.suppress(Exception):  # no Triton (CPU builds of torch): nothing to hash
         from triton.runtime.cache import triton_key

@@ -1,7 +1,7 @@
 """The PPO update compiled in a process of its own while the training process compiles its env step.
 
 On a fresh machine, a compiled task's start waits for the main thread's `torch.compile` work, one
-graph after another: the env step (tens of seconds), then the update (6-7.5 s on an H100). Warp's
+graph after another: the env step (tens of seconds), then the update (seconds). Warp's
 modules compile in the background meanwhile and are done first. torch.compile keeps what it
 compiles in files that every process of the machine reads: inductor's FX graph cache,
 AOTAutograd's cache and Triton's kernels. So the trainer starts this module as a process as soon
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 WAIT_S = 30.0
 """How long the trainer's first update waits for the process before stopping it and compiling on
 its own. The process starts before the env's first reset, which traces the env step for tens of
-seconds on a fresh machine, and a cold compile of the update took 6-7.5 s on an H100."""
+seconds on a fresh machine, and a cold compile of the update takes seconds."""
 
 
 @dataclass
@@ -121,8 +121,8 @@ def worth_waiting() -> bool:
     """Whether the first update should wait for the process: not when every graph this process has
     compiled (the env step's) was loaded from inductor's cache. The update's graphs were then most
     likely compiled by the same earlier run and load here in about a second, while the process,
-    launched with the trainer, needed 11-12 s on an H100 to start Python, torch and CUDA and load
-    them itself. Where only the update's settings changed since, the trainer compiles it on its
+    launched with the trainer, needs many seconds to start Python, torch and CUDA and load them
+    itself. Where only the update's settings changed since, the trainer compiles it on its
     own, as it did before this process existed."""
     utils = sys.modules.get("torch._dynamo.utils")
     if utils is None:  # nothing compiled here: no evidence either way

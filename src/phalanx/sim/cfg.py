@@ -45,7 +45,7 @@ class SimCfg:
     actions reach 48 rad/s on anymal, 300 on the humanoid."""
     graph: bool = True
     """On CUDA, capture the physics substeps once as a CUDA graph and replay it (off: eager
-    launches, for debugging; about 10x slower)."""
+    launches, for debugging; many times slower)."""
 
     def check(self, field: str = "env.sim") -> None:
         """Raises ConfigError naming the first invalid field (`FIELD.NAME`), its value and what is allowed."""

@@ -2,7 +2,7 @@
 before the work first runs.
 
 Warp loads a module lazily, at the first launch of one of its kernels, so the first physics step
-compiles its 33-44 modules one after another: 44-118 s of a cold start on an H100. MuJoCo Warp
+compiles its dozens of modules one after another, most of a cold start. MuJoCo Warp
 creates most of its kernels for the model during that first call (in modules of their own), so the
 modules cannot be listed before it. `record_loads` runs the work's Python once as a dry run in
 which loading a module only records it (no kernel runs: Warp skips the launch of a kernel whose

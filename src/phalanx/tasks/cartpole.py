@@ -58,9 +58,9 @@ def cartpole_cfg() -> TaskCfg:
         reward_scale_by_dt=False,
         num_envs=4096,
         # A whole cartpole training takes seconds, so start-up decides the wait: without
-        # torch.compile it starts 3-4 s sooner warm (about 20 s cold). Throughput depends on the
-        # host: on two H100s eager stepped at 5.1-5.2 M env steps/s, compiled at 4.3 M on one and
-        # 7.2 M on the other (docs/benchmarks.md); `--env.compile-step` turns it on.
+        # torch.compile it starts seconds sooner, and whether compiling steps faster depends on
+        # the host (docs/benchmarks.md, "Solver budget and torch.compile per task");
+        # `--env.compile-step` turns it on.
         compile_step=False,
     )
 
@@ -73,10 +73,10 @@ def cartpole_train_cfg() -> TrainCfg:
         cpu_num_envs=256,
         policy=PolicyCfg(actor_hidden_dims=(32, 32), critic_hidden_dims=(32, 32)),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
-        # Like the env step, for start-up: compiled, the update takes 5.7 instead of 10.0 ms
-        # (fps_total 3.1 instead of 2.5 M on an H100), but the first iteration comes 3.6 s later,
-        # warm or cold, and a cartpole is balanced after some 60 iterations. `--compile-update`
-        # turns it on. Networks this small gain nothing from bfloat16 (10.3 ms).
+        # Like the env step, for start-up: compiled, the update is faster, but the first
+        # iteration comes seconds later, warm or cold, and a cartpole is balanced after some 60
+        # iterations. `--compile-update` turns it on. Networks this small gain nothing from
+        # bfloat16 (docs/benchmarks.md, "A compiled bfloat16 update").
         compile_update=False,
         bf16_update=False,
     )
@@ -116,8 +116,8 @@ def cartpole_camera_train_cfg() -> TrainCfg:
     )
     cfg.algo = PPOCfg(learning_rate=5e-4, entropy_coef=0.005)
     cfg.max_iterations = 300
-    # The update is most of an iteration here: compiled and in bfloat16 it ran 280 -> 206 ms at
-    # 4096 envs on an H100 (fps_total 170 k -> 212 k), for 13 s more start-up.
+    # The update is most of an iteration here: compiled and in bfloat16 it is faster, for more
+    # start-up (docs/benchmarks.md, "A compiled bfloat16 update").
     cfg.compile_update = cfg.bf16_update = True
     return cfg
 

@@ -49,9 +49,8 @@ def _locomotion_cfg(description: str, robot: _Robot) -> TaskCfg:
         description=description,
         model=asset(robot.asset),
         episode_length_s=16.0,
-        # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): on an H100
-        # at 4096 envs ant trained at 0.92 M instead of 0.81 M env steps/s and humanoid at 0.85 M
-        # instead of 0.73 M, to the same returns (docs/benchmarks.md, "Solver budget").
+        # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): more env
+        # steps/s to the same returns (docs/benchmarks.md, "Solver budget").
         sim=SimCfg(decimation=2, body_forces=True, iterations=4, ls_iterations=6, unroll_solver=True),
         actions=ActionCfg(actuators=".*", scale=robot.action_scale, clip=robot.action_clip),
         observations={

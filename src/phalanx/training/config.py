@@ -67,9 +67,8 @@ class TrainCfg:
     float32."""
     compile_update: bool = True
     """On CUDA, torch.compile the update's minibatch losses, forward and backward: fused kernels
-    instead of one per op. The compile takes seconds (6-7.5 s on an H100 with an empty inductor
-    cache); a second process does it while the env's step compiles, and the first update loads
-    it from the cache."""
+    instead of one per op. The compile takes seconds with an empty inductor cache; a second
+    process does it while the env's step compiles, and the first update loads it from the cache."""
     distributed: bool = False
     """Run as one rank of a torchrun job: device cuda:LOCAL_RANK (or cpu with gloo), env seed
     seed + rank, gradients averaged over ranks, only rank 0 writes."""

@@ -91,9 +91,9 @@ def velocity_cfg(description: str) -> TaskCfg:
         description=description,
         model=asset("anymal.xml"),
         episode_length_s=20.0,
-        # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): anymal-flat
-        # 0.52 -> 0.74 M env steps/s on an H100 at 4096 envs; runs on flat ground and terrain learn
-        # at least as far per iteration (docs/benchmarks.md, "Solver budget").
+        # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): more env
+        # steps/s, and runs on flat ground and terrain learn at least as far per iteration
+        # (docs/benchmarks.md, "Solver budget").
         sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL, iterations=4, ls_iterations=6, unroll_solver=True),
         actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=ACTION_CLIP),
         commands={
