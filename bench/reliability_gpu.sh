@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED=1
 { date -u +%FT%TZ; echo "commit ${COMMIT:-unknown}"; nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv; } \
   | tee "$out/machine.txt"
 
-python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -m gpu 2>&1 | tail -15 | tee "$out/nccl_tests.log"
+python3 -m pytest -q -p no:cacheprovider tests/distributed/test_distributed.py -m gpu 2>&1 | tail -15 | tee "$out/nccl_tests.log"
 
 train=(python3 -m torch.distributed.run --standalone --nproc_per_node 2 -m phalanx train cartpole --distributed
        --num-envs 4096 --save-interval 3)

@@ -26,7 +26,7 @@ pack() { tar czf "$out/scaling.tgz.tmp" -C /tmp/bench --exclude '*.pt' --exclude
 watcher=$!
 train_args=""
 if [ -z "${SKIP_TEST:-}" ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/test_distributed.py -m gpu 2>&1 | tail -15 | tee "$out/nccl_test.log"
+  python3 -m pytest -q -p no:cacheprovider tests/distributed/test_distributed.py -m gpu 2>&1 | tail -15 | tee "$out/nccl_test.log"
   # If NCCL collectives cannot live in the trainer's graphs, measure the eager trainer instead.
   grep -q "2 passed" "$out/nccl_test.log" || train_args="--capture-update False --capture-rollout False"
 fi

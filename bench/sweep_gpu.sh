@@ -9,7 +9,7 @@ mkdir -p "$out" /tmp/bench
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 if [ -z "${SKIP_TEST:-}" ]; then
-  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/test_distributed.py -m gpu 2>&1 | tail -15 \
+  python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py tests/distributed/test_distributed.py -m gpu 2>&1 | tail -15 \
     | tee "$out/gpu_tests.log"
 fi
 for task in ${TASKS:-cartpole ant humanoid}; do

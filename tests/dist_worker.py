@@ -1,4 +1,4 @@
-"""One rank of the distributed tests (launched by tests/test_distributed.py through torchrun).
+"""One rank of the distributed tests (launched by tests/distributed/test_distributed.py through torchrun).
 
 python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py MODE OUT_DIR [DEVICE]
 

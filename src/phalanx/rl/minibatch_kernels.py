@@ -12,7 +12,7 @@ kernel finish the means. The autograd function hands those gradients to the netw
 pass.
 
 torch.compile fuses the torch form into a few kernels by itself, so a compiled update keeps it;
-`tests/test_ppo_math.py` holds the two to the same values and gradients."""
+`tests/rl/test_ppo_math.py` holds the two to the same values and gradients."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ One heightfield for the whole terrain breaks contacts: MuJoCo Warp collides a ge
 heightfield cell (a prism) by GJK/EPA in float32, in the heightfield's frame, and far from the
 heightfield's center that fails. A 3 cm sphere pressed into flat cells gets contacts metres deep
 and metres away from it: in 2,000 random poses, none on a 10 m heightfield, 1 on 20 m, 36 on
-40 m, 76 on 100 m (tests/test_terrain.py keeps the check). On the 96 m x 176 m anymal-rough
+40 m, 76 on 100 m (tests/terrain/test_terrain.py keeps the check). On the 96 m x 176 m anymal-rough
 terrain these contacts launched robots at 10^3-10^8 m/s within seconds of training. MuJoCo's C
 engine, in double precision, gives none.
 """

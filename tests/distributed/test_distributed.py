@@ -16,7 +16,7 @@ import torch
 
 from helpers import signal_after_iterations
 
-WORKER = str(Path(__file__).with_name("dist_worker.py"))
+WORKER = str(Path(__file__).parents[1] / "dist_worker.py")
 
 
 def _torchrun(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -96,7 +96,7 @@ def test_images_are_refused() -> None:
 def _skrl_on_two_cpu_ranks(what: str, flags: list[str]) -> subprocess.CompletedProcess:
     """`phalanx train cartpole --trainer skrl FLAGS` as a torchrun job of two CPU ranks (gloo in
     place of the NCCL group skrl starts; tests/dist_worker.py's WHAT)."""
-    worker = str(Path(__file__).with_name("dist_worker.py"))
+    worker = str(Path(__file__).parents[1] / "dist_worker.py")
     flags = ["cartpole", "--trainer", "skrl", "--num-envs", "16", "--distributed", "--logger", "none", *flags]
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     return subprocess.run([*command, worker, "cli", what, "--", *flags], capture_output=True, text=True, timeout=600)
