@@ -187,7 +187,7 @@ def test_a_trainer_that_stops_writing_rows_is_stopped_and_reported(tmp_path: Pat
     import time
 
     from phalanx.bench import trainers
-    from phalanx.bench.command import CompareCfg
+    from phalanx.bench.options import CompareCfg
 
     def two_rows_then_hang(cfg, trainer, device, iterations, run_dir, gpus=1) -> list[str]:
         rows = "\n".join(json.dumps({"iteration": i}) for i in range(2))

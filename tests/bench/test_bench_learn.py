@@ -25,7 +25,9 @@ CPU = ["--device", "cpu", "--no-cold"]
 
 
 def test_every_builtin_task_declares_a_result_that_its_training_logs() -> None:
-    builtin = {name: spec for name, spec in registered_tasks().items() if spec.module.rpartition(".")[2] in BUILTIN}
+    builtin = {
+        name: spec for name, spec in registered_tasks().items() if spec.module.removeprefix("phalanx.tasks.") in BUILTIN
+    }
     assert len(builtin) >= 17
     for name, spec in builtin.items():
         assert spec.result is not None, f"{name} declares no result"

@@ -10,12 +10,12 @@ import time
 from collections import Counter
 
 import torch
+from test_ppo_math import _reference_update
 from torch._dynamo.utils import counters
 
 from phalanx.rl import update_compile
 from phalanx.rl.config import PolicyCfg
 from phalanx.rl.ppo import PPOCfg
-from test_ppo_math import _reference_update
 
 SPEC = update_compile.UpdateSpec(
     policy=PolicyCfg(actor_hidden_dims=(24, 24), critic_hidden_dims=(24,)),

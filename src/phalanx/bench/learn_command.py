@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.console import Console
 
-from phalanx.bench.command import LearnCfg
+from phalanx.bench.options import LearnCfg
 from phalanx.core.errors import ConfigError, check_int, check_positive
 from phalanx.flags import parse_flags, split_args
 from phalanx.training.registry import DIRECTIONS, LearningResult

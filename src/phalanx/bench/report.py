@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from phalanx.bench.markdown import markdown_table
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import write_text_atomic
 
@@ -82,13 +83,6 @@ def render(run_dir: Path) -> None:
         lines += ["## Telemetry averages", "", "```", json.dumps(bench["telemetry"], indent=2), "```", ""]
     lines += [f"![{p.stem}]({p.name})" for p in plots if p is not None]
     write_text_atomic(run_dir / "report.md", "\n".join(lines) + "\n")
-
-
-def markdown_table(columns: list[str], rows: list[list[str]]) -> str:
-    """A markdown table; a row shorter than the header (an invalid setting) is padded."""
-    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-    lines += ["| " + " | ".join(row + [""] * (len(columns) - len(row))) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _table(results: list[dict[str, Any]]) -> str:

@@ -17,7 +17,7 @@ import psutil
 from phalanx.flags import split_args
 
 if TYPE_CHECKING:
-    from phalanx.bench.command import ScalingCfg
+    from phalanx.bench.options import ScalingCfg
 
 
 def stop_job(job: subprocess.Popen) -> None:
@@ -116,7 +116,7 @@ def add_efficiency(results: list[dict[str, Any]]) -> None:
 
 def table(results: list[dict[str, Any]]) -> str:
     """Seed 000's layout: GPUs | FPS step | step & inference FPS | FPS total | per-epoch time."""
-    from phalanx.bench.report import markdown_table
+    from phalanx.bench.markdown import markdown_table
 
     columns = ["GPUs", "envs per GPU", "FPS step", "step & inference FPS", "FPS total", "per-epoch time"]
     columns += ["speed-up", "efficiency"]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from phalanx.bench.report import markdown_table
+from phalanx.bench.markdown import markdown_table
 from phalanx.bench.startup_split import split, split_table
 
 PHASES = ("import", "model_build", "trainer_init", "first_reset", "first_env_step", "first_iteration")

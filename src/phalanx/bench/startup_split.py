@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.bench.report import markdown_table
+from phalanx.bench.markdown import markdown_table
 
 PARTS = (
     "imports",

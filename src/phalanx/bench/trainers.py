@@ -22,7 +22,7 @@ from phalanx.bench.telemetry import _nvml_handles
 from phalanx.flags import split_args
 
 if TYPE_CHECKING:
-    from phalanx.bench.command import CompareCfg
+    from phalanx.bench.options import CompareCfg
 
 THRESHOLDS = {
     "cartpole": ("mean_episode_length", 285.0),  # 95 % of the 300-step maximum: balanced
@@ -150,7 +150,7 @@ def _label(r: dict[str, Any]) -> str:
 def table(results: list[dict[str, Any]]) -> str:
     """One row per trainer and GPU count; with several counts, each run's fps_total over the same
     trainer's on one GPU (the speed-up)."""
-    from phalanx.bench.report import markdown_table
+    from phalanx.bench.markdown import markdown_table
 
     metric = next((r["metric"] for r in results if r["valid"]), "metric")
     multi = any(r.get("gpus", 1) > 1 for r in results)
