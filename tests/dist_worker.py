@@ -79,9 +79,9 @@ def grads(ctx, out: Path) -> None:
 
 def cli(what: str, flags: list[str]) -> int:
     """`phalanx train` as the user runs it, with one rank stuck or slow."""
-    from phalanx import cli, registry
+    from phalanx import cli
     from phalanx.envs.task_env import TaskEnv
-    from phalanx.training import trainer
+    from phalanx.training import registry, trainer
 
     rank = int(os.environ["RANK"])
     if what == "hang-env" and rank == 1:
