@@ -53,7 +53,7 @@ def test_the_guide_task_lists_trains_and_plays(tmp_path: Path) -> None:
 
 def test_the_guide_imports_only_the_public_surface() -> None:
     """A task file needs `phalanx` and `phalanx.cfg` only, and only names they export: a guide
-    that reaches into a private module (phalanx.envs.cfg, phalanx.rl.config, ...) fails here."""
+    that reaches into a private module (phalanx.envs.cfg, phalanx.rl.cfg, ...) fails here."""
     import ast
 
     import phalanx
@@ -75,3 +75,31 @@ def test_the_guide_imports_only_the_public_surface() -> None:
                 assert module in public, f"the guide imports {module}: only phalanx and phalanx.cfg are public"
                 assert name is None or name in public[module], f"{module} does not export {name}"
     assert "phalanx.cfg" in seen
+
+
+def test_the_guide_s_earlier_imports_work_for_one_release() -> None:
+    """The modules an earlier version of the guide imported from still give the same classes; the
+    one that moved says so with a DeprecationWarning."""
+    import importlib
+    import sys
+    import warnings
+
+    import phalanx.cfg
+
+    sys.modules.pop("phalanx.rl.config", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = importlib.import_module("phalanx.rl.config")
+    assert old.PolicyCfg is phalanx.cfg.PolicyCfg and old.PPOCfg is phalanx.cfg.PPOCfg
+    assert any(issubclass(w.category, DeprecationWarning) and "phalanx.cfg" in str(w.message) for w in caught)
+    earlier = {
+        "phalanx.envs": ["CommandTerm", "CommandTermCfg", "MetricTermCfg", "ObsTermCfg", "RewardTermCfg", "TaskCfg"],
+        "phalanx.envs.cfg": ["ActionCfg"],
+        "phalanx.rl.ppo": ["PPOCfg"],
+        "phalanx.sim.actuators": ["ActuatorCfg"],
+        "phalanx.sim.cfg": ["SimCfg"],
+    }
+    for module, names in earlier.items():
+        for name in names:
+            assert getattr(importlib.import_module(module), name) is getattr(phalanx.cfg, name), (module, name)
+    from phalanx.envs.mdp import bodies, observations, rewards, terminations  # noqa: F401

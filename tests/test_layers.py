@@ -363,7 +363,7 @@ def test_named_rule(importers, forbidden, why):
 
 
 LEARNER = ("phalanx.training.trainer", "phalanx.rl.ppo", "phalanx.rl.storage", "phalanx.rl.models", "phalanx.rl.losses")
-LEARNER += ("phalanx.rl.normalizer", "phalanx.rl.staged_graphs", "phalanx.training.episode_stats")
+LEARNER += ("phalanx.rl.normalizer", "phalanx.rl.rollout_graphs", "phalanx.training.episode_stats")
 
 
 def test_the_learner_sees_envs_only_through_the_vec_env_contract():
@@ -399,8 +399,8 @@ def test_checker_finds_cycles_only_at_module_level_and_at_run_time():
 
 
 def test_checker_finds_back_arrows_and_named_rules():
-    up = fake("phalanx.envs.cfg", "phalanx.rl.config", module_level=False)
-    down = fake("phalanx.rl.config", "phalanx.envs.cfg")
+    up = fake("phalanx.envs.cfg", "phalanx.rl.cfg", module_level=False)
+    down = fake("phalanx.rl.cfg", "phalanx.envs.cfg")
     typing_only = fake("phalanx.sim.model", "phalanx.envs.task_env", type_only=True)
     root = fake("phalanx.sim.model", "phalanx")
     assert layer_violations([up, down, typing_only, root]) == [up]

@@ -19,7 +19,7 @@ _LAZY = {
     "train_cfg": "phalanx.training.registry",
     "TaskCfg": "phalanx.envs.cfg",
     "VecEnv": "phalanx.core.vec_env",
-    "TrainCfg": "phalanx.training.config",
+    "TrainCfg": "phalanx.training.cfg",
     "train": "phalanx.training.run",
     "mdp": "phalanx.envs",
 }

@@ -27,12 +27,12 @@ from phalanx.envs.cfg import (
     Term,
     TerminationTermCfg,
 )
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult
 
 __all__ = [

@@ -168,7 +168,7 @@ def train(args: list[str], console: Console) -> int:
     status: 0, or 128 + the signal (130 Ctrl-C, 143 SIGTERM) that stopped training after a
     checkpoint, or 1 on lost ranks."""
     from phalanx.envs.stored_cfg import env_cfg_to_data
-    from phalanx.training.config import TrainCfg, check_train_cfg
+    from phalanx.training.cfg import TrainCfg, check_train_cfg
     from phalanx.training.registry import train_cfg
     from phalanx.training.run import run_training
 

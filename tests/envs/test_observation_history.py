@@ -14,7 +14,7 @@ from helpers import make_cpu, random_actions
 from phalanx.core.errors import ConfigError
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import ActorCritic
 
 

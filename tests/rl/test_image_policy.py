@@ -12,7 +12,7 @@ from helpers import make_cpu
 from phalanx.core.errors import ConfigError
 from phalanx.envs import ObsTermCfg
 from phalanx.envs.mdp import observations
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.image_encoder import ImageEncoder
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO, PPOCfg

@@ -146,7 +146,7 @@ def test_fused_losses_match_the_torch_form() -> None:
 
 def test_after_backward_adapts_the_rate_skips_and_sums() -> None:
     """The bookkeeping kernel between backward pass and optimizer step, case by case."""
-    from phalanx.rl.minibatch_kernels import after_backward
+    from phalanx.rl.loss_kernels import after_backward
 
     def run(terms: list[float], grad_norm: float, desired_kl: float | None, lr: float) -> tuple[float, ...]:
         """(learning rate, found_inf, skipped, *sums) after the kernel, from skipped 3 and sums 1."""

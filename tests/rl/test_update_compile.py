@@ -14,7 +14,7 @@ from test_ppo_math import _reference_update
 from torch._dynamo.utils import counters
 
 from phalanx.rl import update_compile
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.ppo import PPOCfg
 
 SPEC = update_compile.UpdateSpec(

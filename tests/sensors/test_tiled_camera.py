@@ -198,7 +198,7 @@ def test_vectors_and_images_in_one_group_name_the_group() -> None:
 
 
 def test_the_mlp_actor_critic_refuses_an_image_policy() -> None:
-    from phalanx.rl.config import PolicyCfg
+    from phalanx.rl.cfg import PolicyCfg
     from phalanx.rl.models import ActorCritic
 
     env = make_cpu(_cartpole_seeing(policy={"rgb": RGB}), num_envs=2)

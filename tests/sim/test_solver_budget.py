@@ -10,7 +10,7 @@ import torch
 
 import phalanx
 from helpers import make_cpu, random_actions
-from phalanx.envs.step_randoms import StepRandoms
+from phalanx.envs.random_numbers import StepRandoms
 from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.sim import Simulator
 from phalanx.sim.model import build_model

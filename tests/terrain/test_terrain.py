@@ -9,7 +9,7 @@ import torch
 
 from phalanx.assets import asset_path
 from phalanx.core.errors import ConfigError
-from phalanx.envs.step_randoms import StepRandoms
+from phalanx.envs.random_numbers import StepRandoms
 from phalanx.sensors import HeightScanner
 from phalanx.sim import SimCfg, Simulator
 from phalanx.terrain import SUB_TERRAINS, TerrainCfg, add_terrain, generate_terrain

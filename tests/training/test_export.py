@@ -15,7 +15,7 @@ import torch
 from helpers import make_cpu
 from phalanx.cli import main
 from phalanx.envs.stored_cfg import env_cfg_from_data
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import mlp
 from phalanx.training.checkpoint import load_checkpoint
 from phalanx.training.play import load_actor

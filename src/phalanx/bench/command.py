@@ -53,7 +53,7 @@ def run_bench(kind: str, args: list[str], console: Console) -> None:
     from phalanx.bench.telemetry import Telemetry
     from phalanx.bench.throughput import measure
     from phalanx.core.devices import resolve_device
-    from phalanx.training.config import TrainCfg, check_train_cfg
+    from phalanx.training.cfg import TrainCfg, check_train_cfg
     from phalanx.training.registry import train_cfg
 
     task, flags = task_and_flags(f"bench {kind}", args)
@@ -158,7 +158,7 @@ def run_startup(args: list[str], console: Console) -> None:
 def run_compare(args: list[str], console: Console) -> None:
     from phalanx.bench import trainers
     from phalanx.core.devices import resolve_device
-    from phalanx.training.config import MULTI_GPU_TRAINERS, TRAINERS
+    from phalanx.training.cfg import MULTI_GPU_TRAINERS, TRAINERS
 
     task, flags = task_and_flags("bench compare", args)
     cfg = parse_flags(CompareCfg, CompareCfg(task=task), flags, f"phalanx bench compare {task}")

@@ -95,7 +95,7 @@ def check_flags(cfg: LearnCfg) -> None:
 
 def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
     """`--train-args` split, and parsed and checked for every task."""
-    from phalanx.training.config import TrainCfg, check_train_cfg
+    from phalanx.training.cfg import TrainCfg, check_train_cfg
     from phalanx.training.registry import train_cfg
 
     train_args = split_args(cfg.train_args, "train_args")

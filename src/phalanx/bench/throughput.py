@@ -18,7 +18,7 @@ from rich.console import Console
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
 
 if TYPE_CHECKING:
-    from phalanx.training.config import TrainCfg
+    from phalanx.training.cfg import TrainCfg
     from phalanx.training.trainer import Trainer
 
 

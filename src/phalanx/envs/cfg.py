@@ -1,6 +1,6 @@
 """Typed configuration of a term-based task.
 
-A task is a `TaskCfg` returned by a function (see `phalanx.envs.tasks`). Its sections map term
+A task is a `TaskCfg` returned by a function (see `phalanx.tasks`). Its sections map term
 names to term configs; the env builds each term once and prints them as tables at creation.
 
 A term's `func` is either a plain function `func(env, **params)` or a `Term` subclass, built once

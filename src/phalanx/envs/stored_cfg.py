@@ -19,7 +19,7 @@ from collections.abc import Collection
 from types import ModuleType
 from typing import Any
 
-from phalanx.core.config_data import from_data, to_data
+from phalanx.core.cfg_data import from_data, to_data
 from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import TaskCfg, Term
 from phalanx.sim.model_files import restore_model

@@ -17,11 +17,11 @@ from phalanx.envs.captured_step import CapturedStep
 from phalanx.envs.cfg import ActionController, CommandTerm, TaskCfg
 from phalanx.envs.low_level import LowLevelPolicy, LowLevelSource
 from phalanx.envs.names import matching_ids, matching_indices
+from phalanx.envs.random_numbers import StepRandoms
 from phalanx.envs.schedules import Commands, Curriculum, Events
-from phalanx.envs.step_randoms import StepRandoms
-from phalanx.envs.tables import print_term_tables
 from phalanx.envs.tensor_state import load_checked
 from phalanx.envs.term_group import Metrics, ObservationGroup, Rewards, Terminations, rows
+from phalanx.envs.term_tables import print_term_tables
 from phalanx.envs.terms import bind_term
 from phalanx.envs.terrain_scene import TerrainScene
 from phalanx.sim import Simulator

@@ -9,7 +9,7 @@ import mujoco
 import torch
 
 from phalanx.core.errors import ConfigError
-from phalanx.envs.step_randoms import StepRandoms
+from phalanx.envs.random_numbers import StepRandoms
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.terrain.curriculum import TerrainCurriculum
 from phalanx.terrain.generator import TerrainCfg, generate_terrain

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:
-    from phalanx.rl.config import PolicyCfg
+    from phalanx.rl.cfg import PolicyCfg
 
 from phalanx.core.errors import ConfigError
 from phalanx.rl.gaussian import DiagonalGaussian

@@ -21,10 +21,10 @@ from phalanx.core.compiling import compiled
 from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext
 from phalanx.rl.adam import FusedAdam
-from phalanx.rl.config import PPOCfg
+from phalanx.rl.cfg import PPOCfg
 from phalanx.rl.gaussian import DiagonalGaussian
+from phalanx.rl.loss_kernels import PPOLossKernel, after_backward
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
-from phalanx.rl.minibatch_kernels import PPOLossKernel, after_backward
 from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.storage import RolloutStorage, compute_gae
@@ -311,7 +311,7 @@ class PPO:
 
     def _fused_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """`_minibatch_losses` with the PPO terms and their gradient in one Warp kernel
-        (`phalanx.rl.minibatch_kernels`): the eager update's form."""
+        (`phalanx.rl.loss_kernels`): the eager update's form."""
         dist, values, predicted = self._outputs(mb)
         loss, terms = self._loss_kernel(dist.mean, dist.log_std, values, mb)
         return self._with_image_targets(loss, terms, predicted, mb)

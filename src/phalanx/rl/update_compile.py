@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from phalanx.core.config_data import from_data, to_data
+from phalanx.core.cfg_data import from_data, to_data
 from phalanx.core.errors import ConfigError
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO, PPOCfg
 

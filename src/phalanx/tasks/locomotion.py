@@ -15,9 +15,9 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import events, metrics, observations, rewards, terminations
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
 
 TARGET_POS = (1000.0, 0.0, 0.0)

@@ -20,7 +20,7 @@ from torch import nn
 
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import atomic_path, write_text_atomic
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.training.checkpoint import load_weights

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from phalanx.core.errors import ConfigError
-from phalanx.rl.config import PolicyCfg
+from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import mlp
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.training.checkpoint import load_weights

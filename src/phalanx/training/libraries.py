@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
-from phalanx.core.config_data import to_data
+from phalanx.core.cfg_data import to_data
 from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext, Progress, StallWatchdog
 from phalanx.sim.model_files import pack_model
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.logger import RunLogger
 from phalanx.training.run_dir import RunDir
 
@@ -52,7 +52,7 @@ def train_with_library(cfg: TrainCfg, console: Console, dist: DistContext | None
     (whatever the library writes on them goes to a temporary directory). The stall watchdog
     watches every rank's env steps, as in phalanx's own runs: a rank stuck for `stall_timeout_s`
     (`startup_timeout_s` until its first iteration is done) is named and the job stops."""
-    from phalanx.envs.tables import print_term_tables, sim_summary
+    from phalanx.envs.term_tables import print_term_tables, sim_summary
     from phalanx.training.metered import MeteredEnv
     from phalanx.training.registry import make
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from phalanx.envs.cfg import LowLevelPolicyCfg, TaskCfg
     from phalanx.envs.low_level import LowLevelSource
     from phalanx.envs.task_env import TaskEnv
-    from phalanx.training.config import TrainCfg
+    from phalanx.training.cfg import TrainCfg
 
 ENTRY_POINT_GROUP = "phalanx.tasks"
 BUILTIN = (
@@ -122,7 +122,7 @@ def register(
     reaches `result`. Configs may be instances or functions returning them. Registering a name
     again from the same module replaces it; from another module is an error."""
     from phalanx.envs.cfg import TaskCfg
-    from phalanx.training.config import TrainCfg
+    from phalanx.training.cfg import TrainCfg
 
     module = sys._getframe(1).f_globals.get("__name__", "?")
     where = f"register({name!r})"

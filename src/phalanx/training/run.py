@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from rich.console import Console
 
-from phalanx.core.config_data import to_data
+from phalanx.core.cfg_data import to_data
 from phalanx.core.errors import ConfigError
-from phalanx.training.config import TrainCfg, check_train_cfg
+from phalanx.training.cfg import TrainCfg, check_train_cfg
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext, Progress
@@ -187,7 +187,7 @@ def _prepare(
     in), the env, the trainer and its state, and, once every check has passed, the run
     directory's config.json and metrics cut back."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
-    from phalanx.envs.tables import print_term_tables, sim_summary
+    from phalanx.envs.term_tables import print_term_tables, sim_summary
     from phalanx.training.checkpoint import (
         RESUME_KEYS,
         CheckpointError,

@@ -16,17 +16,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as ProgressBar
 
-from phalanx.core.config_data import to_data
+from phalanx.core.cfg_data import to_data
 from phalanx.core.errors import ConfigError
 from phalanx.core.vec_env import VecEnv
 from phalanx.dist import DistContext, Progress
 from phalanx.rl import update_compile
 from phalanx.rl.models import ActorCritic
-from phalanx.rl.staged_graphs import StagedGraphs
+from phalanx.rl.rollout_graphs import StagedGraphs
 from phalanx.rl.update_compile import UpdateSpec
 from phalanx.sim.model_files import files_state, pack_model
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
-from phalanx.training.config import TrainCfg
 from phalanx.training.episode_stats import EpisodeStats
 from phalanx.training.logger import RunLogger
 from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range

@@ -28,7 +28,7 @@ except ImportError:
 import torch
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.metered import watch_action_std
 
 

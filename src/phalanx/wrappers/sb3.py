@@ -38,7 +38,7 @@ import torch
 from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.losses import gaussian_kl
 from phalanx.rl.models import ACTIVATIONS
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 

@@ -41,7 +41,7 @@ from torch import nn
 
 from phalanx.envs.task_env import TaskEnv
 from phalanx.rl.models import mlp
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
 

@@ -12,7 +12,7 @@ import torch
 
 from phalanx.core.errors import ConfigError
 from phalanx.envs.task_env import TaskEnv
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 
 
 def observation_box(value: torch.Tensor) -> spaces.Box:

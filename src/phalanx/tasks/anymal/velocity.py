@@ -21,11 +21,11 @@ from phalanx.envs.cfg import (
     exact_policy_observations,
 )
 from phalanx.envs.mdp import commands, events, metrics, observations, rewards, terminations, velocity_rewards
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.anymal.mdp import navigation
 from phalanx.terrain.generator import TerrainCfg
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
 
 LEGS = ("LF", "RF", "LH", "RH")

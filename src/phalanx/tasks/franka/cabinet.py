@@ -13,11 +13,11 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import bodies, events, observations, rewards, terminations, velocity_rewards
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka.mdp import drawer
 from phalanx.tasks.franka.reach import ARM, EE, arm_actuators, arm_and_gripper_actions
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
 
 OPENED = 0.2

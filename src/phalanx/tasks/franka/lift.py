@@ -24,11 +24,11 @@ from phalanx.envs.mdp import (
     terminations,
     velocity_rewards,
 )
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka.mdp import lift
 from phalanx.tasks.franka.reach import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
 
 CUBE = "cube"

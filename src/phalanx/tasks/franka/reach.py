@@ -23,11 +23,11 @@ from phalanx.envs.cfg import (
     exact_policy_observations,
 )
 from phalanx.envs.mdp import curriculum, end_effector, events, observations, rewards, terminations, velocity_rewards
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka.mdp.differential_ik import differential_ik
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
 
 ARM = "panda_joint[1-7]"

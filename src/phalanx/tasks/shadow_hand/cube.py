@@ -17,11 +17,11 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.envs.mdp import bodies, events, observations, rewards, terminations
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.shadow_hand.mdp import manipulation
-from phalanx.training.config import TrainCfg
+from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
 
 CUBE_HOME = (0.0077, 0.0005, 0.3396)

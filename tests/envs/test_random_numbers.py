@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from helpers import make_cpu
-from phalanx.envs.step_randoms import StepRandoms
+from phalanx.envs.random_numbers import StepRandoms
 
 
 def _step(randoms: StepRandoms, shapes: list[tuple[int, ...]]) -> list[torch.Tensor]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from phalanx.core.errors import ConfigError, check_int, check_positive, check_seed
 from phalanx.core.files import check_path_length
 from phalanx.envs.cfg import TaskCfg
-from phalanx.rl.config import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.training.logger import check_logger
 
 TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
