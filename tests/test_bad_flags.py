@@ -74,6 +74,9 @@ BAD_TRAIN_FLAGS = [
     (["--policy.cnn-features", "0"], "--policy.cnn-features: must be a positive integer, got 0"),
     (["--max-iterations", "0"], "--max-iterations: must be a positive integer, got 0"),
     (["--stall-timeout-s", "inf"], "--stall-timeout-s: must be a finite number > 0 seconds, got inf"),
+    (["--env.num-envs", "64"], "--env.num-envs: got 64; the env count is set by --num-envs"),
+    (["--env.cpu-num-envs", "64"], "--env.cpu-num-envs: got 64; the env count is set by --num-envs"),
+    (["--num-envs", "0"], "--num-envs: must be a positive integer, got 0"),
 ]
 
 

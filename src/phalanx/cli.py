@@ -181,6 +181,10 @@ def train(args: list[str], console: Console) -> int:
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
     if cfg.task != task:
         raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
+    for field in ("num_envs", "cpu_num_envs"):  # one flag sets the env count
+        if getattr(cfg.env, field) != registered_env[field]:
+            given = getattr(cfg.env, field)
+            raise ConfigError(f"got {given}; the env count is set by --num-envs", f"env.{field}")
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
     if cfg.gpus is not None:
         _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir, cfg.trainer)

@@ -141,3 +141,26 @@ def test_resume_keeps_the_checkpoints_env_and_refuses_flags_that_change_it(tmp_p
     assert "--env: a resumed run continues in its checkpoint's env" in capsys.readouterr().err
     assert main(["train", "cartpole", *flags, "--max-iterations", "2", "--resume", "last"]) == 0
     assert json.loads((run / "config.json").read_text())["env"]["episode_length_s"] == 2.0
+
+
+def test_the_env_count_has_one_home_per_device() -> None:
+    """A task's env count is its env config's, per device (`num_envs` on a GPU, `cpu_num_envs` on
+    the CPU); `make` and `phalanx train` take it where `num_envs` / `--num-envs` is not given."""
+    cfg = phalanx.env_cfg("cartpole")
+    cfg.num_envs, cfg.cpu_num_envs = 4096, 8
+    assert cfg.default_num_envs(torch.device("cuda")) == 4096 and cfg.default_num_envs(torch.device("cpu")) == 8
+    assert phalanx.make(cfg, device="cpu").num_envs == 8
+    assert phalanx.env_cfg("shadow-cube").cpu_num_envs == 64
+
+
+def test_a_task_that_sets_the_deprecated_train_cpu_num_envs_still_gets_it(monkeypatch) -> None:
+    registry = phalanx.training.registry
+    monkeypatch.setattr(registry, "_TASKS", dict(registry.registered_tasks()))  # undone after
+    phalanx.register(
+        "cartpole-old-style",
+        env_cfg=lambda: phalanx.env_cfg("cartpole"),
+        train_cfg=lambda: phalanx.TrainCfg(cpu_num_envs=12),
+    )
+    with pytest.warns(DeprecationWarning, match="TrainCfg.cpu_num_envs is deprecated"):
+        cfg = phalanx.train_cfg("cartpole-old-style")
+    assert cfg.env.cpu_num_envs == 12 and cfg.cpu_num_envs is None

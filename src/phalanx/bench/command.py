@@ -136,7 +136,7 @@ def run_startup(args: list[str], console: Console) -> None:
         raise ConfigError(f"--runs: expected comma-separated 'cold' and 'warm', got {cfg.runs!r}")
     device = resolve_device(cfg.device)
     defaults = train_cfg(task)  # the env count `phalanx train` would use
-    num_envs = cfg.num_envs or (defaults.env.num_envs if device.type == "cuda" else defaults.cpu_num_envs)
+    num_envs = cfg.num_envs or defaults.env.default_num_envs(device)
     check_int("num_envs", num_envs)
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     run_dir = Path(cfg.run_dir or Path("runs") / "bench" / f"startup-{task}-{stamp}")

@@ -314,11 +314,17 @@ class TaskCfg:
     reward_scale_by_dt: bool = True
     """Multiply each weighted reward term by the env step dt (Isaac Lab's manager-based convention)."""
     num_envs: int = 4096
-    """Default number of envs on a GPU."""
+    """Parallel envs on a GPU, where `--num-envs` (`make(num_envs=)`) does not say."""
+    cpu_num_envs: int = 256
+    """Parallel envs on the CPU, where `--num-envs` (`make(num_envs=)`) does not say."""
     compile_step: bool = True
     """Where the step is captured as a CUDA graph (CUDA): torch.compile its torch part first, which
     fuses the terms' small kernels into a few, at the price of seconds of start-up (tracing, and
     inductor's compilation when its cache is cold)."""
+
+    def default_num_envs(self, device: torch.device) -> int:
+        """The task's env count on `device`: `num_envs` on a GPU, `cpu_num_envs` on the CPU."""
+        return self.num_envs if device.type == "cuda" else self.cpu_num_envs
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`env.FIELD`) that needs no model to judge."""
@@ -328,6 +334,7 @@ class TaskCfg:
                 f"must be at most {MAX_EPISODE_S:g} seconds, got {self.episode_length_s!r}", "env.episode_length_s"
             )
         check_int("env.num_envs", self.num_envs)
+        check_int("env.cpu_num_envs", self.cpu_num_envs)
         self.sim.check("env.sim")
         for i, actuator in enumerate(self.actuators):
             actuator.check(f"env.actuators[{i}]")

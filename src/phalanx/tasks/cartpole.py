@@ -70,7 +70,6 @@ def cartpole_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=150,
         num_steps_per_env=16,
-        cpu_num_envs=256,
         policy=PolicyCfg(actor_hidden_dims=(32, 32), critic_hidden_dims=(32, 32)),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
         # Like the env step, for start-up: compiled, the update is faster, but the first

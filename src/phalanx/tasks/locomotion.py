@@ -152,7 +152,6 @@ def locomotion_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=1000,
         num_steps_per_env=32,
-        cpu_num_envs=256,
         spread_episode_ends=True,  # a running robot's episodes end by time out
         empirical_normalization=True,
         policy=PolicyCfg(actor_hidden_dims=(400, 200, 100), critic_hidden_dims=(400, 200, 100)),

@@ -25,7 +25,8 @@ class TrainCfg:
     task: str = ""
     """The task's name (`phalanx.register` sets it)."""
     num_envs: int | None = None
-    """Parallel envs; default: the task's GPU default, or `cpu_num_envs` on the CPU."""
+    """Parallel envs (per rank); default: the task's for the device (`env.num_envs` on a GPU,
+    `env.cpu_num_envs` on the CPU)."""
     device: str | None = None
     """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
     max_iterations: int = 150
@@ -49,8 +50,9 @@ class TrainCfg:
     steps, uniform; rsl_rl's init_at_random_ep_len): where episodes end only by time out they then
     end spread over the iterations instead of all at once, and every iteration logs their
     statistics. The cut episodes' returns and metrics cover the steps they ran."""
-    cpu_num_envs: int = 256
-    """Default num_envs when running on the CPU."""
+    cpu_num_envs: int | None = None
+    """Deprecated (one release): the task's CPU env count is `TaskCfg.cpu_num_envs`; where set, it
+    takes that place."""
     capture_update: bool | None = None
     """Record the whole PPO update as one CUDA graph and replay it; default: on for CUDA."""
     capture_rollout: bool | None = None
@@ -103,8 +105,10 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     check that needs no env, so that a bad flag fails before anything is built."""
     if cfg.num_envs is not None:
         check_int("num_envs", cfg.num_envs)
-    for name in ("max_iterations", "num_steps_per_env", "save_interval", "cpu_num_envs"):
+    for name in ("max_iterations", "num_steps_per_env", "save_interval"):
         check_int(name, getattr(cfg, name))
+    if cfg.cpu_num_envs is not None:
+        check_int("cpu_num_envs", cfg.cpu_num_envs)
     check_seed("seed", cfg.seed)
     if cfg.run_dir:
         check_path_length("run_dir", cfg.run_dir)

@@ -14,6 +14,7 @@ import importlib.metadata
 import re
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -208,6 +209,13 @@ def train_cfg(name: str) -> TrainCfg:
     if cfg.task not in ("", name):
         raise ConfigError(f"register({name!r}): its train_cfg names another task, {cfg.task!r}")
     cfg.task, cfg.env = name, env_cfg(name)
+    if cfg.cpu_num_envs is not None:  # deprecated: the task's CPU env count belongs to its env
+        warnings.warn(
+            f"register({name!r}): TrainCfg.cpu_num_envs is deprecated; set TaskCfg.cpu_num_envs",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        cfg.env.cpu_num_envs, cfg.cpu_num_envs = cfg.cpu_num_envs, None
     return cfg
 
 
@@ -235,7 +243,8 @@ def make(
 
     Args:
         task: a registered task name (see `phalanx list`) or a `TaskCfg`.
-        num_envs: number of parallel envs; None takes the task's default.
+        num_envs: number of parallel envs; None takes the task's for the device (its
+            `num_envs` on a GPU, `cpu_num_envs` on the CPU).
         device: 'cpu', 'cuda' or 'cuda:K'; None takes 'cuda' when a GPU is visible, else 'cpu'.
         seed: seeds the env's random generator (initial states, events).
         verbose: print the term tables and Warp's compile messages.
@@ -253,11 +262,11 @@ def make(
     if not isinstance(task, str | TaskCfg):
         raise ConfigError(f"a registered task's name or a phalanx.TaskCfg, got {type(task).__name__}", "task")
     cfg = env_cfg(task) if isinstance(task, str) else task
-    num_envs = cfg.num_envs if num_envs is None else num_envs
-    check_int("num_envs", num_envs)
     check_seed("seed", seed)
     configure_warp(verbose)
     device = resolve_device(device)
+    num_envs = cfg.default_num_envs(device) if num_envs is None else num_envs
+    check_int("num_envs", num_envs)
     low_level = None if cfg.actions.low_level is None else low_level_source(cfg.actions.low_level)
     return TaskEnv(
         cfg,

@@ -84,8 +84,11 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         if not dist.is_main:
             console = Console(quiet=True)
     device = resolve_device(cfg.device)
+    if cfg.cpu_num_envs is not None:  # deprecated flag or field: it sets the env's CPU default
+        console.print("[yellow]warning:[/yellow] --cpu-num-envs is deprecated: use --num-envs")
+        cfg.env.cpu_num_envs, cfg.cpu_num_envs = cfg.cpu_num_envs, None
     if cfg.num_envs is None:
-        cfg.num_envs = cfg.env.num_envs if device.type == "cuda" else cfg.cpu_num_envs
+        cfg.num_envs = cfg.env.default_num_envs(device)
         if device.type == "cpu" and cfg.device is None:
             console.print(f"no CUDA GPU visible: training on the CPU with {cfg.num_envs} envs (--device, --num-envs)")
     cfg.device = str(device)

@@ -252,7 +252,6 @@ def velocity_train_cfg(hidden: tuple[int, ...], max_iterations: int) -> TrainCfg
     return TrainCfg(
         max_iterations=max_iterations,
         num_steps_per_env=24,
-        cpu_num_envs=256,
         spread_episode_ends=True,  # a walking robot's episodes end by time out
         policy=PolicyCfg(actor_hidden_dims=hidden, critic_hidden_dims=hidden),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),
@@ -264,7 +263,6 @@ def nav_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=1500,
         num_steps_per_env=8,
-        cpu_num_envs=256,
         spread_episode_ends=True,  # episodes end by time out
         policy=PolicyCfg(actor_hidden_dims=(128, 128), critic_hidden_dims=(128, 128), init_noise_std=0.5),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.005),

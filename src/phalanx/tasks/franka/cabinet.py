@@ -91,7 +91,6 @@ def franka_cabinet_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=400,
         num_steps_per_env=96,
-        cpu_num_envs=256,
         spread_episode_ends=True,  # episodes end only by time out
         policy=PolicyCfg(actor_hidden_dims=(256, 128, 64), critic_hidden_dims=(256, 128, 64)),
         algo=PPOCfg(

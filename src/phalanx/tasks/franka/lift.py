@@ -134,7 +134,6 @@ def franka_lift_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=1500,
         num_steps_per_env=24,
-        cpu_num_envs=256,
         empirical_normalization=True,
         policy=PolicyCfg(actor_hidden_dims=(256, 128, 64), critic_hidden_dims=(256, 128, 64)),
         algo=PPOCfg(learning_rate=1e-4, entropy_coef=0.006, gamma=0.98, lam=0.95, desired_kl=0.01),

@@ -156,7 +156,6 @@ def franka_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=1000,
         num_steps_per_env=24,
-        cpu_num_envs=256,
         spread_episode_ends=True,  # episodes end only by time out
         policy=PolicyCfg(actor_hidden_dims=(64, 64), critic_hidden_dims=(64, 64)),
         algo=PPOCfg(learning_rate=1e-3, entropy_coef=0.001, num_learning_epochs=8),

@@ -115,6 +115,7 @@ def shadow_cube_cfg() -> TaskCfg:
         },
         reward_scale_by_dt=False,
         num_envs=8192,
+        cpu_num_envs=64,
     )
 
 
@@ -124,7 +125,6 @@ def shadow_cube_train_cfg() -> TrainCfg:
     return TrainCfg(
         max_iterations=5000,
         num_steps_per_env=16,
-        cpu_num_envs=64,
         empirical_normalization=True,
         policy=PolicyCfg(actor_hidden_dims=(512, 512, 256, 128), critic_hidden_dims=(512, 512, 256, 128)),
         algo=PPOCfg(learning_rate=5e-4, entropy_coef=0.0, num_mini_batches=4, gamma=0.99, lam=0.95),
