@@ -1,6 +1,6 @@
 """`BatchedQP`'s batch of QPs solved on the host CPU instead, one problem after another, with
 proxsuite's dense solver (ProxQP, Bambade et al. 2022), as a controller running on a robot's CPU
-would solve its own: what the full-GPU pipeline is measured against (bench/qp_pipeline.py).
+would solve its own: what the full-GPU pipeline is measured against (tools/qp_pipeline.py).
 
 A solve copies the batch to the host and the solutions back, so it cannot run inside a captured
 CUDA graph. proxsuite is optional (`pip install proxsuite`): it is imported when a `HostQP` is built.
