@@ -12,12 +12,12 @@ from phalanx.core.errors import ConfigError
 from phalanx.envs.random_numbers import StepRandoms
 from phalanx.envs.tensor_state import load_tensor_state, tensor_state
 from phalanx.terrain.curriculum import TerrainCurriculum
-from phalanx.terrain.generator import TerrainCfg, generate_terrain
-from phalanx.terrain.model import add_terrain
+from phalanx.terrain.generator import Terrain, TerrainCfg, generate_terrain
+from phalanx.terrain.model import BASE_DEPTH, add_terrain, block_cells, block_table
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
-    from phalanx.terrain.contacts import GridContacts
+    from phalanx.sim.grid_contacts import GridContacts
 
 
 class TerrainScene:
@@ -47,9 +47,7 @@ class TerrainScene:
         MuJoCo's own collision of the terrain turned off in `mjm`; else None."""
         if self.terrain.cfg.contacts != "grid":
             return None
-        from phalanx.terrain.contacts import grid_contacts  # Warp kernels: defined on first use
-
-        return grid_contacts(mjm, self.terrain)
+        return terrain_contacts(mjm, self.terrain)
 
     def check(self, env: TaskEnv) -> None:
         if env.sim.root_qposadr is None:
@@ -97,3 +95,13 @@ class TerrainScene:
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         load_tensor_state(self, state)
+
+
+def terrain_contacts(mjm: mujoco.MjModel, terrain: Terrain) -> GridContacts:
+    """The grid contacts (`phalanx.sim.grid_contacts`) of the geoms that collide with `terrain`,
+    which `add_terrain` put into `mjm` as heightfield blocks."""
+    from phalanx.sim.grid_contacts import grid_contacts  # Warp kernels: defined on first use
+
+    heights, spacing = terrain.heights, terrain.cfg.horizontal_scale
+    bottom = float(heights.min()) - BASE_DEPTH
+    return grid_contacts(mjm, heights, spacing, bottom, block_table(mjm), block_cells(spacing))

@@ -26,7 +26,7 @@ from phalanx.sim.model import constraint_capacity, contact_capacity, round_up
 from phalanx.sim.warp_compile import ModuleLoader
 
 if TYPE_CHECKING:
-    from phalanx.terrain.contacts import GridContacts
+    from phalanx.sim.grid_contacts import GridContacts
 
 # Overflow bits that mean a buffer was too small (contacts or constraint rows were dropped). Solver
 # iteration limits (ITERATIONS, LS_ITERATIONS) are not buffer overflows and do not reset a world.

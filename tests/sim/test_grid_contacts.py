@@ -1,4 +1,4 @@
-"""Grid contacts (phalanx.terrain.contacts) against MuJoCo C's heightfield collision: the same
+"""Grid contacts (phalanx.sim.grid_contacts) against MuJoCo C's heightfield collision: the same
 deepest contact and contact parameters for spheres and capsules touching the terrain, four spread
 contacts for a geom touching more prisms than the kernel holds, the same trajectory as MuJoCo
 Warp's own collision for a standing robot, and clear errors for what they do not handle."""
@@ -14,8 +14,9 @@ import warp as wp
 
 from helpers import make_cpu
 from phalanx.core.errors import ConfigError
+from phalanx.envs.terrain_scene import terrain_contacts
+from phalanx.sim.grid_contacts import tile_tops
 from phalanx.terrain import TerrainCfg, add_terrain, generate_terrain
-from phalanx.terrain.contacts import grid_contacts, tile_tops
 from phalanx.training.registry import env_cfg
 
 _BODIES = """
@@ -93,7 +94,7 @@ def _grid(terrain, mjm: mujoco.MjModel, qpos: np.ndarray, nconmax: int = 16):
     """The grid contacts of every pose (worlds of one MuJoCo Warp data, on the CPU); the model
     with MuJoCo's terrain collision turned off."""
     mjm = mjm.__copy__()
-    contacts = grid_contacts(mjm, terrain).on(wp.get_device("cpu"))
+    contacts = terrain_contacts(mjm, terrain).on(wp.get_device("cpu"))
     with wp.ScopedDevice("cpu"):
         m = mjw.put_model(mjm)
         d = mjw.make_data(mjm, nworld=len(qpos), nconmax=nconmax, njmax=4 * nconmax)
@@ -174,7 +175,7 @@ def test_geoms_below_the_terrain_static_and_mocap_ones_get_no_contacts() -> None
     )
     add_terrain(spec, terrain)
     mjm = spec.compile()
-    contacts = grid_contacts(mjm, terrain)
+    contacts = terrain_contacts(mjm, terrain)
     names = [mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, int(mjm.geom_bodyid[g])) for g in contacts.colliders]
     assert names == ["ball", "rod"]
 
@@ -216,7 +217,7 @@ def test_a_box_colliding_with_the_grid_and_an_unknown_mode_name_the_field() -> N
     add_terrain(spec, terrain)
     mjm = spec.compile()
     with pytest.raises(ConfigError, match="env.terrain.contacts: .*'ball'.* is a box"):
-        grid_contacts(mjm, terrain)
+        terrain_contacts(mjm, terrain)
     cfg = env_cfg("anymal-rough")
     cfg.terrain.contacts = "gjk"
     with pytest.raises(ConfigError, match="env.terrain.contacts: unknown contacts 'gjk'; allowed: 'grid', 'mujoco'"):

@@ -33,8 +33,6 @@ import numpy as np
 import warp as wp
 
 from phalanx.core.errors import ConfigError
-from phalanx.terrain.generator import Terrain
-from phalanx.terrain.model import BASE_DEPTH, block_cells, block_table
 
 TILE = wp.constant(8)
 """Cells along a side of the tiles whose highest point lets the scan skip them at once."""
@@ -711,10 +709,13 @@ class GridContacts:
         )
 
 
-def grid_contacts(mjm: mujoco.MjModel, terrain: Terrain) -> GridContacts:
-    """The contacts of the geoms that collide with `terrain` (put into `mjm` by `add_terrain`),
-    for a `Simulator` to add; MuJoCo's own collision of the terrain is turned off in `mjm`, which
-    the simulator must be built from afterwards."""
+def grid_contacts(
+    mjm: mujoco.MjModel, heights: np.ndarray, spacing: float, bottom: float, blocks: np.ndarray, block_cells: int
+) -> GridContacts:
+    """The contacts of the geoms that collide with a height grid (`heights` every `spacing` m,
+    prisms down to `bottom`) that `mjm` holds as heightfield geoms `blocks` (one per block of
+    `block_cells` cells a side), for a `Simulator` to add; MuJoCo's own collision of those geoms is
+    turned off in `mjm`, which the simulator must be built from afterwards."""
     unsupported = {
         "flexes": mjm.nflex > 0,
         "sleeping": bool(mjm.opt.enableflags & mujoco.mjtEnableBit.mjENBL_SLEEP),
@@ -723,10 +724,7 @@ def grid_contacts(mjm: mujoco.MjModel, terrain: Terrain) -> GridContacts:
     for what, present in unsupported.items():
         if present:
             raise ConfigError(f"grid contacts do not handle a model with {what}: use 'mujoco'", "env.terrain.contacts")
-    blocks = block_table(mjm)
     colliders = grid_colliders(mjm, blocks.ravel().tolist())
     mjm.geom_contype[blocks] = 0
     mjm.geom_conaffinity[blocks] = 0
-    h = terrain.cfg.horizontal_scale
-    bottom = float(terrain.heights.min()) - BASE_DEPTH
-    return GridContacts(terrain.heights, h, bottom, blocks, block_cells(h), colliders)
+    return GridContacts(heights, spacing, bottom, blocks, block_cells, colliders)
