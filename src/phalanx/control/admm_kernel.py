@@ -8,8 +8,7 @@ matrix's inverse, the fixed number of steps with their step-size updates, OSQP's
 certificates and the residuals, and writes back the solution and the next warm start: the
 algorithm of `BatchedQP`'s torch steps, operation for operation but one (y / rho is y x (1 / rho),
 the reciprocal taken once per run of steps). On a CPU the threads run one
-after another (there the torch steps are the default; measured on 2 cores, the kernel was half
-their speed at 1024 problems and faster at 4096).
+after another (there the torch steps are the default).
 
 The problem sizes are compile-time constants of the kernel (one kernel per dtype and size), so
 each thread keeps its problem's vectors, H and the inverse as local values: registers, and where
