@@ -69,7 +69,7 @@ def test_a_missing_library_names_its_pip_install(monkeypatch, capsys, tmp_path) 
     status = main(["train", "cartpole", "--trainer", "rsl_rl", "--device", "cpu", "--run-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1
-    assert "--trainer" in err and "pip install -e '.[rsl_rl]'" in err
+    assert "--trainer" in err and "pip install -e '.[rsl-rl]'" in err
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from phalanx.training.logger import check_logger
 
 TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
 """The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in
-`phalanx.wrappers` (each an extra: `pip install -e '.[rsl_rl]'`, ...)."""
+`phalanx.wrappers` (each an extra: `pip install -e '.[rsl-rl]'`, ...)."""
 MULTI_GPU_TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl")
 """Those that train on several devices through torchrun (`--gpus N`): the libraries on CUDA GPUs only."""
 

@@ -1,2 +1,2 @@
 """Adapters from phalanx envs to other RL libraries' env contracts (each needs its library:
-`pip install -e ".[rsl_rl]"`, ...)."""
+`pip install -e ".[rsl-rl]"`, ...)."""

@@ -30,7 +30,7 @@ try:
     from rl_games.common.ivecenv import IVecEnv
     from rl_games.torch_runner import Runner
 except ImportError:
-    raise ImportError("phalanx.wrappers.rl_games needs rl-games: pip install -e '.[rl_games]'") from None
+    raise ImportError("phalanx.wrappers.rl_games needs rl-games: pip install -e '.[rl-games]'") from None
 import torch
 
 from phalanx.core.errors import ConfigError

@@ -24,7 +24,7 @@ try:
     from rsl_rl.runners import OnPolicyRunner
     from tensordict import TensorDict
 except ImportError:
-    raise ImportError("phalanx.wrappers.rsl_rl needs rsl-rl-lib: pip install -e '.[rsl_rl]'") from None
+    raise ImportError("phalanx.wrappers.rsl_rl needs rsl-rl-lib: pip install -e '.[rsl-rl]'") from None
 import torch
 
 from phalanx.envs.task_env import TaskEnv
