@@ -144,7 +144,7 @@ def test_cartpole_learns_with_cpu_defaults(tmp_path: Path) -> None:
     5 s (300 steps) maximum."""
     assert main(["train", "cartpole", "--device", "cpu", "--run-dir", str(tmp_path)]) == 0
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert max(r["mean_episode_length"] for r in rows) >= 0.95 * 300
+    assert max(r.get("mean_episode_length", 0.0) for r in rows) >= 0.95 * 300
     assert rows[-1]["mean_episode_length"] >= 0.95 * 300
 
 
@@ -219,3 +219,14 @@ def test_an_env_reset_after_its_trainer_starts_as_one_reset_when_made() -> None:
         assert all(torch.equal(made.obs[k], deferred.obs[k]) for k in made.obs)
         made.step(actions), deferred.step(actions)
     assert all(torch.equal(made.obs[k], deferred.obs[k]) for k in made.obs)
+
+
+def test_no_episode_statistics_before_an_episode_has_ended(tmp_path: Path, capsys) -> None:
+    """Two env steps of cartpole end no episode: the rows carry no mean reward or length (rather
+    than zeros a plot would show as a value), and the console says that none has ended."""
+    flags = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "2", "--max-iterations", "2"]
+    assert main(["train", "cartpole", *flags, "--logger", "none", "--run-dir", str(tmp_path)]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [row["episodes"] for row in rows] == [0, 0]
+    assert not any("mean_reward" in row or "mean_episode_length" in row for row in rows)
+    assert capsys.readouterr().out.count("no episode has ended yet") == 2

@@ -136,7 +136,7 @@ def summarize(cfg: CompareCfg, trainer: str, rows: list[dict[str, Any]], memory_
         "threshold": threshold,
         "to_threshold_from_launch_s": None if reached is None else reached["from_launch_s"],
         "to_threshold_iteration": None if reached is None else reached["iteration"],
-        "final_metric": rows[-1].get(metric),
+        "final_metric": next((r[metric] for r in reversed(rows) if metric in r), None),
         "gpu_memory_mib": memory_mib,
         "curve": [(r["from_launch_s"], r.get(metric)) for r in rows],
     }
@@ -170,7 +170,12 @@ def table(results: list[dict[str, Any]]) -> str:
         reached = r["to_threshold_from_launch_s"]
         when = "not reached" if reached is None else f"{reached:.1f} s (iteration {r['to_threshold_iteration']})"
         mib = r["gpu_memory_mib"]
-        rest = [f"{r['startup_s']:.1f} s", when, f"{r['final_metric']:.1f}", "" if mib is None else f"{mib:,.0f} MiB"]
+        rest = [
+            f"{r['startup_s']:.1f} s",
+            when,
+            "-" if r["final_metric"] is None else f"{r['final_metric']:.1f}",
+            "" if mib is None else f"{mib:,.0f} MiB",
+        ]
         rows.append([*first, *fps, *rest])
     threshold = next((r["threshold"] for r in results if r["valid"]), "")
     note = (

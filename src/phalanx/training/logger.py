@@ -73,11 +73,17 @@ class RunLogger:
             self._wandb.log(scalars | {"frames": metrics["frames"]})
 
     def line(self, m: dict[str, Any], max_iterations: int) -> str:
-        """fps step / fps step and policy inference / fps total / epoch / frames, as RL-Games prints them."""
+        """fps step / fps step and policy inference / fps total / epoch / frames, as RL-Games prints
+        them, and the episodes' mean reward and length once an episode has ended."""
+        episodes = (
+            f"reward {m['mean_reward']:.2f} episode length {m['mean_episode_length']:.1f}"
+            if "mean_reward" in m
+            else "no episode has ended yet"
+        )
         return (
             f"fps step: {m['fps_step']:,.0f} fps step and policy inference: {m['fps_step_inference']:,.0f} "
             f"fps total: {m['fps_total']:,.0f} epoch: {m['iteration'] + 1}/{max_iterations} frames: {m['frames']:,} "
-            f"| reward {m['mean_reward']:.2f} episode length {m['mean_episode_length']:.1f}"
+            f"| {episodes}"
         )
 
     def close(self) -> None:

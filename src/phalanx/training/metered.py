@@ -51,7 +51,7 @@ class MeteredEnv:
         self.iteration = 0
         self.frames = 0
         self.elapsed_s = 0.0
-        self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
+        self.last_episode: dict[str, float] = {}  # mean_reward, mean_episode_length once an episode ended
         self._steps = 0  # steps of the current iteration
         self._start = 0.0
         self._timers: tuple[IntervalTimer, IntervalTimer] | None = None

@@ -78,7 +78,7 @@ class Trainer:
         self.iteration = 0
         self.frames = 0
         self.elapsed_s = 0.0
-        self.last_episode = {"mean_reward": 0.0, "mean_episode_length": 0.0}
+        self.last_episode: dict[str, float] = {}  # mean_reward, mean_episode_length once an episode ended
         self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
         self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
         self.saved_iteration = -1  # the iteration of the last checkpoint this process wrote (-1: none)
