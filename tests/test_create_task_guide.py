@@ -46,9 +46,11 @@ def test_the_guide_task_lists_trains_and_plays(tmp_path: Path) -> None:
     config = json.loads((run / "config.json").read_text())
     assert config["env"]["rewards"]["action_l2"]["weight"] == -0.05
     assert config["env"]["rewards"]["distance"]["func"] == "my_reacher.task:fingertip_distance"
+    video = tmp_path / "reacher.mp4"  # the guide's last step: its model has no camera of its own
     played = _phalanx(tmp_path, "play", "reacher", "--checkpoint", str(run / "checkpoints" / "model_last.pt"),
-                      "--device", "cpu", "--num-envs", "4", "--steps", "20")  # fmt: skip
+                      "--device", "cpu", "--num-envs", "4", "--steps", "20", "--video", str(video))  # fmt: skip
     assert played.returncode == 0 and "episodes finished" in played.stdout, played.stderr
+    assert video.stat().st_size > 1000
 
 
 def test_the_guide_imports_only_the_public_surface() -> None:

@@ -94,9 +94,28 @@ def build_model(
     if edit is not None:
         edit(spec)
     try:
-        return spec.compile()
+        mjm = spec.compile()
+        if mjm.ncam == 0:  # videos need a camera: one that follows the model, as MuJoCo's viewer would
+            add_view_camera(spec, mjm)
+            mjm = spec.compile()
+        return mjm
     except ValueError as error:
         raise ConfigError(f"{_named(source)}: MuJoCo cannot compile it: {_parser_says(error)}", "env.model") from None
+
+
+def add_view_camera(spec: mujoco.MjSpec, mjm: mujoco.MjModel) -> None:
+    """Adds a camera named "view" that looks at the whole model (`mjm`, `spec` compiled) from in
+    front and above, at a distance from its extent, and follows its center of mass (a fixed arm
+    stays in view, a walking robot is kept in view)."""
+    center, extent = np.asarray(mjm.stat.center, dtype=float), float(mjm.stat.extent)
+    direction = np.array([0.0, -1.0, 1.0]) / math.sqrt(2.0)  # from the front, 45 degrees above (as MuJoCo's viewer)
+    right, up = np.array([1.0, 0.0, 0.0]), np.cross(direction, [1.0, 0.0, 0.0])
+    spec.worldbody.add_camera(
+        name="view",
+        pos=center + 2.0 * extent * direction,
+        xyaxes=[*right, *up],
+        mode=mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM,
+    )
 
 
 def _collidable_pairs(mjm: mujoco.MjModel) -> list[tuple[int, int]]:

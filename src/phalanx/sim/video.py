@@ -15,9 +15,10 @@ from phalanx.sim.simulator import Simulator
 
 
 class EnvRecorder:
-    """Renders world `env_id` of a `Simulator` through the model's first camera (the tasks name it
-    "track"), frame by frame, into a 1-world copy of the model on the same device: the env's joints
-    and its mocap bodies (markers such as a commanded pose) where the env has them."""
+    """Renders world `env_id` of a `Simulator` through the model's first camera (phalanx's tasks
+    name it "track"; a model without a camera gets "view", see `add_view_camera`), frame by
+    frame, into a 1-world copy of the model on the same device: the env's joints and its mocap
+    bodies (markers such as a commanded pose) where the env has them."""
 
     def __init__(self, sim: Simulator, env_id: int = 0, width: int = 480, height: int = 360):
         if sim.mjm.ncam == 0:
