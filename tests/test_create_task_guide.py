@@ -37,6 +37,10 @@ def _phalanx(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_the_guide_task_lists_trains_and_plays(tmp_path: Path) -> None:
     _install_guide(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    light = "import sys, my_reacher.task; assert 'warp' not in sys.modules, 'the task file loads Warp'"
+    imported = subprocess.run([sys.executable, "-c", light], env=env, capture_output=True, text=True, timeout=120)
+    assert imported.returncode == 0, imported.stderr  # `phalanx list` with the package installed stays light
     listed = _phalanx(tmp_path, "list")
     assert listed.returncode == 0 and "reacher" in listed.stdout and "my_reacher.task" in listed.stdout, listed.stderr
     run = tmp_path / "runs" / "reacher"
