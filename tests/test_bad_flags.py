@@ -257,3 +257,15 @@ def test_train_refuses_an_unknown_setting_by_name() -> None:
         phalanx.train("cartpole", bogus=1)
     with pytest.raises(ConfigError, match="^task: a registered task's name or a phalanx.TaskCfg, got NoneType"):
         phalanx.train(None)
+
+
+def test_a_logger_whose_library_is_missing_is_refused_before_anything_is_written(
+    monkeypatch, no_env, capsys, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else find_spec(name, *a))
+    err = _run([*TRAIN, "--logger", "wandb", "--run-dir", str(tmp_path / "run")], capsys)
+    assert "--logger: got 'wandb', which needs the wandb package: pip install -e '.[wandb]'" in err
+    assert not (tmp_path / "run").exists()  # the re-run is not refused as "already holds a run"

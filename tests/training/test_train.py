@@ -102,7 +102,7 @@ def test_play_shows_what_an_image_policy_sees_beside_the_scene(tmp_path: Path, c
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["train", "cartpol"], "unknown task 'cartpol'; registered tasks: cartpole, cartpole-rgb, cartpole-depth, ant"),
+        (["train", "cartpol"], "unknown task 'cartpol'; did you mean 'cartpole'? registered tasks: cartpole,"),
         (["train", "cartpole", "--num-envs", "-4"], "--num-envs: must be a positive integer, got -4"),
         (["train", "cartpole", "--device", "gpu0"], "device: got 'gpu0'; allowed: 'cpu', 'cuda' or 'cuda:K'"),
         (["train", "cartpole", "--resume", "nope.pt"], "checkpoint: no file nope.pt"),

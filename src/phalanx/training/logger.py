@@ -3,6 +3,7 @@ run) and an RL-Games style console line; play videos to the same dashboard."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import math
@@ -20,8 +21,12 @@ LOGGERS = ("tensorboard", "wandb", "none")
 
 
 def check_logger(name: str) -> None:
+    """Refuses an unknown logger, or one whose library is not installed, before anything is built
+    or written (without importing the library)."""
     if name not in LOGGERS:
         raise ConfigError(f"got {name!r}; allowed: {', '.join(LOGGERS)}", "logger")
+    if name == "wandb" and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("got 'wandb', which needs the wandb package: pip install -e '.[wandb]'", "logger")
 
 
 class RunLogger:
@@ -150,7 +155,7 @@ def _wandb_run(run_dir: Path, config: dict[str, Any] | None, name: str | None = 
     try:
         import wandb
     except ImportError:
-        raise ConfigError("--logger wandb needs wandb: pip install -e '.[wandb]'", "logger") from None
+        raise ConfigError("got 'wandb', which needs the wandb package: pip install -e '.[wandb]'", "logger") from None
     logged_in = bool(os.environ.get("WANDB_API_KEY")) or "api.wandb.ai" in _read(Path.home() / ".netrc")
     mode = os.environ.get("WANDB_MODE") or ("online" if logged_in else "offline")
     project = os.environ.get("WANDB_PROJECT") or f"phalanx-{(config or {}).get('task', 'run')}"

@@ -9,6 +9,7 @@ does when called), and from `register` calls in the user's own code.
 from __future__ import annotations
 
 import copy
+import difflib
 import importlib
 import importlib.metadata
 import re
@@ -192,7 +193,10 @@ def _load() -> None:
 def task_spec(name: str) -> TaskSpec:
     found = registered_tasks().get(name)
     if found is None:
-        raise UnknownTaskError(f"unknown task {name!r}; registered tasks: {', '.join(registered_tasks())}")
+        names = list(registered_tasks())
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UnknownTaskError(f"unknown task {name!r}; {hint}registered tasks: {', '.join(names)}")
     return found
 
 
