@@ -152,10 +152,8 @@ def _wandb_run(run_dir: Path, config: dict[str, Any] | None, name: str | None = 
     """A wandb run in `run_dir`, named `name` (default: after the directory); offline unless
     WANDB_MODE or an API key (the WANDB_API_KEY variable, or `wandb login`'s entry in ~/.netrc)
     says otherwise."""
-    try:
-        import wandb
-    except ImportError:
-        raise ConfigError("got 'wandb', which needs the wandb package: pip install -e '.[wandb]'", "logger") from None
+    import wandb  # its callers ran check_logger, which refuses a missing wandb in one line
+
     logged_in = bool(os.environ.get("WANDB_API_KEY")) or "api.wandb.ai" in _read(Path.home() / ".netrc")
     mode = os.environ.get("WANDB_MODE") or ("online" if logged_in else "offline")
     project = os.environ.get("WANDB_PROJECT") or f"phalanx-{(config or {}).get('task', 'run')}"
