@@ -129,3 +129,12 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     cfg.policy.check()
     if cfg.env is not None:
         cfg.env.check()
+
+
+def move_cpu_num_envs(cfg: TrainCfg) -> bool:
+    """Moves the deprecated `cfg.cpu_num_envs` to where the CPU env count lives, the env's
+    `cpu_num_envs`; returns whether there was one (the caller says it is deprecated)."""
+    if cfg.cpu_num_envs is None:
+        return False
+    cfg.env.cpu_num_envs, cfg.cpu_num_envs = cfg.cpu_num_envs, None
+    return True

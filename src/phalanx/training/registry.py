@@ -209,17 +209,18 @@ def env_cfg(name: str) -> TaskCfg:
 
 def train_cfg(name: str) -> TrainCfg:
     """A fresh copy of the task's training defaults, with its env config in `env`."""
+    from phalanx.training.cfg import move_cpu_num_envs
+
     cfg = task_spec(name).train_cfg()
     if cfg.task not in ("", name):
         raise ConfigError(f"register({name!r}): its train_cfg names another task, {cfg.task!r}")
     cfg.task, cfg.env = name, env_cfg(name)
-    if cfg.cpu_num_envs is not None:  # deprecated: the task's CPU env count belongs to its env
+    if move_cpu_num_envs(cfg):
         warnings.warn(
             f"register({name!r}): TrainCfg.cpu_num_envs is deprecated; set TaskCfg.cpu_num_envs",
             DeprecationWarning,
             stacklevel=2,
         )
-        cfg.env.cpu_num_envs, cfg.cpu_num_envs = cfg.cpu_num_envs, None
     return cfg
 
 

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from phalanx.core.cfg_data import to_data
 from phalanx.core.errors import ConfigError
-from phalanx.training.cfg import TrainCfg, check_train_cfg
+from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext, Progress
@@ -84,9 +84,8 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         if not dist.is_main:
             console = Console(quiet=True)
     device = resolve_device(cfg.device)
-    if cfg.cpu_num_envs is not None:  # deprecated flag or field: it sets the env's CPU default
+    if move_cpu_num_envs(cfg):  # the deprecated flag or field sets the env's CPU default
         console.print("[yellow]warning:[/yellow] --cpu-num-envs is deprecated: use --num-envs")
-        cfg.env.cpu_num_envs, cfg.cpu_num_envs = cfg.cpu_num_envs, None
     if cfg.num_envs is None:
         cfg.num_envs = cfg.env.default_num_envs(device)
         if device.type == "cpu" and cfg.device is None:
