@@ -30,3 +30,17 @@ def test_python_dash_m_and_bad_subcommand() -> None:
     assert ok.returncode == 0 and "humanoid" in ok.stdout
     bad = subprocess.run([sys.executable, "-m", "phalanx", "lst"], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_help_names_every_command_and_bench_kind(capsys) -> None:
+    """`phalanx --help` and `phalanx bench --help` name every command and bench kind there is."""
+    from phalanx.bench.command import KINDS
+    from phalanx.cli import COMMANDS
+
+    assert main(["--help"]) == 0
+    top = capsys.readouterr().out
+    assert all(f"phalanx {command}" in top for command in COMMANDS)
+    assert "|".join(KINDS) in top
+    assert main(["bench", "--help"]) == 0
+    usage = capsys.readouterr().out
+    assert all(f"\n  {kind} " in usage for kind in KINDS)

@@ -1,4 +1,4 @@
-"""The `phalanx` command line: list, train, play.
+"""The `phalanx` command line: list, train, play, export, bench.
 
     phalanx list
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
@@ -7,12 +7,8 @@
     phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
                       [--logger tensorboard|wandb|none]
     phalanx export TASK --checkpoint P [--format onnx|torchscript] [--out DIR]
-    phalanx bench throughput|envs TASK [--num-envs 4096,16384] [--device D] [--iterations K]
-                                       [--run-dir DIR] [--telemetry]
-    phalanx bench scaling TASK [--mode weak|strong] [--gpus 1,2,4] ...
-    phalanx bench compare TASK [--trainers phalanx,rsl_rl,rl_games,skrl,sb3] [--num-envs N] [--iterations K]
-                               [--gpus 1,2]
-    phalanx bench report DIR [DIR ...] [--out DIR]
+    phalanx bench throughput|envs|scaling|startup|compare|learn|report ...
+                      (`phalanx bench --help` says what each measures)
 
 `phalanx train TASK --help` lists every flag; `--env.*` sets any field of the task's config,
 e.g. `phalanx train cartpole --env.episode-length-s 2 --env.rewards.alive.weight 2`.

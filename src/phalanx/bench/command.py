@@ -248,14 +248,16 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
 `phalanx bench KIND TASK --help` lists the flags of each."""
 
 
+KINDS = ("throughput", "envs", "scaling", "startup", "compare", "learn", "report")
+
+
 def bench(args: list[str], console: Console) -> None:
-    kinds = ("throughput", "envs", "scaling", "startup", "compare", "learn", "report")
     if args and args[0] in ("-h", "--help"):
         print(BENCH_USAGE)
         return
-    if not args or args[0] not in kinds:
+    if not args or args[0] not in KINDS:
         got = repr(args[0]) if args else "nothing"
-        raise ConfigError(f"bench: expected one of {', '.join(kinds)}, got {got}")
+        raise ConfigError(f"bench: expected one of {', '.join(KINDS)}, got {got}")
     if args[0] == "report":
         run_report(args[1:], console)
     elif args[0] == "scaling":
