@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from phalanx.cli import main
 
 
@@ -44,3 +46,20 @@ def test_help_names_every_command_and_bench_kind(capsys) -> None:
     assert main(["bench", "--help"]) == 0
     usage = capsys.readouterr().out
     assert all(f"\n  {kind} " in usage for kind in KINDS)
+
+
+def test_list_help_prints_its_usage_and_stray_arguments_are_refused(capsys) -> None:
+    assert main(["list", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: phalanx list") and "cartpole" not in out
+    assert main(["list", "cartpole"]) == 2
+    assert capsys.readouterr().err.strip() == "phalanx list: error: takes no arguments, got 'cartpole'"
+
+
+def test_train_help_shows_no_python_object_addresses(capsys) -> None:
+    """A term's function is fixed by the task: the help does not list it as `<function f at 0x...>`."""
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "cartpole", "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    assert "--env.rewards.alive.weight" in out and " at 0x" not in out

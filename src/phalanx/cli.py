@@ -86,9 +86,16 @@ class ExportCfg:
     run was trained with. Both levels are exported."""
 
 
-def list_tasks(console: Console) -> None:
+def list_tasks(args: list[str], console: Console) -> None:
     """The registered tasks from their configs (no env is built, nothing is compiled)."""
     from phalanx.training.registry import registered_tasks
+
+    if args in (["-h"], ["--help"]):
+        print("usage: phalanx list\n\nThe registered tasks: each one's env step, episode, GPU env count,")
+        print("declared learning result, registering module and description.")
+        return
+    if args:
+        raise ConfigError(f"takes no arguments, got {' '.join(args)!r}")
 
     table = Table(title="phalanx tasks", title_justify="left")
     for column in ("task", "env step", "episode", "envs (GPU)", "learns (bench learn)", "registered by", "description"):
@@ -319,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_stopped)
     try:
         if command == "list":
-            list_tasks(console)
+            list_tasks(rest, console)
         elif command == "train":
             return train(rest, console)
         elif command == "play":
