@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"phalanx: error: unknown command {command!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     if command != "list":  # before Warp starts: no banner, no per-module compile lines
-        from phalanx.sim.warp_setup import configure_warp
+        from phalanx.core.warp_cache import configure_warp
 
         configure_warp(verbose=False)
     # SIGTERM outside training's own handling (start-up, play, bench) stops like Ctrl-C: one line.

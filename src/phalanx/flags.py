@@ -32,7 +32,9 @@ def parse_flags(cls: type[T], default: T, flags: list[str], prog: str) -> T:
     terrain, a low-level policy) takes flags for its fields when the default has one."""
     import tyro
 
-    return tyro.cli(cls, default=default, args=flags, prog=prog, config=(tyro.conf.AvoidSubcommands, tyro.conf.SuppressFixed))
+    # SuppressFixed: a term's function is the task's choice, not a flag (help would show `<function ...>`)
+    config = (tyro.conf.AvoidSubcommands, tyro.conf.SuppressFixed)
+    return tyro.cli(cls, default=default, args=flags, prog=prog, config=config)
 
 
 def split_args(text: str, flag: str) -> list[str]:

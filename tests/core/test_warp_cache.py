@@ -79,3 +79,34 @@ def test_a_cached_build_warp_cannot_load_is_compiled_again(tmp_path: Path) -> No
     warnings = [line for line in run().stderr.splitlines() if "phalanx: warning" in line]
     assert len(warnings) == 1 and "holds builds it cannot load" in warnings[0] and str(cache) in warnings[0]
     assert not [line for line in run().stderr.splitlines() if "phalanx: warning" in line]  # healed
+
+
+def test_dropped_stderr_lines_drops_only_the_named_lines(capfd) -> None:
+    from phalanx.core.warp_cache import dropped_stderr_lines
+
+    with dropped_stderr_lines("native noise"):
+        os.write(2, b"native noise: no driver\nnative error: kept\n")
+        print("python line: kept", file=sys.stderr)
+    err = capfd.readouterr().err
+    assert "native noise" not in err and "native error: kept" in err and "python line: kept" in err
+
+
+def test_warp_starts_without_the_no_driver_warning() -> None:
+    """On a machine without a CUDA driver Warp's native start prints a warning; phalanx's start
+    leaves it out (where a driver is present there is none to leave out)."""
+    code = "from phalanx.core.warp_cache import init_warp; init_warp(); print('started')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("started"), out.stderr
+    assert "Warp CUDA warning" not in out.stderr, out.stderr
+
+
+def test_a_simulator_built_directly_prints_no_warp_compile_lines() -> None:
+    """Outside `phalanx.make` (which takes `verbose`), Warp's banner and per-module lines stay off."""
+    code = (
+        "import mujoco; from phalanx.assets import asset_path; from phalanx.sim.cfg import SimCfg; "
+        "from phalanx.sim.simulator import Simulator; "
+        "sim = Simulator(mujoco.MjModel.from_xml_path(asset_path('cartpole.xml')), 2, 'cpu', SimCfg()); "
+        "sim.step(); print('stepped')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip() == "stepped", out.stdout[-2000:] + out.stderr[-2000:]

@@ -2,16 +2,20 @@
 user's cache directory), or, where that is not a writable directory (a read-only home, a file in
 its place), a temporary one, said in one line. A module whose cached build Warp cannot load (a
 truncated binary, a torn metadata file: a disk that filled, a copy cut short) is compiled again,
-said in one line, instead of failing every run that uses the cache."""
+said in one line, instead of failing every run that uses the cache. On a machine without a CUDA
+driver, Warp's native warning that it found none is left out: the run says its device itself.
+Warp's banner and per-module compile lines show only where asked for (`configure_warp`)."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import warp as wp
@@ -19,8 +23,17 @@ import warp as wp
 from phalanx.core.files import probe_writable
 
 _started = False
+_log_level_chosen = False
 _broken_cache_said = False  # a broken cached build was reported (once per process)
 _broken_cache_lock = threading.Lock()
+NO_DRIVER = "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver."
+
+
+def configure_warp(verbose: bool) -> None:
+    """Warp's start-up banner and per-module compile lines only when `verbose`."""
+    global _log_level_chosen
+    wp.config.log_level = wp.LOG_INFO if verbose else wp.LOG_WARNING
+    _log_level_chosen = True
 
 
 def init_warp() -> None:
@@ -29,8 +42,11 @@ def init_warp() -> None:
     global _started
     if _started:
         return
+    if not _log_level_chosen:
+        configure_warp(verbose=False)
     try:
-        wp.init()
+        with dropped_stderr_lines(NO_DRIVER):
+            wp.init()
         probe_writable(Path(wp.config.kernel_cache_dir))
     except OSError as error:
         where = wp.config.kernel_cache_dir or "(unset)"
@@ -51,6 +67,27 @@ def init_warp() -> None:
             wp.init()
     wp.Module.load = _recompiling(wp.Module.load)
     _started = True
+
+
+@contextlib.contextmanager
+def dropped_stderr_lines(prefix: str) -> Iterator[None]:
+    """Inside, what anything writes to file descriptor 2 (native code included) is held back; on
+    leaving, it is written to stderr without the lines that start with `prefix`."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().splitlines(keepends=True) if not line.startswith(prefix.encode())]
+            if kept:
+                sys.stderr.flush()
+                os.write(2, b"".join(kept))
 
 
 def _recompiling(load: Callable[..., object]) -> Callable[..., object]:

@@ -260,9 +260,9 @@ def make(
             runs beside that trace and the physics' Warp compile (see `TaskEnv`).
     """
     from phalanx.core.devices import resolve_device
+    from phalanx.core.warp_cache import configure_warp
     from phalanx.envs.cfg import TaskCfg
     from phalanx.envs.task_env import TaskEnv
-    from phalanx.sim.warp_setup import configure_warp
 
     if not isinstance(task, str | TaskCfg):
         raise ConfigError(f"a registered task's name or a phalanx.TaskCfg, got {type(task).__name__}", "task")
