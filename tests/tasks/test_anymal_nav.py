@@ -124,7 +124,7 @@ def _exports_both_levels(checkpoint: Path, walker: Path, out: Path) -> None:
     export = ["export", "anymal-nav", "--checkpoint", str(checkpoint), "--device", "cpu", "--format", "torchscript"]
     assert main([*export, "--out", str(out)]) == 0
     high, low = (json.loads((out / f"{stem}.json").read_text()) for stem in ("policy", "low_level"))
-    assert high["actions"]["command"] == "base_velocity" and high["actions"]["low_level_model"] == "low_level.pt"
+    assert high["actions"]["command"] == "base_velocity" and high["actions"]["low_level_sidecar"] == "low_level.json"
     assert high["actions"]["low_level_steps_per_action"] == 10 and high["output"]["shape"] == ["batch", 3]
     assert low["task"] == "anymal-flat" and low["checkpoint"] == str(walker) and len(low["actions"]["joints"]) == 12
     env = _nav(walker, num_envs=2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +89,8 @@ def test_the_normalizer_runs_inside_the_exported_model(checkpoints, tmp_path: Pa
 def test_the_sidecar_says_how_to_feed_the_policy_and_what_it_drives(checkpoints, tmp_path: Path) -> None:
     env, *_ = _played_and_exported("cartpole", checkpoints["cartpole"], "onnx", tmp_path)
     sidecar = json.loads((tmp_path / "policy.json").read_text())
-    assert sidecar["model"] == "policy.onnx" and sidecar["task"] == "cartpole" and sidecar["iteration"] == 2
+    assert sidecar["models"] == {"onnx": "policy.onnx"} and sidecar["format"] == "phalanx-policy/2"
+    assert sidecar["task"] == "cartpole" and sidecar["iteration"] == 2
     assert sidecar["inputs"] == [{"name": "obs", "shape": ["batch", 4], "dtype": "float32"}]
     assert sidecar["output"] == {"name": "actions", "shape": ["batch", 1], "dtype": "float32"}
     terms = sidecar["observations"]["obs"]
@@ -99,6 +101,7 @@ def test_the_sidecar_says_how_to_feed_the_policy_and_what_it_drives(checkpoints,
     actions = sidecar["actions"]
     assert actions["actuators"] == env.sim.actuator_names and actions["scale"] == env.cfg.actions.scale
     assert actions["joints"] == ["slider"] and len(actions["offset"]) == len(actions["default_joint_pos"]) == 1
+    assert actions["ctrl_range"] == [[-400.0, 400.0]] and "ctrl_range[i]" in actions["formula"]
     assert sidecar["control_dt"] == pytest.approx(env.step_dt) and sidecar["normalization"] == "inside the model"
 
 
@@ -121,3 +124,16 @@ def test_bad_export_flags_say_what_is_allowed(checkpoints, tmp_path: Path, capsy
     assert main(["export", "cartpole", *checkpoint]) == 2
     assert "pip install -e '.[export]'" in capsys.readouterr().err
     assert not list(tmp_path.iterdir()), "nothing half-written"
+
+
+def test_both_formats_share_one_sidecar_and_export_warns_nothing(checkpoints, tmp_path: Path) -> None:
+    """ONNX, then TorchScript into the same directory: policy.json names both models (the second
+    export does not take the first one's place), and neither export raises a warning."""
+    checkpoint = str(checkpoints["cartpole"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for fmt in ("onnx", "torchscript"):
+            flags = ["--checkpoint", checkpoint, "--format", fmt, "--out", str(tmp_path)]
+            assert main(["export", "cartpole", *flags]) == 0
+    sidecar = json.loads((tmp_path / "policy.json").read_text())
+    assert sidecar["models"] == {"onnx": "policy.onnx", "torchscript": "policy.pt"}

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 FORMATS = {"onnx": ".onnx", "torchscript": ".pt"}
 """Export format -> file suffix."""
-SIDECAR_FORMAT = "phalanx-policy/1"
+SIDECAR_FORMAT = "phalanx-policy/2"
 
 
 class DeployedPolicy(nn.Module):
@@ -96,15 +96,18 @@ def save_module(module: nn.Module, inputs: tuple[torch.Tensor, ...], fmt: str, p
             level = quiet.level
             quiet.setLevel(logging.ERROR)
             try:
-                program = torch.onnx.export(
-                    module,
-                    inputs,
-                    dynamo=True,
-                    input_names=names,
-                    output_names=["actions"],
-                    dynamic_shapes=tuple({0: batch} for _ in inputs),
-                    verbose=False,
-                )
+                with warnings.catch_warnings():
+                    # torch's exporter pickles pytree specs through a deprecated isinstance check
+                    warnings.filterwarnings("ignore", message=r".*treespec, LeafSpec", category=FutureWarning)
+                    program = torch.onnx.export(
+                        module,
+                        inputs,
+                        dynamo=True,
+                        input_names=names,
+                        output_names=["actions"],
+                        dynamic_shapes=tuple({0: batch} for _ in inputs),
+                        verbose=False,
+                    )
             finally:
                 quiet.setLevel(level)
             program.save(str(tmp))
@@ -148,21 +151,28 @@ def term_layout(terms: dict[str, ObsTermCfg], widths: list[int], axis: str) -> l
 
 def drive(env: TaskEnv, scale: float, clip: float | None) -> dict[str, Any]:
     """What an action drives: ctrl = offset + span * scale * clip(action) for the env's driven
-    actuators (span 1, or each actuator's half-range with `ActionCfg.ctrl_range`); with
-    `ActionCfg.relative`, the joint's position when the action comes in (times the gear) takes
-    the offset's place."""
+    actuators (span 1, or each actuator's half-range with `ActionCfg.ctrl_range`), clamped to the
+    actuator's ctrlrange where it has one, as the simulator does; with `ActionCfg.relative`, the
+    joint's position when the action comes in (times the gear) takes the offset's place."""
     joints, sim = env.joints, env.sim
     ids = joints.joint_ids.tolist()
     relative = joints.relative_qposadr is not None
     base = "actuator_gear[i] * joint_pos[i]" if relative else "offset[i]"
+    actuators = joints.actuator_ids.tolist()
+    mjm = sim.mjm
+    ranges = [[float(x) for x in mjm.actuator_ctrlrange[a]] if mjm.actuator_ctrllimited[a] else None for a in actuators]
     return {
-        "formula": f"ctrl[i] = {base} + span[i] * scale * clamp(action[i], -clip, clip)",
+        "formula": (
+            f"ctrl[i] = clamp({base} + span[i] * scale * clamp(action[i], -clip, clip), ctrl_range[i]) "
+            "(no outer clamp where ctrl_range[i] is null)"
+        ),
+        "ctrl_range": ranges,
         "scale": scale,
         "clip": clip,
         "relative": relative,
         "offset": None if relative else joints.offset.tolist(),
         "span": joints.span.tolist(),
-        "actuators": [sim.actuator_names[i] for i in joints.actuator_ids.tolist()],
+        "actuators": [sim.actuator_names[i] for i in actuators],
         "joints": [sim.joint_names[j] if j >= 0 else None for j in ids],
         "default_joint_pos": [float(sim.default_qpos[sim.joint_qposadr[j]]) if j >= 0 else None for j in ids],
         "actuator_gear": joints.gear.tolist(),
@@ -185,19 +195,34 @@ def _jsonable(value: Any) -> Any:
 def _write(
     module: nn.Module, inputs: tuple[torch.Tensor, ...], fmt: str, out: Path, stem: str, meta: dict
 ) -> list[Path]:
-    """STEM.onnx|.pt and STEM.json in `out`."""
+    """STEM.onnx|.pt and STEM.json in `out`. The sidecar's `models` names the model file of each
+    format: a sidecar already there for the same policy keeps the other format's entry."""
     model = out / f"{stem}{FORMATS[fmt]}"
     save_module(module, inputs, fmt, model)
     described = [{"name": "obs", "shape": ["batch", inputs[0].shape[1]], "dtype": "float32"}]
     if len(inputs) > 1:
         image = inputs[1]
         described.append({"name": "image", "shape": ["batch", *image.shape[1:]], "dtype": str(image.dtype)[6:]})
-    sidecar = {"format": SIDECAR_FORMAT, "model": model.name, "model_format": fmt, "inputs": described}
+    sidecar: dict[str, Any] = {"format": SIDECAR_FORMAT, "models": {fmt: model.name}, "inputs": described}
     sidecar["output"] = {"name": "actions", "shape": ["batch", int(module(*inputs).shape[1])], "dtype": "float32"}
-    sidecar |= meta
+    sidecar = json.loads(json.dumps(sidecar | meta))  # as it reads back (tuples as lists)
     path = out / f"{stem}.json"
+    before = _sidecar(path)
+    if before is not None and {**before, "models": {}} == {**sidecar, "models": {}}:
+        sidecar["models"] = {name: file for name, file in before["models"].items() if (out / file).is_file()}
+        sidecar["models"][fmt] = model.name
     write_text_atomic(path, json.dumps(sidecar, indent=2) + "\n")
     return [model, path]
+
+
+def _sidecar(path: Path) -> dict[str, Any] | None:
+    """The phalanx sidecar at `path`, or None where there is none (or another file)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(data, dict) and data.get("format") == SIDECAR_FORMAT and isinstance(data.get("models"), dict)
+    return data if ok else None
 
 
 def export_policy(state: dict[str, Any], env: TaskEnv, fmt: str, out: Path, source: str) -> list[Path]:
@@ -234,7 +259,7 @@ def export_policy(state: dict[str, Any], env: TaskEnv, fmt: str, out: Path, sour
         "scale": cfg.scale,
         "clip": cfg.clip,
         "command": cfg.low_level.command,
-        "low_level_model": f"{stem}{FORMATS[fmt]}",
+        "low_level_sidecar": f"{stem}.json",
         "low_level_steps_per_action": cfg.low_level.decimation,
     }
     files = _write(module, inputs, fmt, out, "policy", meta)
