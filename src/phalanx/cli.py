@@ -44,7 +44,8 @@ class PlayCfg:
     task: str
     """The task the checkpoint was trained on."""
     checkpoint: str
-    """Checkpoint written by `phalanx train` (run_dir/checkpoints/model_last.pt)."""
+    """A checkpoint written by `phalanx train` (RUN/checkpoints/model_*.pt), a run directory (its
+    model_last.pt), or 'last' (the newest model_last.pt under runs/TASK/)."""
     num_envs: int = 16
     """Parallel envs to evaluate."""
     steps: int | None = None
@@ -74,7 +75,8 @@ class ExportCfg:
     task: str
     """The task the checkpoint was trained on."""
     checkpoint: str
-    """Checkpoint written by `phalanx train` (run_dir/checkpoints/model_last.pt)."""
+    """A checkpoint written by `phalanx train` (RUN/checkpoints/model_*.pt), a run directory (its
+    model_last.pt), or 'last' (the newest model_last.pt under runs/TASK/)."""
     format: str = "onnx"
     """'onnx' (batch size free; needs `pip install -e '.[export]'`) or 'torchscript' (libtorch)."""
     out: str | None = None
@@ -207,11 +209,11 @@ def play(args: list[str], console: Console) -> None:
     from phalanx.training.checkpoint import load_checkpoint
     from phalanx.training.play import load_actor, run_episodes
     from phalanx.training.registry import make, play_env_cfg, term_packages
+    from phalanx.training.run_dir import checkpoint_file
 
     task, flags = task_and_flags("play", args, registered=False)
     cfg = parse_flags(PlayCfg, PlayCfg(task=task, checkpoint=""), flags, f"phalanx play {task}")
-    if not cfg.checkpoint:
-        raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
+    cfg.checkpoint = checkpoint_file(cfg.checkpoint, task)
     check_int("num_envs", cfg.num_envs)
     if cfg.steps is not None:
         check_int("steps", cfg.steps)
@@ -275,11 +277,11 @@ def export(args: list[str], console: Console) -> None:
     from phalanx.training.checkpoint import load_checkpoint
     from phalanx.training.export import check_format, export_policy
     from phalanx.training.registry import make, term_packages
+    from phalanx.training.run_dir import checkpoint_file
 
     task, flags = task_and_flags("export", args, registered=False)
     cfg = parse_flags(ExportCfg, ExportCfg(task=task, checkpoint=""), flags, f"phalanx export {task}")
-    if not cfg.checkpoint:
-        raise ConfigError("--checkpoint: required (a model_*.pt written by phalanx train)")
+    cfg.checkpoint = checkpoint_file(cfg.checkpoint, task)
     check_format(cfg.format)  # before the env is built
     state = load_checkpoint(cfg.checkpoint, task)
     env_cfg = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages())

@@ -137,3 +137,10 @@ def test_both_formats_share_one_sidecar_and_export_warns_nothing(checkpoints, tm
             assert main(["export", "cartpole", *flags]) == 0
     sidecar = json.loads((tmp_path / "policy.json").read_text())
     assert sidecar["models"] == {"onnx": "policy.onnx", "torchscript": "policy.pt"}
+
+
+def test_export_takes_the_run_directory(checkpoints, tmp_path: Path) -> None:
+    run = checkpoints["cartpole"].parent.parent
+    flags = ["--checkpoint", str(run), "--format", "torchscript", "--out", str(tmp_path)]
+    assert main(["export", "cartpole", *flags]) == 0
+    assert json.loads((tmp_path / "policy.json").read_text())["checkpoint"] == str(checkpoints["cartpole"])

@@ -14,7 +14,8 @@ import pytest
 from rich.console import Console
 
 from phalanx.cli import main
-from phalanx.training.run_dir import RunDir
+from phalanx.core.errors import ConfigError
+from phalanx.training.run_dir import RunDir, checkpoint_file
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "2"]
 
@@ -209,3 +210,23 @@ def test_checkpoints_survive_sigkill_at_any_moment(tmp_path: Path) -> None:
         proc.kill()
         proc.wait(timeout=60)
         assert load_checkpoint(last, "cartpole", RESUME_KEYS)["iteration"] > iteration  # whole, and newer
+
+
+def test_checkpoint_file_takes_a_file_a_run_directory_or_last(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    older, newer = (tmp_path / "runs" / "cartpole" / name / "checkpoints" for name in ("2026-11-29_10-00-00", "b"))
+    for n, checkpoints in enumerate((older, newer)):
+        checkpoints.mkdir(parents=True)
+        (checkpoints / "model_last.pt").write_bytes(b"x")
+        os.utime(checkpoints / "model_last.pt", (1000 + n, 1000 + n))
+    assert checkpoint_file("last", "cartpole") == str(Path("runs/cartpole/b/checkpoints/model_last.pt"))
+    assert checkpoint_file(str(older.parent), "cartpole") == str(older / "model_last.pt")
+    assert checkpoint_file("some/model_7.pt", "cartpole") == "some/model_7.pt"
+    for given, message in [
+        ("last", "--checkpoint: last: no run under runs/ant/ holds checkpoints/model_last.pt"),
+        (str(tmp_path), f"--checkpoint: the directory {tmp_path} holds no checkpoints/model_last.pt"),
+        ("", "--checkpoint: required: a model_*.pt written by phalanx train, its run directory, or 'last'"),
+    ]:
+        with pytest.raises(ConfigError) as error:
+            checkpoint_file(given, "ant")
+        assert error.value.as_flag() == message

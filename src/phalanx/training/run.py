@@ -18,6 +18,7 @@ from rich.console import Console
 from phalanx.core.cfg_data import to_data
 from phalanx.core.errors import ConfigError
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
+from phalanx.training.run_dir import RUNS
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext, Progress
@@ -153,7 +154,7 @@ def _unsaved_stop(trainer: Trainer | None, run_dir: Path) -> str:
 
 def new_run_dir(task: str) -> Path:
     """runs/TASK/DATE_TIME, with a suffix if a run started in the same second."""
-    base = Path("runs") / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    base = RUNS / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     path, n = base, 1
     while path.exists():
         n += 1

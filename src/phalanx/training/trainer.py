@@ -29,6 +29,7 @@ from phalanx.training.cfg import TrainCfg
 from phalanx.training.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
 from phalanx.training.episode_stats import EpisodeStats
 from phalanx.training.logger import RunLogger
+from phalanx.training.run_dir import LAST
 from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -282,7 +283,7 @@ class Trainer:
     # ----------------------------------------------------------------------------- checkpoints
 
     def checkpoint_path(self) -> Path | None:
-        return None if self.run_dir is None else self.run_dir / "checkpoints" / "model_last.pt"
+        return None if self.run_dir is None else self.run_dir / LAST
 
     def state_dict(self) -> dict[str, Any] | None:
         """The job's state: the learner (alike on every rank) and each rank's envs and random
