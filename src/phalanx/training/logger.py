@@ -78,17 +78,26 @@ class RunLogger:
             self._wandb.log(scalars | {"frames": metrics["frames"]})
 
     def line(self, m: dict[str, Any], max_iterations: int) -> str:
-        """fps step / fps step and policy inference / fps total / epoch / frames, as RL-Games prints
-        them, and the episodes' mean reward and length once an episode has ended."""
+        """One iteration's progress: training time and the time left at this pace, fps (total, then
+        the env step alone and with policy inference), frames, the episodes' mean reward and length
+        once an episode has ended, and the task's metrics and curriculum levels."""
+        done = m["iteration"] + 1
+        left_s = m["time_s"] / done * (max_iterations - done)
         episodes = (
-            f"reward {m['mean_reward']:.2f} episode length {m['mean_episode_length']:.1f}"
+            f"reward {m['mean_reward']:.2f}, episode length {m['mean_episode_length']:.1f}"
             if "mean_reward" in m
             else "no episode has ended yet"
         )
-        return (
-            f"fps step: {m['fps_step']:,.0f} fps step and policy inference: {m['fps_step_inference']:,.0f} "
-            f"fps total: {m['fps_total']:,.0f} epoch: {m['iteration'] + 1}/{max_iterations} frames: {m['frames']:,} "
-            f"| {episodes}"
+        task = [f"{k.split('/', 1)[1]} {v:.3g}" for k, v in m.items() if k.startswith(("metrics/", "env/"))]
+        return " | ".join(
+            [
+                f"iteration {done}/{max_iterations}",
+                f"{_duration(m['time_s'])}, ETA {_duration(left_s)}",
+                f"fps {m['fps_total']:,.0f} (step {m['fps_step']:,.0f}, with policy {m['fps_step_inference']:,.0f})",
+                f"{m['frames']:,} frames",
+                episodes,
+                *([", ".join(task)] if task else []),
+            ]
         )
 
     def close(self) -> None:
@@ -98,6 +107,16 @@ class RunLogger:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _duration(seconds: float) -> str:
+    """7.2 s, 3 min 05 s, 2 h 07 min."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min {int(seconds % 60):02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def log_video(
