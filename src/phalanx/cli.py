@@ -30,6 +30,7 @@ from typing import NoReturn
 from rich.console import Console
 from rich.table import Table
 
+from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.files import probe_writable
 from phalanx.flags import parse_flags, task_and_flags
@@ -312,7 +313,7 @@ def _check_video_path(video: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
-    console = Console(width=max(160, Console().width))
+    console = wide_console()
     if not args or args[0] in ("-h", "--help"):
         console.print(__doc__.strip())
         return 0 if args else 2

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from phalanx.core.console import wide_console
+
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
@@ -36,7 +38,7 @@ def sim_summary(env: TaskEnv) -> str:
 def print_term_tables(env: TaskEnv, console: Console | None = None) -> None:
     """Prints the sim summary and one table per term section (observations per group, actions,
     rewards, terminations, events, commands, metrics, curriculum)."""
-    console = console or Console()
+    console = console or wide_console()
     cfg = env.cfg
     console.print(f"[bold]phalanx[/bold] {sim_summary(env)}")
     for group, shapes in env.obs_term_shapes.items():

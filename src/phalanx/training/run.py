@@ -16,6 +16,7 @@ import torch
 from rich.console import Console
 
 from phalanx.core.cfg_data import to_data
+from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
 from phalanx.training.run_dir import RUNS
@@ -60,7 +61,7 @@ def train(
         base = dataclasses.replace(cfg, task=task.name, env=task)
     cfg = dataclasses.replace(base, **fields)
     check_train_cfg(cfg)
-    status, trainer = run_training(cfg, console or Console())
+    status, trainer = run_training(cfg, console or wide_console())
     if status not in (0, 130, 143) or (trainer is None and cfg.trainer == "phalanx"):
         raise RuntimeError(f"training stopped with status {status}")
     return trainer

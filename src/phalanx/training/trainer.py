@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as ProgressBar
 
 from phalanx.core.cfg_data import to_data
+from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
 from phalanx.core.vec_env import VecEnv
 from phalanx.dist import DistContext, Progress
@@ -55,7 +56,7 @@ class Trainer:
         # A user's model file travels in every checkpoint (phalanx's assets go by reference).
         self.model_files = pack_model(cfg.env.model) if self.run_dir is not None and cfg.env is not None else None
         self._model_state = {"model_files": files_state(self.model_files)} if self.model_files else {}
-        self.console = console or Console()
+        self.console = console or wide_console()
         self.device = env.device
         spec = update_spec(cfg, env)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
