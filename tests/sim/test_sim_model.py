@@ -58,3 +58,18 @@ def test_urdf_pendulum_swings_like_mujoco_c(tmp_path: Path) -> None:
             mujoco.mj_step(mjm, d)
     np.testing.assert_allclose(sim.qpos.numpy(), np.stack([d.qpos for d in datas]), atol=1e-3)
     assert (sim.qpos - start).abs().min() > 0.2, "the pendulums must swing"
+
+
+def test_a_video_of_a_urdf_with_only_visual_geometry_is_refused_in_one_line(tmp_path: Path) -> None:
+    """MuJoCo drops a URDF link's <visual> geometry: with no geoms left the renderer would crash
+    (a segmentation fault); the recorder refuses first, naming --video and the fix."""
+    from phalanx.sim.video import EnvRecorder
+
+    visual = "<visual><geometry><cylinder radius='0.02' length='1'/></geometry></visual>"
+    urdf = tmp_path / "visual_only.urdf"
+    urdf.write_text(PENDULUM_URDF.replace("</inertial>", "</inertial>" + visual))
+    sim = Simulator(load_model(urdf), 1, "cpu", SimCfg(decimation=1))
+    assert sim.mjm.ngeom == 0
+    with pytest.raises(ConfigError) as error:
+        EnvRecorder(sim)
+    assert error.value.as_flag().startswith("--video: the model has no geoms to render")

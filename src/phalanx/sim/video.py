@@ -10,6 +10,7 @@ import numpy as np
 import torch
 import warp as wp
 
+from phalanx.core.errors import ConfigError
 from phalanx.core.files import atomic_path
 from phalanx.sim.simulator import Simulator
 
@@ -22,7 +23,13 @@ class EnvRecorder:
 
     def __init__(self, sim: Simulator, env_id: int = 0, width: int = 480, height: int = 360):
         if sim.mjm.ncam == 0:
-            raise ValueError("video: the model has no camera to render from")
+            raise ConfigError("the model has no camera to render from", "video")
+        if sim.mjm.ngeom == 0:  # MuJoCo Warp's renderer would crash on an empty scene
+            raise ConfigError(
+                "the model has no geoms to render (from a URDF MuJoCo keeps each link's <collision> geometry, "
+                "not its <visual> one: give the links collision geometry)",
+                "video",
+            )
         self.sim, self.env_id = sim, env_id
         self.frames: list[np.ndarray] = []
         with wp.ScopedDevice(sim.wp_device):
