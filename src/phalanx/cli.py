@@ -4,9 +4,10 @@
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
                        [--resume CKPT|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
-    phalanx play TASK --checkpoint P [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
+    phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
                       [--logger tensorboard|wandb|none]
-    phalanx export TASK --checkpoint P [--format onnx|torchscript] [--out DIR]
+    phalanx play TASK --policy zero|random [...]      (a look at a task before training)
+    phalanx export TASK --checkpoint P|RUN_DIR|last [--format onnx|torchscript] [--out DIR]
     phalanx bench throughput|envs|scaling|startup|compare|learn|report ...
                       (`phalanx bench --help` says what each measures)
 
@@ -65,6 +66,9 @@ class PlayCfg:
     logger: str | None = None
     """Where the video also goes: the dashboard of the checkpoint's run directory (tensorboard,
     wandb) or none; default: the one the run trained with."""
+    policy: str | None = None
+    """'zero' or 'random' (uniform in [-1, 1]) actions in place of a trained policy: a look at a
+    registered task before training, without --checkpoint."""
 
 
 @dataclass
@@ -204,17 +208,24 @@ def train(args: list[str], console: Console) -> int:
 
 def play(args: list[str], console: Console) -> None:
     """phalanx play: the checkpoint's policy in the env it was trained in (the task's play
-    variant of it when the task is registered), deterministic actions."""
+    variant of it when the task is registered), deterministic actions; or, with --policy, zero
+    or random actions in the registered task's env."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
     from phalanx.sim.video import EnvRecorder
     from phalanx.training.checkpoint import load_checkpoint
-    from phalanx.training.play import load_actor, run_episodes
-    from phalanx.training.registry import make, play_env_cfg, term_packages
+    from phalanx.training.play import UNTRAINED, load_actor, run_episodes, untrained_policy
+    from phalanx.training.registry import env_cfg, make, play_env_cfg, term_packages
     from phalanx.training.run_dir import checkpoint_file
 
     task, flags = task_and_flags("play", args, registered=False)
     cfg = parse_flags(PlayCfg, PlayCfg(task=task, checkpoint=""), flags, f"phalanx play {task}")
-    cfg.checkpoint = checkpoint_file(cfg.checkpoint, task)
+    if cfg.policy is None:
+        cfg.checkpoint = checkpoint_file(cfg.checkpoint, task)
+    elif cfg.policy not in UNTRAINED:
+        raise ConfigError(f"got {cfg.policy!r}; allowed: {', '.join(UNTRAINED)}", "policy")
+    elif cfg.checkpoint or cfg.logger is not None:
+        given = "--checkpoint" if cfg.checkpoint else "--logger"
+        raise ConfigError(f"{given}: --policy {cfg.policy} plays without a trained run; give one or the other")
     check_int("num_envs", cfg.num_envs)
     if cfg.steps is not None:
         check_int("steps", cfg.steps)
@@ -228,14 +239,21 @@ def play(args: list[str], console: Console) -> None:
         check_logger(cfg.logger)
         if cfg.video is None:
             raise ConfigError("--logger: it says where the video goes; give --video FILE.mp4 too")
-    state = load_checkpoint(cfg.checkpoint, task)
-    env_cfg = play_env_cfg(task, checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages()))
-    _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
-    env = make(env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
+    state = None if cfg.policy else load_checkpoint(cfg.checkpoint, task)
+    if state is None:
+        trained = env_cfg(task)
+    else:
+        trained = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages())
+    played = play_env_cfg(task, trained)
+    _set_low_level_checkpoint(played, task, cfg.low_level_checkpoint)
+    env = make(played, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
-    image_group = state["config"]["policy"].get("image_group")
-    episodes = run_episodes(env, load_actor(state, env), steps, recorder, image_group)
+    if state is None:
+        act, image_group = untrained_policy(cfg.policy, env, cfg.seed), None
+    else:
+        act, image_group = load_actor(state, env), state["config"]["policy"].get("image_group")
+    episodes = run_episodes(env, act, steps, recorder, image_group)
     console.print(
         f"{len(episodes.returns)} episodes finished in {steps} steps x {env.num_envs} envs "
         f"(max length {env.max_episode_length}): {episodes.summary()}"
@@ -243,7 +261,8 @@ def play(args: list[str], console: Console) -> None:
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env {cfg.video_env}: {path} ({len(recorder.frames)} frames)")
-        _log_play_video(cfg, state, recorder.frames, path, 1.0 / env.step_dt, console)
+        if state is not None:
+            _log_play_video(cfg, state, recorder.frames, path, 1.0 / env.step_dt, console)
 
 
 def _log_play_video(cfg: PlayCfg, state: dict, frames: list, video: Path, fps: float, console: Console) -> None:

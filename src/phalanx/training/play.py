@@ -27,6 +27,19 @@ def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch
     return act
 
 
+UNTRAINED = ("zero", "random")
+
+
+def untrained_policy(kind: str, env: TaskEnv, seed: int) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+    """`kind` 'zero': every action 0 (each actuator at its offset); 'random': each action uniform in
+    [-1, 1], drawn anew every step from a generator seeded with `seed`."""
+    shape = (env.num_envs, env.action_dim)
+    if kind == "zero":
+        return lambda obs: torch.zeros(shape, device=env.device)
+    generator = torch.Generator(device=env.device).manual_seed(seed)
+    return lambda obs: torch.rand(shape, generator=generator, device=env.device) * 2 - 1
+
+
 @dataclass
 class Episodes:
     """The episodes that finished while playing: return, length and the task's metrics of each."""
