@@ -11,6 +11,7 @@
     phalanx bench throughput|envs|scaling|startup|compare|learn|report ...
                       (`phalanx bench --help` says what each measures)
 
+`--module my_task.py` (any command) loads a task file that calls `phalanx.register`, unpackaged.
 `phalanx train TASK --help` lists every flag; `--env.*` sets any field of the task's config,
 e.g. `phalanx train cartpole --env.episode-length-s 2 --env.rewards.alive.weight 2`.
 
@@ -347,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM outside training's own handling (start-up, play, bench) stops like Ctrl-C: one line.
     previous = signal.signal(signal.SIGTERM, _raise_stopped)
     try:
+        rest = _task_files(rest)
         if command == "list":
             list_tasks(rest, console)
         elif command == "train":
@@ -370,6 +372,24 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _task_files(args: list[str]) -> list[str]:
+    """`args` without `--module FILE` (or `--module=FILE`), each FILE loaded as a task file."""
+    from phalanx.training.task_files import add_task_files
+
+    rest, files = [], []
+    items = iter(args)
+    for arg in items:
+        if arg == "--module":
+            files.append(next(items, ""))
+        elif arg.startswith("--module="):
+            files.append(arg.partition("=")[2])
+        else:
+            rest.append(arg)
+    if files:
+        add_task_files(files)
+    return rest
 
 
 class Stopped(Exception):  # noqa: N818 (a stop, not an error)

@@ -3,7 +3,8 @@ together with one call, and `make`, which builds an env from a task name or a `T
 
 Tasks come from phalanx itself (`phalanx.tasks`), from packages that declare an entry point in
 the group `phalanx.tasks` (a module that calls `register` when imported, or a function that
-does when called), and from `register` calls in the user's own code.
+does when called), from task files (`--module my_task.py`, see `task_files`), and from `register`
+calls in the user's own code.
 """
 
 from __future__ import annotations
@@ -188,6 +189,9 @@ def _load() -> None:
                 f"phalanx: warning: tasks of {package} ({entry.name} = {entry.value}) not loaded: {error}",
                 file=sys.stderr,
             )
+    from phalanx.training.task_files import load_task_files
+
+    load_task_files()
 
 
 def task_spec(name: str) -> TaskSpec:
