@@ -26,7 +26,7 @@ def _rows(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_a_library_trains_into_phalanxs_run_directory(tmp_path) -> None:
+def test_a_library_trains_into_phalanxs_run_directory(tmp_path, capfd) -> None:
     run_dir = tmp_path / "run"
     trainer = phalanx.train(
         "cartpole", trainer="rsl_rl", device="cpu", num_envs=32, max_iterations=3, run_dir=str(run_dir), logger="none"
@@ -43,8 +43,10 @@ def test_a_library_trains_into_phalanxs_run_directory(tmp_path) -> None:
     assert json.loads((run_dir / "config.json").read_text())["trainer"] == "rsl_rl"
     std = phalanx.train_cfg("cartpole").policy.init_noise_std
     assert all(row["action_std"] == pytest.approx(std, rel=0.2) for row in rows), "the library policy's std"
-    assert sorted(p.name for p in (run_dir / "checkpoints").glob("model_*.pt")) == ["model_0.pt", "model_2.pt"]
-    assert not list(run_dir.glob("events.out.tfevents*")), "--logger none writes no TensorBoard events"
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["model_0.pt", "model_2.pt"], "nothing else"
+    assert not list(run_dir.rglob("events.out.tfevents*")), "--logger none: no TensorBoard events, rsl_rl's neither"
+    out = capfd.readouterr().out
+    assert "Learning iteration" not in out and "\033[" not in out, "phalanx's line per iteration, not rsl_rl's block"
 
 
 @pytest.mark.parametrize("trainer", ["rl_games", "skrl", "sb3"])

@@ -39,8 +39,9 @@ def test_skrls_ppo_learns_cartpole(tmp_path: Path) -> None:
     env = SkrlEnv(task)
     agent = ppo_agent(train, env)  # untrained, then loaded with learn's last checkpoint
     before = _return_per_env(env, agent)
-    learn(train, task, tmp_path)
+    learn(train, task, tmp_path / "checkpoints")
     steps = train.num_steps_per_env
+    assert [path.name for path in tmp_path.iterdir()] == ["checkpoints"], "skrl writes nothing beside them"
     saved = sorted(path.name for path in (tmp_path / "checkpoints").iterdir())
     assert saved == [f"agent_{10 * steps}.pt", f"agent_{20 * steps}.pt"], saved
     agent.load(str(tmp_path / "checkpoints" / f"agent_{20 * steps}.pt"))
@@ -111,7 +112,7 @@ def test_skrl_trains_under_torchrun_and_rank_0_alone_writes_checkpoints(tmp_path
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     steps = phalanx.train_cfg("cartpole").num_steps_per_env
     assert [row["frames"] for row in rows] == [2 * 16 * steps * i for i in (1, 2, 3)]
-    saved = [path.name for path in (tmp_path / "run" / "checkpoints" / "checkpoints").iterdir()]
+    saved = [path.name for path in (tmp_path / "run" / "checkpoints").iterdir()]
     assert saved == [f"agent_{3 * steps}.pt"]
 
 

@@ -16,12 +16,15 @@ end add their reward terms and metrics to `extras["log"]`, which rsl_rl logs."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
 try:
     from rsl_rl.env import VecEnv
     from rsl_rl.runners import OnPolicyRunner
+    from rsl_rl.utils import LogWriter
     from tensordict import TensorDict
 except ImportError:
     raise ImportError("phalanx.wrappers.rsl_rl needs rsl-rl-lib: pip install -e '.[rsl-rl]'") from None
@@ -111,8 +114,34 @@ def runner_cfg(train: TrainCfg) -> dict[str, Any]:
 
 def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer rsl_rl`: rsl_rl's OnPolicyRunner, configured by `runner_cfg`, for
-    `train.max_iterations` iterations; its checkpoints (model_N.pt) and its own TensorBoard
-    events go to `checkpoints`."""
-    runner = OnPolicyRunner(RslRlVecEnv(env), runner_cfg(train), log_dir=str(checkpoints), device=str(env.device))
+    `train.max_iterations` iterations; its checkpoints (model_N.pt) go to `checkpoints`. phalanx
+    logs each iteration (metrics.jsonl, the dashboard, the console), so rsl_rl's own log stays
+    off: no TensorBoard events of its own, no console block."""
+    cfg = runner_cfg(train) | {"logger": {"class_name": _CheckpointsOnly}}
+    runner = OnPolicyRunner(RslRlVecEnv(env), cfg, log_dir=str(checkpoints), device=str(env.device))
+    for name in ("init_logging_writer", "log"):  # its console block, its note on its install's git state
+        setattr(runner.logger, name, _quiet(getattr(runner.logger, name)))
     watch_action_std(env, lambda: runner.alg.actor.output_std)  # of the last batch the actor saw
     runner.learn(num_learning_iterations=train.max_iterations)
+    with contextlib.suppress(OSError):
+        (checkpoints / "git").rmdir()  # made for the git state of the repositories it found: none
+
+
+def _quiet(method: Any) -> Any:
+    """`method` with what it prints left out."""
+
+    def quiet(*args: Any, **kwargs: Any) -> Any:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return method(*args, **kwargs)
+
+    return quiet
+
+
+class _CheckpointsOnly(LogWriter):
+    """rsl_rl's log writer, writing nothing: rsl_rl saves checkpoints only where it has a writer."""
+
+    def __init__(self, log_dir: str, **settings: Any) -> None:
+        pass
+
+    def add_scalar(self, tag: str, scalar_value: float, global_step: int) -> None:
+        pass

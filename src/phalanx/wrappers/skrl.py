@@ -202,13 +202,14 @@ def ppo_agent(train: TrainCfg, env: SkrlEnv, cfg: PPO_CFG | None = None) -> PPO:
 
 def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer skrl`: skrl's PPO agent, configured by `ppo_cfg`, under skrl's
-    SequentialTrainer for `train.max_iterations` rollouts and updates. `checkpoints` is skrl's
-    experiment directory: its checkpoints, which `PPO.load` reads, go to its own subdirectory,
-    `checkpoints`/checkpoints/agent_TIMESTEP.pt (TIMESTEP: env steps per env). skrl's
+    SequentialTrainer for `train.max_iterations` rollouts and updates. Its checkpoints, which
+    `PPO.load` reads, go to `checkpoints`/agent_TIMESTEP.pt (TIMESTEP: env steps per env): skrl
+    writes into the checkpoints/ of its experiment directory, here the folder above. skrl's
     TensorBoard writer and progress bar are off: phalanx logs each iteration."""
     skrl_env = SkrlEnv(env)
     cfg = ppo_cfg(train, skrl_env)
-    cfg.experiment.directory, cfg.experiment.experiment_name = str(checkpoints.parent), checkpoints.name
+    experiment = checkpoints.parent
+    cfg.experiment.directory, cfg.experiment.experiment_name = str(experiment.parent), experiment.name
     cfg.experiment.write_interval = 0
     agent = ppo_agent(train, skrl_env, cfg)
     watch_action_std(env, lambda: agent.policy.log_std.exp())
