@@ -190,8 +190,6 @@ def train(args: list[str], console: Console) -> int:
     defaults = train_cfg(task)
     registered_env = env_cfg_to_data(defaults.env)
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
-    if cfg.task != task:
-        raise ConfigError(f"--task: got {cfg.task!r}, but the command trains {task!r}")
     for field in ("num_envs", "cpu_num_envs"):  # one flag sets the env count
         if getattr(cfg.env, field) != registered_env[field]:
             given = getattr(cfg.env, field)

@@ -4,6 +4,9 @@ registered with each task, see `phalanx.register`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated
+
+import tyro
 
 from phalanx.core.errors import ConfigError, check_int, check_positive, check_seed
 from phalanx.core.files import check_path_length
@@ -22,8 +25,8 @@ MULTI_GPU_TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl")
 class TrainCfg:
     """phalanx train: PPO on one device or several; a task registers its defaults as one of these."""
 
-    task: str = ""
-    """The task's name (`phalanx.register` sets it)."""
+    task: Annotated[str, tyro.conf.Suppress] = ""
+    """The task's name (`phalanx.register` sets it; the command line names it before the flags)."""
     num_envs: int | None = None
     """Parallel envs (per rank); default: the task's for the device (`env.num_envs` on a GPU,
     `env.cpu_num_envs` on the CPU)."""
