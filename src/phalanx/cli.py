@@ -4,6 +4,7 @@
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
                        [--resume CKPT|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
+                       [--config RUN/config.json]   (a run's settings again; flags after it on top)
     phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
                       [--logger tensorboard|wandb|none]
     phalanx play TASK --policy zero|random [...]      (a look at a task before training)
@@ -180,14 +181,16 @@ def train(args: list[str], console: Console) -> int:
     checkpoint, or 1 on lost ranks."""
     from phalanx.envs.stored_cfg import env_cfg_to_data
     from phalanx.training.cfg import TrainCfg, check_train_cfg
-    from phalanx.training.registry import train_cfg
+    from phalanx.training.registry import term_packages, train_cfg
     from phalanx.training.run import run_training
+    from phalanx.training.run_config import train_cfg_from_file
 
     if hasattr(signal, "SIGUSR1") and sys.__stderr__ is not None:
         # `kill -USR1 PID` prints every thread's Python stack to stderr; training goes on.
         faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     task, flags = task_and_flags("train", args)
-    defaults = train_cfg(task)
+    flags, config = _config_file(flags)
+    defaults = train_cfg(task) if config is None else train_cfg_from_file(config, task, term_packages())
     registered_env = env_cfg_to_data(defaults.env)
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
     for field in ("num_envs", "cpu_num_envs"):  # one flag sets the env count
@@ -196,7 +199,8 @@ def train(args: list[str], console: Console) -> int:
             raise ConfigError(f"got {given}; the env count is set by --num-envs", f"env.{field}")
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
     if cfg.gpus is not None:
-        _launch_torchrun(task, flags, cfg.gpus, cfg.run_dir, cfg.trainer)
+        ranks_flags = flags if config is None else ["--config", config, *flags]  # the ranks read it too
+        _launch_torchrun(task, ranks_flags, cfg.gpus, cfg.run_dir, cfg.trainer)
     status = run_training(cfg, console, registered_env)[0]
     if cfg.distributed:
         from phalanx.dist import end_rank
@@ -372,19 +376,33 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _config_file(flags: list[str]) -> tuple[list[str], str | None]:
+    """`flags` without `--config FILE` (or `--config=FILE`), and FILE (None where not given)."""
+    rest, found = _take_flag(flags, "--config")
+    if len(found) > 1:
+        raise ConfigError(f"given {len(found)} times; one config file", "config")
+    return rest, found[0] if found else None
+
+
+def _take_flag(args: list[str], flag: str) -> tuple[list[str], list[str]]:
+    """`args` without `flag VALUE` and `flag=VALUE`, and the values in order."""
+    rest, values = [], []
+    items = iter(args)
+    for arg in items:
+        if arg == flag:
+            values.append(next(items, ""))
+        elif arg.startswith(flag + "="):
+            values.append(arg.partition("=")[2])
+        else:
+            rest.append(arg)
+    return rest, values
+
+
 def _task_files(args: list[str]) -> list[str]:
     """`args` without `--module FILE` (or `--module=FILE`), each FILE loaded as a task file."""
     from phalanx.training.task_files import add_task_files
 
-    rest, files = [], []
-    items = iter(args)
-    for arg in items:
-        if arg == "--module":
-            files.append(next(items, ""))
-        elif arg.startswith("--module="):
-            files.append(arg.partition("=")[2])
-        else:
-            rest.append(arg)
+    rest, files = _take_flag(args, "--module")
     if files:
         add_task_files(files)
     return rest
