@@ -144,3 +144,15 @@ def test_export_takes_the_run_directory(checkpoints, tmp_path: Path) -> None:
     flags = ["--checkpoint", str(run), "--format", "torchscript", "--out", str(tmp_path)]
     assert main(["export", "cartpole", *flags]) == 0
     assert json.loads((tmp_path / "policy.json").read_text())["checkpoint"] == str(checkpoints["cartpole"])
+
+
+def test_the_sidecar_example_in_the_docs_has_the_fields_an_export_writes(checkpoints, tmp_path: Path) -> None:
+    """docs/export.md's policy.json example: the same fields, at every level, as cartpole's export."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "export.md").read_text()
+    example = json.loads(doc.split("```json\n", 1)[1].split("```", 1)[0])
+    assert main(["export", "cartpole", "--checkpoint", str(checkpoints["cartpole"]), "--out", str(tmp_path)]) == 0
+    written = json.loads((tmp_path / "policy.json").read_text())
+    assert set(example) == set(written)
+    assert set(example["actions"]) == set(written["actions"])
+    assert set(example["observations"]["obs"][0]) == set(written["observations"]["obs"][0])
+    assert example["format"] == written["format"]
