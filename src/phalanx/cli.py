@@ -2,7 +2,7 @@
 
     phalanx list
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
-                       [--resume CKPT|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
+                       [--resume CKPT|RUN_DIR|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
                        [--config RUN/config.json]   (a run's settings again; flags after it on top)
     phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]

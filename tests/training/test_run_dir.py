@@ -15,7 +15,7 @@ from rich.console import Console
 
 from phalanx.cli import main
 from phalanx.core.errors import ConfigError
-from phalanx.training.run_dir import RunDir, checkpoint_file
+from phalanx.training.run_dir import LAST, RunDir, checkpoint_file
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "2"]
 
@@ -230,3 +230,14 @@ def test_checkpoint_file_takes_a_file_a_run_directory_or_last(tmp_path: Path, mo
         with pytest.raises(ConfigError) as error:
             checkpoint_file(given, "ant")
         assert error.value.as_flag() == message
+
+
+def test_resume_takes_a_run_directory(tmp_path: Path, capsys) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _train(a, "--max-iterations", "2") == 0
+    assert _train(b, "--max-iterations", "3", "--resume", str(a)) == 0
+    assert _iterations(b) == [2], "continued from a's last checkpoint, iteration 2"
+    capsys.readouterr()
+    assert _train(tmp_path / "c", "--max-iterations", "3", "--resume", str(tmp_path)) == 2
+    assert _one_line_error(capsys) == f"phalanx train: error: --resume: the directory {tmp_path} holds no {LAST}"
+    assert not (tmp_path / "c").exists(), "refused before anything is written"

@@ -13,6 +13,7 @@ from phalanx.core.files import check_path_length
 from phalanx.envs.cfg import TaskCfg
 from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.training.logger import check_logger
+from phalanx.training.run_dir import checkpoint_file
 
 TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
 """The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in
@@ -40,8 +41,8 @@ class TrainCfg:
     """Where config.json, metrics.jsonl, checkpoints/ and TensorBoard events go; default runs/TASK/TIME."""
     resume: str | None = None
     """Checkpoint to continue from exactly (model, optimizer, normalizer, env state, RNG,
-    iteration); 'last': run_dir/checkpoints/model_last.pt if it exists, else start fresh (for
-    torchrun --max-restarts)."""
+    iteration), or a run directory (its last checkpoint); 'last': run_dir/checkpoints/model_last.pt
+    if it exists, else start fresh (for torchrun --max-restarts)."""
     num_steps_per_env: int = 16
     """Rollout length: env steps per env per iteration."""
     save_interval: int = 50
@@ -119,6 +120,8 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
     if cfg.resume == "last" and not cfg.run_dir:
         raise ConfigError("--resume last: needs --run-dir (the run whose last checkpoint to continue)")
+    if cfg.resume not in (None, "last"):
+        checkpoint_file(cfg.resume, cfg.task, "resume")  # a run directory must hold a last checkpoint
     if cfg.trainer not in TRAINERS:
         raise ConfigError(f"got {cfg.trainer!r}; allowed: {', '.join(TRAINERS)}", "trainer")
     if cfg.trainer != "phalanx":

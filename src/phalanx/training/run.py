@@ -19,7 +19,7 @@ from phalanx.core.cfg_data import to_data
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
-from phalanx.training.run_dir import RUNS
+from phalanx.training.run_dir import RUNS, checkpoint_file
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext, Progress
@@ -203,7 +203,7 @@ def _prepare(
     from phalanx.training.trainer import Trainer
 
     device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
-    resume = Path(cfg.resume) if cfg.resume not in (None, "last") else None
+    resume = Path(checkpoint_file(cfg.resume, cfg.task, "resume")) if cfg.resume not in (None, "last") else None
     if cfg.resume == "last":
         resume, state = newest_readable(run_dir / "checkpoints", cfg.task, RESUME_KEYS, console)
     if run is not None:

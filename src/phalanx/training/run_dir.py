@@ -36,19 +36,19 @@ RUNS = Path("runs")
 LAST = Path("checkpoints") / "model_last.pt"
 
 
-def checkpoint_file(given: str, task: str) -> str:
-    """`--checkpoint` as given: a checkpoint file; a run directory (its checkpoints/model_last.pt);
-    or 'last', the model_last.pt under runs/TASK/ that was written last."""
+def checkpoint_file(given: str, task: str, flag: str = "checkpoint") -> str:
+    """`--checkpoint` (or `flag`) as given: a checkpoint file; a run directory (its
+    checkpoints/model_last.pt); or 'last', the model_last.pt under runs/TASK/ written last."""
     if not given:
-        raise ConfigError("required: a model_*.pt written by phalanx train, its run directory, or 'last'", "checkpoint")
+        raise ConfigError("required: a model_*.pt written by phalanx train, its run directory, or 'last'", flag)
     if given == "last":
         found = sorted((RUNS / task).glob(f"*/{LAST}"), key=lambda path: path.stat().st_mtime)
         if not found:
-            raise ConfigError(f"last: no run under {RUNS / task}/ holds {LAST}", "checkpoint")
+            raise ConfigError(f"last: no run under {RUNS / task}/ holds {LAST}", flag)
         return str(found[-1])
     if Path(given).is_dir():
         if not (Path(given) / LAST).is_file():
-            raise ConfigError(f"the directory {given} holds no {LAST}", "checkpoint")
+            raise ConfigError(f"the directory {given} holds no {LAST}", flag)
         return str(Path(given) / LAST)
     return given
 
