@@ -153,7 +153,7 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None
             skip = True
         elif not flag.startswith("--gpus="):
             rest.append(flag)
-    from phalanx.training.run import new_run_dir
+    from phalanx.training.run_paths import new_run_dir
 
     command = [
         sys.executable,
@@ -218,7 +218,7 @@ def play(args: list[str], console: Console) -> None:
     from phalanx.training.checkpoint import load_checkpoint
     from phalanx.training.play import UNTRAINED, load_actor, run_episodes, untrained_policy
     from phalanx.training.registry import env_cfg, make, play_env_cfg, term_packages
-    from phalanx.training.run_dir import checkpoint_file
+    from phalanx.training.run_paths import checkpoint_file
 
     task, flags = task_and_flags("play", args, registered=False)
     cfg = parse_flags(PlayCfg, PlayCfg(task=task, checkpoint=""), flags, f"phalanx play {task}")
@@ -300,7 +300,7 @@ def export(args: list[str], console: Console) -> None:
     from phalanx.training.checkpoint import load_checkpoint
     from phalanx.training.export import check_format, export_policy
     from phalanx.training.registry import make, term_packages
-    from phalanx.training.run_dir import checkpoint_file
+    from phalanx.training.run_paths import checkpoint_file
 
     task, flags = task_and_flags("export", args, registered=False)
     cfg = parse_flags(ExportCfg, ExportCfg(task=task, checkpoint=""), flags, f"phalanx export {task}")

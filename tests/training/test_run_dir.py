@@ -15,7 +15,8 @@ from rich.console import Console
 
 from phalanx.cli import main
 from phalanx.core.errors import ConfigError
-from phalanx.training.run_dir import LAST, RunDir, checkpoint_file
+from phalanx.training.run_dir import RunDir
+from phalanx.training.run_paths import LAST, checkpoint_file
 
 TINY = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--save-interval", "2"]
 

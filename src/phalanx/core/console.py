@@ -10,6 +10,8 @@ MIN_WIDTH = 160
 
 
 def wide_console(file: IO[str] | None = None) -> Console:
-    """A rich console at least `MIN_WIDTH` columns wide (the terminal's width where it is wider):
-    lines written to a file or a pipe, where rich assumes 80 columns, stay one line each."""
-    return Console(file=file, width=max(MIN_WIDTH, Console(file=file).width))
+    """A rich console whose printed lines are never wrapped (a log line, a warning naming a long
+    path, stays one line for grep and for tests), and whose tables are laid out at least
+    `MIN_WIDTH` columns wide (the terminal's width where it is wider; rich assumes 80 on a file or
+    a pipe)."""
+    return Console(file=file, width=max(MIN_WIDTH, Console(file=file).width), soft_wrap=True)

@@ -13,7 +13,7 @@ from phalanx.core.files import check_path_length
 from phalanx.envs.cfg import TaskCfg
 from phalanx.rl.cfg import PolicyCfg, PPOCfg
 from phalanx.training.logger import check_logger
-from phalanx.training.run_dir import checkpoint_file
+from phalanx.training.run_paths import checkpoint_file
 
 TRAINERS = ("phalanx", "rsl_rl", "rl_games", "skrl", "sb3")
 """The RL libraries `--trainer` runs: phalanx's own PPO, or another library through its adapter in

@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,7 @@ from phalanx.core.cfg_data import to_data
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
-from phalanx.training.run_dir import RUNS, checkpoint_file
+from phalanx.training.run_paths import checkpoint_file, new_run_dir
 
 if TYPE_CHECKING:
     from phalanx.dist import DistContext, Progress
@@ -151,16 +150,6 @@ def _unsaved_stop(trainer: Trainer | None, run_dir: Path) -> str:
     else:
         newest = "the run has none yet"
     return f"no checkpoint was written for this stop ({newest})"
-
-
-def new_run_dir(task: str) -> Path:
-    """runs/TASK/DATE_TIME, with a suffix if a run started in the same second."""
-    base = RUNS / task / datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = base.with_name(f"{base.name}_{n}")
-    return path
 
 
 def check_low_level(env: TaskCfg) -> None:

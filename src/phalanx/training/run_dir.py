@@ -11,7 +11,7 @@
 
 The lock is an advisory `flock` on `run.lock`: the kernel drops it when its process ends however
 it ends, so a lock left by a dead process is simply taken over, and two processes cannot both win.
-Runs without a `--run-dir` go to runs/TASK/DATE_TIME under the working directory (`RUNS`).
+Runs without a `--run-dir` go to runs/TASK/DATE_TIME under the working directory (`run_paths`).
 """
 
 from __future__ import annotations
@@ -30,28 +30,6 @@ from rich.console import Console
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import temp_files, write_text_atomic
 from phalanx.sim.model_files import write_model_dir
-
-RUNS = Path("runs")
-"""Where runs without a `--run-dir` go (runs/TASK/DATE_TIME), relative to the working directory."""
-LAST = Path("checkpoints") / "model_last.pt"
-
-
-def checkpoint_file(given: str, task: str, flag: str = "checkpoint") -> str:
-    """`--checkpoint` (or `flag`) as given: a checkpoint file; a run directory (its
-    checkpoints/model_last.pt); or 'last', the model_last.pt under runs/TASK/ written last."""
-    if not given:
-        raise ConfigError("required: a model_*.pt written by phalanx train, its run directory, or 'last'", flag)
-    if given == "last":
-        found = sorted((RUNS / task).glob(f"*/{LAST}"), key=lambda path: path.stat().st_mtime)
-        if not found:
-            raise ConfigError(f"last: no run under {RUNS / task}/ holds {LAST}", flag)
-        return str(found[-1])
-    if Path(given).is_dir():
-        if not (Path(given) / LAST).is_file():
-            raise ConfigError(f"the directory {given} holds no {LAST}", flag)
-        return str(Path(given) / LAST)
-    return given
-
 
 LOCK_NAME = "run.lock"
 

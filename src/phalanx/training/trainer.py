@@ -30,7 +30,7 @@ from phalanx.training.cfg import TrainCfg
 from phalanx.training.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
 from phalanx.training.episode_stats import EpisodeStats
 from phalanx.training.logger import RunLogger
-from phalanx.training.run_dir import LAST
+from phalanx.training.run_paths import LAST
 from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
