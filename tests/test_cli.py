@@ -63,3 +63,22 @@ def test_train_help_shows_no_python_object_addresses(capsys) -> None:
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert "--env.rewards.alive.weight" in out and " at 0x" not in out
+
+
+def test_a_stop_that_python_wrapped_is_still_one_line(monkeypatch, capsys) -> None:
+    """Python 3.11 wraps an exception raised inside a class's creation (a Ctrl-C landing in an
+    import) in a RuntimeError: still a stop, one line, status 130."""
+    import phalanx.cli
+
+    def interrupted_import(args, console) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'fields' in 'Task'") from stop
+
+    monkeypatch.setattr(phalanx.cli, "list_tasks", interrupted_import)
+    assert main(["list"]) == 130
+    assert capsys.readouterr().err.strip() == "phalanx list: stopped by SIGINT"
+    monkeypatch.setattr(phalanx.cli, "list_tasks", lambda args, console: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        main(["list"])

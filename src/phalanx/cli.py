@@ -366,14 +366,37 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)
         return 2
+    except Exception as error:  # a stop that Python wrapped (one inside a class's creation)
+        stop = _stop_within(error)
+        if stop is None:
+            raise
+        return _stopped(command, stop)
     except (KeyboardInterrupt, Stopped) as stop:
-        sig = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
-        when = " outside the training iterations: no checkpoint was written for it" if command == "train" else ""
-        print(f"phalanx {command}: stopped by {signal.Signals(sig).name}{when}", file=sys.stderr)
-        return 128 + int(sig)
+        return _stopped(command, stop)
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _stopped(command: str, stop: BaseException) -> int:
+    """One line for a stop by SIGINT or SIGTERM outside training's own handling; its exit status."""
+    sig = stop.signum if isinstance(stop, Stopped) else signal.SIGINT
+    when = " outside the training iterations: no checkpoint was written for it" if command == "train" else ""
+    print(f"phalanx {command}: stopped by {signal.Signals(sig).name}{when}", file=sys.stderr)
+    return 128 + int(sig)
+
+
+def _stop_within(error: BaseException) -> BaseException | None:
+    """The KeyboardInterrupt or `Stopped` that caused `error`, if one did: Python wraps what a
+    signal raises at some moments (Python 3.11: in a class attribute's `__set_name__`)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt | Stopped):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _config_file(flags: list[str]) -> tuple[list[str], str | None]:

@@ -173,7 +173,12 @@ def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
     run = tmp_path / "run"
     command = [sys.executable, "-m", "phalanx", "train", "ant", "--device", "cpu", "--num-envs", "8"]
     command += ["--max-iterations", "1", "--run-dir", str(run)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell's background job inherits SIGINT ignored (a CI started with `&`): a terminal's Ctrl-C is
+    # what this test sends, so the child gets SIGINT's default back.
+    default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not (run / "run.lock").exists():  # the run has started
         time.sleep(0.05)
