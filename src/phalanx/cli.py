@@ -145,14 +145,7 @@ def _launch_torchrun(task: str, flags: list[str], gpus: str, run_dir: str | None
             f"NCCL) and this machine has {torch.cuda.device_count()}",
             "gpus",
         )
-    rest, skip = [], False
-    for flag in flags:
-        if skip:
-            skip = False
-        elif flag == "--gpus":
-            skip = True
-        elif not flag.startswith("--gpus="):
-            rest.append(flag)
+    rest, _ = _take_flag(flags, "--gpus")
     from phalanx.training.run_paths import new_run_dir
 
     command = [
@@ -242,11 +235,11 @@ def play(args: list[str], console: Console) -> None:
         check_logger(cfg.logger)
         if cfg.video is None:
             raise ConfigError("--logger: it says where the video goes; give --video FILE.mp4 too")
-    state = None if cfg.policy else load_checkpoint(cfg.checkpoint, task)
-    if state is None:
-        trained = env_cfg(task)
-    else:
+    if cfg.policy is None:
+        state = load_checkpoint(cfg.checkpoint, task)
         trained = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages())
+    else:
+        state, trained = None, env_cfg(task)
     played = play_env_cfg(task, trained)
     _set_low_level_checkpoint(played, task, cfg.low_level_checkpoint)
     env = make(played, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
@@ -366,12 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)
         return 2
-    except Exception as error:  # a stop that Python wrapped (one inside a class's creation)
+    except BaseException as error:  # Ctrl-C, SIGTERM, or either wrapped by Python (inside a class's creation)
         stop = _stop_within(error)
         if stop is None:
             raise
-        return _stopped(command, stop)
-    except (KeyboardInterrupt, Stopped) as stop:
         return _stopped(command, stop)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -387,8 +378,9 @@ def _stopped(command: str, stop: BaseException) -> int:
 
 
 def _stop_within(error: BaseException) -> BaseException | None:
-    """The KeyboardInterrupt or `Stopped` that caused `error`, if one did: Python wraps what a
-    signal raises at some moments (Python 3.11: in a class attribute's `__set_name__`)."""
+    """`error` itself where it is a KeyboardInterrupt or `Stopped`, else the one that caused it, if
+    one did: Python wraps what a signal raises at some moments (Python 3.11: in a class
+    attribute's `__set_name__`)."""
     seen: set[int] = set()
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:

@@ -86,7 +86,6 @@ def dropped_stderr_lines(prefix: str) -> Iterator[None]:
             held.seek(0)
             kept = [line for line in held.read().splitlines(keepends=True) if not line.startswith(prefix.encode())]
             if kept:
-                sys.stderr.flush()
                 os.write(2, b"".join(kept))
 
 

@@ -50,5 +50,5 @@ def add_task_files(paths: list[str]) -> None:
     for path in paths:
         load_task_file(path)
     known = [p for p in os.environ.get(TASK_FILES_ENV, "").split(os.pathsep) if p]
-    new = [str(Path(p).resolve()) for p in paths if str(Path(p).resolve()) not in known]
-    os.environ[TASK_FILES_ENV] = os.pathsep.join(known + new)
+    resolved = [str(Path(p).resolve()) for p in paths]
+    os.environ[TASK_FILES_ENV] = os.pathsep.join(known + [p for p in resolved if p not in known])
