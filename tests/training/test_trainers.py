@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 
 import pytest
@@ -26,7 +27,30 @@ def _rows(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_a_library_trains_into_phalanxs_run_directory(tmp_path, capfd) -> None:
+def test_a_library_trains_into_phalanxs_run_directory(tmp_path, capfd, monkeypatch) -> None:
+    rsl_rl = pytest.importorskip("rsl_rl")
+    install = tmp_path / "site-packages"  # rsl_rl installed inside a git repository, as on some machines
+    subprocess.run(["git", "init", "-q", str(install)], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(install),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "t",
+        ],
+        check=True,
+    )
+    (install / "rsl_rl").mkdir()
+    (install / "rsl_rl" / "__init__.py").touch()
+    monkeypatch.setattr(rsl_rl, "__file__", str(install / "rsl_rl" / "__init__.py"))
     run_dir = tmp_path / "run"
     trainer = phalanx.train(
         "cartpole", trainer="rsl_rl", device="cpu", num_envs=32, max_iterations=3, run_dir=str(run_dir), logger="none"

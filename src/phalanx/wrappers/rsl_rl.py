@@ -119,12 +119,13 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     off: no TensorBoard events of its own, no console block."""
     cfg = runner_cfg(train) | {"logger": {"class_name": _CheckpointsOnly}}
     runner = OnPolicyRunner(RslRlVecEnv(env), cfg, log_dir=str(checkpoints), device=str(env.device))
-    for name in ("init_logging_writer", "log"):  # its console block, its note on its install's git state
+    for name in ("init_logging_writer", "log"):  # its console block
         setattr(runner.logger, name, _quiet(getattr(runner.logger, name)))
+    runner.logger.git_status_repos.clear()  # no diff of whatever git repository holds rsl_rl's install
     watch_action_std(env, lambda: runner.alg.actor.output_std)  # of the last batch the actor saw
     runner.learn(num_learning_iterations=train.max_iterations)
     with contextlib.suppress(OSError):
-        (checkpoints / "git").rmdir()  # made for the git state of the repositories it found: none
+        (checkpoints / "git").rmdir()  # made for the git state of the repositories it was given: none
 
 
 def _quiet(method: Any) -> Any:
