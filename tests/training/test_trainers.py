@@ -30,25 +30,10 @@ def _rows(run_dir) -> list[dict]:
 def test_a_library_trains_into_phalanxs_run_directory(tmp_path, capfd, monkeypatch) -> None:
     rsl_rl = pytest.importorskip("rsl_rl")
     install = tmp_path / "site-packages"  # rsl_rl installed inside a git repository, as on some machines
-    subprocess.run(["git", "init", "-q", str(install)], check=True)
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(install),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "t",
-        ],
-        check=True,
-    )
-    (install / "rsl_rl").mkdir()
+    git = ["git", "-C", str(install), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (install / "rsl_rl").mkdir(parents=True)
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "t"], check=True)
     (install / "rsl_rl" / "__init__.py").touch()
     monkeypatch.setattr(rsl_rl, "__file__", str(install / "rsl_rl" / "__init__.py"))
     run_dir = tmp_path / "run"
