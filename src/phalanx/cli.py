@@ -9,7 +9,7 @@
                       [--logger tensorboard|wandb|none]
     phalanx play TASK --policy zero|random [...]      (a look at a task before training)
     phalanx export TASK --checkpoint P|RUN_DIR|last [--format onnx|torchscript] [--out DIR]
-    phalanx bench throughput|envs|scaling|startup|compare|learn|report ...
+    phalanx bench throughput|envs|scaling|startup|compare|learn|report|docs ...
                       (`phalanx bench --help` says what each measures)
 
 `--module my_task.py` (any command) loads a task file that calls `phalanx.register`, unpackaged.
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from phalanx.bench.command import bench
 
-            bench(rest, console)
+            return bench(rest, console)
     except ConfigError as error:
         print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)
         return 2

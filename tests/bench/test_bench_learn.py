@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from phalanx.bench import docs_tables
 from phalanx.bench.learn import check_result, logged_keys, passes
 from phalanx.bench.learn_job import MetricFollower
-from phalanx.bench.learn_report import DOCS_BEGIN, DOCS_END, docs_table, verdict_table, write_docs_table
+from phalanx.bench.learn_report import verdict_table
 from phalanx.cli import main
 from phalanx.core.errors import ConfigError
 from phalanx.training.registry import BUILTIN, LearningResult, env_cfg, register, registered_tasks
@@ -96,30 +97,24 @@ def _run(task: str, seed: int, reached: bool, **fields) -> dict:
     return row | fields
 
 
-def test_the_tables_give_each_task_its_verdict(tmp_path: Path) -> None:
+def test_the_tables_give_each_task_its_verdict() -> None:
     results = [_run("a", 0, True), _run("a", 1, True), _run("a", 2, False), _run("b", 0, False)]
     results.append(_run("b", 0, True, cold_run=True, caches="cold"))
     table = verdict_table(results)
     assert "| a | mean_reward >= 5 in 60 s | 2 of 3 | 20, 21, no | - | pass |" in table
     assert "| b | mean_reward >= 5 in 60 s | 0 of 1 | no | 20 | **fail** |" in table
     machine = {"gpu_count": 4, "gpu": "NVIDIA H200", "commit": "abc1234"}
-    bench = {"command": "phalanx bench learn a b", "date": "2026-11-28", "device": "cuda", "machine": machine}
+    bench = {"kind": "learn", "command": "phalanx bench learn a b", "date": "2026-11-28", "device": "cuda"}
+    bench["machine"] = machine
     cold_only = [_run("c", 0, True, caches="cold"), _run("d", 0, True, caches="cold", reached_iteration=0)]
     cold_only = bench | {"command": "phalanx bench learn c d", "results": cold_only}
-    table = docs_table([(bench | {"results": results}, "results/one/"), (cold_only, "results/two/")])
-    assert "| a | mean_reward >= 5 in 60 s | pass | 2/3 | 20 (4), 21 (4), no (4) | - | 2.00 M | A |" in table
-    assert "| b | mean_reward >= 5 in 60 s | **fail** | 0/1 | no (4) | 20c (4) | 2.00 M | A |" in table
-    assert "| c | mean_reward >= 5 in 60 s | pass | 1/1 (cold) | - | 20c (4) | 2.00 M | B |" in table
-    assert "| d | mean_reward >= 5 in 60 s | **no measure**: met in the first iteration |" in table
-    assert "- A: `phalanx bench learn a b`; 2026-11-28, commit abc1234, 4 x NVIDIA H200 (GPU-abc)" in table
-    assert "[raw results](results/two/)" in table
-    docs = tmp_path / "benchmarks.md"
-    docs.write_text("# Benchmarks\n\nintro\n")
-    write_docs_table(docs, table)
-    write_docs_table(docs, table.replace("2.00 M", "3.00 M"))  # replaced between the markers, not added again
-    text = docs.read_text()
-    assert text.startswith("# Benchmarks\n\n" + DOCS_BEGIN) and text.count(DOCS_END) == 1 and "3.00 M" in text
-    assert text.endswith("intro\n")
+    docs = docs_tables.table("learn", [(bench | {"results": results}, "results/one/"), (cold_only, "results/two/")])
+    assert "| a | mean_reward >= 5 in 60 s | pass | 2/3 | 20 (4), 21 (4), no (4) | - | 2.00 M | A |" in docs
+    assert "| b | mean_reward >= 5 in 60 s | **fail** | 0/1 | no (4) | 20c (4) | 2.00 M | A |" in docs
+    assert "| c | mean_reward >= 5 in 60 s | pass | 1/1 (cold) | - | 20c (4) | 2.00 M | B |" in docs
+    assert "| d | mean_reward >= 5 in 60 s | **no measure**: met in the first iteration |" in docs
+    assert "- A: `phalanx bench learn a b`; 2026-11-28, commit abc1234, 4 x NVIDIA H200 (GPU-abc)" in docs
+    assert "[raw results](results/two/)" in docs
 
 
 @pytest.mark.parametrize(

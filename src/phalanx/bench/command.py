@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 from datetime import date, datetime
 from pathlib import Path
 
@@ -202,25 +201,12 @@ def run_compare(args: list[str], console: Console) -> None:
 
 
 def run_report(args: list[str], console: Console) -> None:
-    from phalanx.bench.report import compare, load, render
+    from phalanx.bench.report import compare, render
 
     cfg = tyro.cli(ReportCfg, args=args, prog="phalanx bench report")
     dirs = [Path(d) for d in cfg.run_dirs]
     if not dirs:
         raise ConfigError("bench report: give at least one run directory")
-    if cfg.docs is not None:
-        from phalanx.bench.learn_report import RUN_LABELS, docs_table, write_docs_table
-
-        docs = Path(cfg.docs)
-        benches = [load(d) for d in dirs]
-        if any(b["kind"] != "learn" for b in benches) or len(dirs) > len(RUN_LABELS):
-            raise ConfigError(f"--docs: takes the run directories of up to {len(RUN_LABELS)} `phalanx bench learn`")
-        if not docs.is_file():
-            raise ConfigError(f"--docs: no file {docs}")
-        links = [Path(os.path.relpath(d.resolve(), docs.resolve().parent)).as_posix() + "/" for d in dirs]
-        write_docs_table(docs, docs_table(list(zip(benches, links, strict=True))))
-        console.print(f"wrote the learning suite's table into {docs}")
-        return
     if len(dirs) == 1:
         render(dirs[0])
         console.print(f"rebuilt {dirs[0] / 'report.md'}")
@@ -244,20 +230,27 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
                     (--gpus 0,1,2,3), until it reaches the result it declares or its budget: time
                     to the threshold, start-up, fps, final metric, cold and warm caches, videos
   report DIR ...    rebuild a run's report, or compare several runs
+  docs [PAGE ...]   rebuild a docs page's tables from the raw results they name (default
+                    docs/benchmarks.md); --check: exit 1 where one differs
 
 `phalanx bench KIND TASK --help` lists the flags of each."""
 
 
-KINDS = ("throughput", "envs", "scaling", "startup", "compare", "learn", "report")
+KINDS = ("throughput", "envs", "scaling", "startup", "compare", "learn", "report", "docs")
 
 
-def bench(args: list[str], console: Console) -> None:
+def bench(args: list[str], console: Console) -> int:
+    """Runs `phalanx bench KIND ...`; its exit status."""
     if args and args[0] in ("-h", "--help"):
         print(BENCH_USAGE)
-        return
+        return 0
     if not args or args[0] not in KINDS:
         got = repr(args[0]) if args else "nothing"
         raise ConfigError(f"bench: expected one of {', '.join(KINDS)}, got {got}")
+    if args[0] == "docs":
+        from phalanx.bench.docs_page import run_docs
+
+        return run_docs(args[1:], console)
     if args[0] == "report":
         run_report(args[1:], console)
     elif args[0] == "scaling":
@@ -272,3 +265,4 @@ def bench(args: list[str], console: Console) -> None:
         run_learn(args[1:], console)
     else:
         run_bench(args[0], args[1:], console)
+    return 0

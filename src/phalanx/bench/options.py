@@ -176,6 +176,13 @@ class ReportCfg:
     """Run directories holding bench.json."""
     out: str = "runs/bench/comparison"
     """Where the comparison of several runs goes."""
-    docs: str | None = None
-    """With `phalanx bench learn` runs: write their table into this markdown file instead (between
-    its learning-suite markers, or at its top), e.g. docs/benchmarks.md."""
+
+
+@dataclass
+class DocsCfg:
+    """phalanx bench docs: rebuild the tables of docs pages from the raw results their markers name."""
+
+    pages: tyro.conf.Positional[tuple[str, ...]] = ("docs/benchmarks.md",)
+    """The markdown pages."""
+    check: bool = False
+    """Rebuild nothing; exit 1 where a page's tables differ from what its raw results give."""

@@ -16,8 +16,8 @@ they do not fit, local memory that the GPU caches per multiprocessor, laid out s
 threads read consecutive addresses. The inputs keep torch's batch-first layout; a constraint
 matrix shared by every problem is read from one copy (A's first dimension is then 1).
 
-How it is written sets much of its speed (each choice measured: docs/benchmarks.md, "The whole
-solve as one kernel"):
+How it is written sets much of its speed (each choice measured against the alternative:
+docs/results/qp-kernel-h100-2026-11-27 and qp-kernel-blocks-h100-2026-11-27):
 - Products with A' and A' diag(rho) A add A's rows one after another, each row's n products
   independent of each other: faster, and the kernel compiles in half the time.
 - The steps run in runs between rho updates, so the loop of steps assigns neither K nor rho

@@ -65,8 +65,8 @@ class QPSettings:
     fused by torch.compile); "warp", the whole solve as one Warp kernel, one thread per problem
     (`phalanx.control.admm_kernel`; float32 or float64); "auto", the kernel on a CUDA device
     for those dtypes (several times the compiled torch steps' QPs/s: docs/benchmarks.md,
-    "Batched QP solver") and torch elsewhere (on a CPU the kernel's threads run one after another). The same
-    algorithm: solutions agree to rounding."""
+    "Batched QP solver and RL over it") and torch elsewhere (on a CPU the kernel's threads run one
+    after another). The same algorithm: solutions agree to rounding."""
     block_dim: int = 32
     """Threads per block of the warp backend's launch on a GPU (at most 256). A block runs on one
     multiprocessor: with Warp's default of 256, a few thousand problems fill a few of a GPU's

@@ -59,7 +59,7 @@ def cartpole_cfg() -> TaskCfg:
         num_envs=4096,
         # A whole cartpole training takes seconds, so start-up decides the wait: without
         # torch.compile it starts seconds sooner, and whether compiling steps faster depends on
-        # the host (docs/benchmarks.md, "Solver budget and torch.compile per task");
+        # the host (docs/speed.md, "Defaults chosen by measurement");
         # `--env.compile-step` turns it on.
         compile_step=False,
     )
@@ -75,7 +75,7 @@ def cartpole_train_cfg() -> TrainCfg:
         # Like the env step, for start-up: compiled, the update is faster, but the first
         # iteration comes seconds later, warm or cold, and a cartpole is balanced after some 60
         # iterations. `--compile-update` turns it on. Networks this small gain nothing from
-        # bfloat16 (docs/benchmarks.md, "A compiled bfloat16 update").
+        # bfloat16 (docs/speed.md, "Defaults chosen by measurement").
         compile_update=False,
         bf16_update=False,
     )
@@ -116,7 +116,7 @@ def cartpole_camera_train_cfg() -> TrainCfg:
     cfg.algo = PPOCfg(learning_rate=5e-4, entropy_coef=0.005)
     cfg.max_iterations = 300
     # The update is most of an iteration here: compiled and in bfloat16 it is faster, for more
-    # start-up (docs/benchmarks.md, "A compiled bfloat16 update").
+    # start-up (docs/speed.md, "Defaults chosen by measurement").
     cfg.compile_update = cfg.bf16_update = True
     return cfg
 

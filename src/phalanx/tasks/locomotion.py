@@ -50,7 +50,7 @@ def _locomotion_cfg(description: str, robot: _Robot) -> TaskCfg:
         model=asset(robot.asset),
         episode_length_s=16.0,
         # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): more env
-        # steps/s to the same returns (docs/benchmarks.md, "Solver budget").
+        # steps/s to the same returns (docs/speed.md, "Defaults chosen by measurement").
         sim=SimCfg(decimation=2, body_forces=True, iterations=4, ls_iterations=6, unroll_solver=True),
         actions=ActionCfg(actuators=".*", scale=robot.action_scale, clip=robot.action_clip),
         observations={

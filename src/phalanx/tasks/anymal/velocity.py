@@ -74,7 +74,7 @@ def on_terrain(cfg: TaskCfg, terrain: TerrainCfg) -> None:
     cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
     # The base does not collide with the terrain: touching it ends the episode, which the base
     # site's points below the terrain's surface tell for a fraction of the heightfield collision
-    # of the base box (docs/benchmarks.md, "anymal-rough's physics").
+    # of the base box (docs/speed.md, "Defaults chosen by measurement").
     cfg.terrain = terrain
     touch = TerminationTermCfg(func=terminations.site_touches_terrain, params={"site": "base"})
     cfg.terminations["base_contact"] = touch
@@ -93,7 +93,7 @@ def velocity_cfg(description: str) -> TaskCfg:
         episode_length_s=20.0,
         # A solver budget of 4 iterations (line search 6) instead of MuJoCo's 100 (50): more env
         # steps/s, and runs on flat ground and terrain learn at least as far per iteration
-        # (docs/benchmarks.md, "Solver budget").
+        # (docs/speed.md, "Defaults chosen by measurement").
         sim=SimCfg(dt=0.005, decimation=4, max_qvel=MAX_QVEL, iterations=4, ls_iterations=6, unroll_solver=True),
         actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=ACTION_CLIP),
         commands={

@@ -1,0 +1,88 @@
+"""`phalanx bench docs PAGE`: rebuilds each table of a docs page from the raw results it names.
+
+A table is written between two markers; the first names its kind and its raw results, as paths or
+globs relative to the page (a folder stands for its bench.json):
+
+    <!-- bench-table throughput: results/throughput-h200-2026-11-29/*.json -->
+    ...the generated table and its notes...
+    <!-- bench-table end -->
+
+`--check` rebuilds nothing and fails where a table differs from what its results give, so a hand
+edit, or raw results added without the table, is caught by the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import tyro
+from rich.console import Console
+
+from phalanx.bench.docs_tables import table
+from phalanx.bench.options import DocsCfg
+from phalanx.core.errors import ConfigError
+from phalanx.core.files import write_text_atomic
+
+BEGIN = r"(?P<begin><!-- bench-table (?P<kind>[a-z]+): (?P<sources>[^\n]*?) -->\n)"
+BLOCK = re.compile(BEGIN + r"(?P<body>.*?)(?P<end><!-- bench-table end -->)", re.S)
+
+
+def rebuilt(page: Path) -> str:
+    """The page's text with each of its tables rebuilt from its raw results."""
+    try:
+        text = page.read_text()
+    except OSError as error:
+        raise ConfigError(f"bench docs: cannot read {page} ({error.strerror})") from None
+    if text.count("<!-- bench-table ") != 2 * len(BLOCK.findall(text)):
+        raise ConfigError(f"bench docs: {page} has a bench-table marker without its pair")
+
+    def block(m: re.Match[str]) -> str:
+        sources = [(_load(path), _link(path, page)) for path in _paths(page, m["sources"].split())]
+        return f"{m['begin']}\n{table(m['kind'], sources)}\n\n{m['end']}"
+
+    return BLOCK.sub(block, text)
+
+
+def _paths(page: Path, patterns: list[str]) -> list[Path]:
+    paths = []
+    for pattern in patterns:
+        found = sorted(page.parent.glob(pattern))
+        if not found:
+            raise ConfigError(f"bench docs: {page}: {pattern!r} matches no file under {page.parent}")
+        paths += [p / "bench.json" if p.is_dir() else p for p in found]
+    return paths
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        bench = json.loads(path.read_text())
+    except (ValueError, OSError) as error:
+        raise ConfigError(f"bench docs: {path} is not readable JSON ({error})") from None
+    if not isinstance(bench, dict) or not {"kind", "results", "machine", "command", "date"} <= set(bench):
+        raise ConfigError(f"bench docs: {path} is not a phalanx bench.json (kind, results, machine, command, date)")
+    return bench
+
+
+def _link(path: Path, page: Path) -> str:
+    """The link from the page to the folder of a result's raw files."""
+    return Path(os.path.relpath(path.parent.resolve(), page.parent.resolve())).as_posix() + "/"
+
+
+def run_docs(args: list[str], console: Console) -> int:
+    cfg = tyro.cli(DocsCfg, args=args, prog="phalanx bench docs")
+    stale = []
+    for page in map(Path, cfg.pages):
+        text = rebuilt(page)
+        if text == page.read_text():
+            console.print(f"{page}: its tables are as its raw results give them")
+        elif cfg.check:
+            stale.append(page)
+        else:
+            write_text_atomic(page, text)
+            console.print(f"{page}: rebuilt its tables from their raw results")
+    for page in stale:
+        console.print(f"{page}: its tables differ from its raw results; `phalanx bench docs {page}` rebuilds them")
+    return 1 if stale else 0

@@ -1,0 +1,229 @@
+"""The docs' benchmark tables, one per kind of `phalanx bench`, built from raw bench.json files.
+
+Files of one run (the same command but for its run directory, date, commit and GPUs, e.g. two
+repeats) share a label; each row names its run's label, and the notes under the table give each
+label's command, date, commit, GPUs and raw results."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from phalanx.bench.learn_report import from_launch, judged, result_text, verdicts
+from phalanx.bench.markdown import markdown_table
+from phalanx.core.errors import ConfigError
+
+Rows = tuple[list[str], list[list[str]]]
+
+
+@dataclass
+class Run:
+    """The bench.json files of one run and the links to their raw results."""
+
+    label: str
+    benches: list[dict[str, Any]] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+
+def table(kind: str, sources: list[tuple[dict[str, Any], str]]) -> str:
+    """The markdown table of `kind` from `sources` (bench.json contents, each with the link to its
+    raw results), with a note per run under it."""
+    if kind not in TABLES:
+        raise ConfigError(f"bench docs: no table of kind {kind!r}; the kinds: {', '.join(TABLES)}")
+    kinds, rows = TABLES[kind]
+    for bench, link in sources:
+        if bench["kind"] not in kinds:
+            raise ConfigError(f"bench docs: {link} is a `bench {bench['kind']}` result, not one for a {kind} table")
+    runs = _runs(sources)
+    columns, body = rows(runs)
+    return "\n".join([markdown_table(columns, body), "", *[_note(run) for run in runs]])
+
+
+def _runs(sources: list[tuple[dict[str, Any], str]]) -> list[Run]:
+    runs: dict[tuple[Any, ...], Run] = {}
+    for bench, link in sources:
+        key = (_command(bench), bench["date"], bench["machine"]["commit"], tuple(_gpus(bench)))
+        run = runs.setdefault(key, Run(_label(len(runs))))
+        run.benches.append(bench)
+        if link not in run.links:
+            run.links.append(link)
+    return list(runs.values())
+
+
+def _label(i: int) -> str:
+    """A, B, ..., Z, AA, AB, ..."""
+    letters = ""
+    i += 1
+    while i:
+        i, rest = divmod(i - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return letters
+
+
+def _command(bench: dict[str, Any]) -> str:
+    """The bench's command without its run directory (where the files went, not what ran)."""
+    return " ".join(re.sub(r"\s+--run-dir[= ]\S+", "", bench["command"]).split())
+
+
+def _gpus(bench: dict[str, Any]) -> list[str]:
+    """The GPUs the run used: those its results name, else those of its machine."""
+    named = sorted({r["gpu_uuid"] for r in bench["results"] if r.get("gpu_uuid")})
+    return named or list(bench["machine"].get("gpu_uuids") or [])
+
+
+def _note(run: Run) -> str:
+    bench, machine = run.benches[0], run.benches[0]["machine"]
+    uuids = ", ".join(uuid[:12] for uuid in _gpus(bench)) or bench["device"]
+    links = ", ".join(f"[raw results]({link})" for link in run.links)
+    return (
+        f"- {run.label}: `{_command(bench)}`; {bench['date']}, commit {machine['commit']}, "
+        f"{machine['gpu_count']} x {machine['gpu']} ({uuids}); {links}"
+    )
+
+
+def _gpu(bench: dict[str, Any]) -> str:
+    """The GPU model, short ("H200", "H100"), or the device (cpu)."""
+    gpu = bench["machine"].get("gpu") or bench["device"]
+    return gpu.removeprefix("NVIDIA ").split()[0]
+
+
+def _values(values: list[float | None], scale: float = 1.0, digits: int = 2, unit: str = "") -> str:
+    """Repeats of one figure, comma-separated, with their unit once; "-" where a run lacks it."""
+    if any(v is None for v in values):
+        return "-"
+    return ", ".join(f"{v / scale:.{digits}f}" for v in values if v is not None) + unit
+
+
+def _fps(values: list[float]) -> str:
+    """Env steps per second in millions, to 3 significant digits."""
+    return ", ".join(f"{v / 1e6:#.3g}".rstrip(".") for v in values) + " M"
+
+
+def _grouped(run: Run, key: Callable[[dict[str, Any], dict[str, Any]], Any]) -> dict[Any, list[dict[str, Any]]]:
+    """The valid results of a run's files, grouped by `key(bench, result)` (repeats together)."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for bench in run.benches:
+        for r in bench["results"]:
+            if r.get("valid", True):
+                groups.setdefault(key(bench, r), []).append(r)
+    return groups
+
+
+def _throughput(runs: list[Run]) -> Rows:
+    columns = ["task", "GPU", "envs", "fps total", "fps step", "fps step+inference", "ms per iteration"]
+    columns += ["step / physics limit", "memory per env", "run"]
+    rows = []
+    for run in runs:
+        gpu = _gpu(run.benches[0])
+        for (task, envs), rs in _grouped(run, lambda b, r: (r.get("task", b["task"]), r["num_envs"])).items():
+            rows.append(
+                [task, gpu, f"{envs:,}", _fps([r["fps_total"] for r in rs])]
+                + [_fps([r["fps_step"] for r in rs])]
+                + [_fps([r["fps_step_inference"] for r in rs])]
+                + [_values([r["iteration_s"] for r in rs], 1e-3, 1)]
+                + [_values([r.get("ratio_step_to_limit") for r in rs], 0.01, 0, " %")]
+                + [_values([r.get("memory_per_env_bytes") for r in rs], 1024, 0, " KiB"), run.label]
+            )
+    return columns, rows
+
+
+STARTUP_PHASES = {
+    "import": ("import",),
+    "model build": ("model_build",),
+    "first reset and step": ("first_reset", "first_env_step"),
+    "first iteration": ("first_iteration",),
+}
+
+
+def _startup(runs: list[Run]) -> Rows:
+    columns = ["task", "GPU", "caches", "envs", "launch to first iteration (s)", *STARTUP_PHASES, "run"]
+    rows = []
+    for run in runs:
+        gpu = _gpu(run.benches[0])
+        for (task, caches), rs in _grouped(run, lambda b, r: (r.get("task", b["task"]), r["run"])).items():
+            phases = [[sum(r["phases_s"].get(p, 0.0) for p in ps) for r in rs] for ps in STARTUP_PHASES.values()]
+            wall = _values([r["process_wall_s"] for r in rs], 1, 1)
+            rows.append(
+                [task, gpu, caches, f"{rs[0]['num_envs']:,}", wall, *[_values(p, 1, 1) for p in phases], run.label]
+            )
+    return columns, rows
+
+
+def _compare(runs: list[Run]) -> Rows:
+    columns = ["task", "library", "GPUs", "GPU", "fps total", "start-up (s)", "to the threshold from launch (s)"]
+    columns += ["threshold", "GPU memory", "run"]
+    rows = []
+    for run in runs:
+        key = lambda b, r: (b["task"], r["trainer"], r.get("gpus", 1))  # noqa: E731
+        for (task, trainer, gpus), rs in _grouped(run, key).items():
+            reached = [r["to_threshold_from_launch_s"] for r in rs]
+            rows.append(
+                [task, trainer, str(gpus), _gpu(run.benches[0]), _fps([r["fps_total"] for r in rs])]
+                + [_values([r["startup_s"] for r in rs], 1, 1)]
+                + [", ".join("no" if s is None else f"{s:.1f}" for s in reached)]
+                + [f"{rs[0]['metric']} {rs[0]['threshold']:g}"]
+                + [_values([r.get("gpu_memory_mib") for r in rs], 1, 0, " MiB")]
+                + [run.label]
+            )
+    return columns, rows
+
+
+def _scaling(runs: list[Run]) -> Rows:
+    columns = ["task", "mode", "GPUs", "GPU", "envs per GPU", "fps total", "speed-up", "efficiency", "run"]
+    rows = []
+    for run in runs:
+        key = lambda b, r: (b["task"], b["config"]["mode"], r["gpus"], r["envs_per_rank"])  # noqa: E731
+        for (task, mode, gpus, envs), rs in _grouped(run, key).items():
+            rows.append(
+                [
+                    task,
+                    mode,
+                    str(gpus),
+                    _gpu(run.benches[0]),
+                    f"{envs:,}",
+                    _fps([r["fps_total"] for r in rs]),
+                ]
+                + [_values([r["speedup"] for r in rs], unit="x"), _values([r["efficiency"] for r in rs], 0.01, 0, " %")]
+                + [run.label]
+            )
+    return columns, rows
+
+
+def _learn(runs: list[Run]) -> Rows:
+    """Per task its result, verdict and seeds reached, each warm run's seconds from launch to the
+    threshold (start-up apart), the runs on cold caches, fps_total, and its runs. A task is judged
+    on its warm runs, or on its cold ones where it has none."""
+    entries: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for run in runs:
+        for bench in run.benches:
+            for r in bench["results"]:
+                if r["status"] != "not run":
+                    entries.setdefault(r["task"], []).append((run.label, r))
+    rows = []
+    for task, labelled in entries.items():
+        results = [r for _, r in labelled]
+        seeds = judged(results)
+        cold = [r for r in results if r["caches"] == "cold"]
+        v = verdicts(results)[task]
+        fps = [r["fps_total"] for r in seeds if r.get("fps_total")]
+        warm = [r for r in seeds if r["caches"] == "warm"]
+        rows.append(
+            [task, result_text((seeds or results)[0]), v["verdict"]]
+            + [f"{v['reached']}/{v['seeds']}" + ("" if warm else " (cold)"), from_launch(warm), from_launch(cold)]
+            + [f"{sum(fps) / len(fps) / 1e6:.2f} M" if fps else "-"]
+            + [", ".join(sorted({label for label, _ in labelled}))]
+        )
+    columns = ["task", "result (as run)", "verdict", "seeds reached", "warm: s from launch (start-up)", "cold caches"]
+    return columns + ["fps total", "run"], rows
+
+
+# a table's kind: the `phalanx bench` kinds whose results it takes, and its columns and rows
+TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
+    "learn": (("learn",), _learn),
+    "throughput": (("throughput", "envs"), _throughput),
+    "startup": (("startup",), _startup),
+    "compare": (("compare",), _compare),
+    "scaling": (("scaling",), _scaling),
+}

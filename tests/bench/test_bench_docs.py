@@ -1,0 +1,92 @@
+"""`phalanx bench docs`: a docs page's tables are rebuilt from the raw results their markers name,
+each row with its run's command, date, commit and GPU; `--check` catches a table edited by hand;
+bad markers and sources are one line, exit 2. And docs/benchmarks.md is what its results give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from phalanx.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+MACHINE = {"gpu": "NVIDIA H200", "gpu_count": 1, "gpu_uuids": ["GPU-7b34d2b7-d8a4"], "commit": "abc1234"}
+
+
+def _throughput(fps_total: float, run_dir: str, task: str = "cartpole") -> dict:
+    result = {"task": task, "num_envs": 4096, "valid": True, "fps_step": 6e6, "fps_step_inference": 5e6}
+    result |= {"fps_total": fps_total, "iteration_s": 0.018, "ratio_step_to_limit": 0.8, "memory_per_env_bytes": 157696}
+    command = f"phalanx bench throughput {task} --num-envs 4096 --run-dir {run_dir}"
+    return {"kind": "throughput", "task": task, "command": command, "date": "2026-11-29", "device": "cuda:0"} | {
+        "machine": MACHINE,
+        "results": [result],
+    }
+
+
+def _page(tmp_path: Path, sources: str = "results/tp/*.json", kind: str = "throughput") -> Path:
+    raw = tmp_path / "results" / "tp"
+    raw.mkdir(parents=True, exist_ok=True)
+    for name, bench in [
+        ("cartpole-1.json", _throughput(3.62e6, "/tmp/a")),  # two repeats of one command: one run
+        ("cartpole-2.json", _throughput(3.61e6, "/tmp/b")),
+        ("ant.json", _throughput(1.66e6, "/tmp/c", "ant")),
+    ]:
+        (raw / name).write_text(json.dumps(bench))
+    page = tmp_path / "benchmarks.md"
+    page.write_text(
+        f"# Benchmarks\n\nintro\n\n<!-- bench-table {kind}: {sources} -->\nold\n<!-- bench-table end -->\n\nend\n"
+    )
+    return page
+
+
+def test_a_table_is_rebuilt_from_its_raw_results_with_each_runs_provenance(tmp_path, capsys) -> None:
+    page = _page(tmp_path)
+    assert main(["bench", "docs", str(page), "--check"]) == 1, "the hand-written 'old' is not what the results give"
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("# Benchmarks\n\nintro\n\n<!-- bench-table throughput: results/tp/*.json -->\n")
+    assert text.endswith("<!-- bench-table end -->\n\nend\n") and "old" not in text
+    assert "| ant | H200 | 4,096 | 1.66 M | 6.00 M | 5.00 M | 18.0 | 80 % | 154 KiB | A |" in text
+    assert "| cartpole | H200 | 4,096 | 3.62, 3.61 M | 6.00, 6.00 M |" in text and text.count("| cartpole |") == 1
+    assert (
+        "- B: `phalanx bench throughput cartpole --num-envs 4096`; 2026-11-29, commit abc1234, "
+        "1 x NVIDIA H200 (GPU-7b34d2b7); [raw results](results/tp/)" in text
+    )
+    assert main(["bench", "docs", str(page), "--check"]) == 0
+    page.write_text(text.replace("3.62, 3.61 M", "3.70, 3.61 M"))  # a figure edited by hand
+    capsys.readouterr()
+    assert main(["bench", "docs", str(page), "--check"]) == 1
+    assert "its tables differ from its raw results" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("sources", "kind", "message"),
+    [
+        ("results/nothing/*.json", "throughput", "'results/nothing/*.json' matches no file"),
+        ("results/tp/*.json", "plots", "no table of kind 'plots'; the kinds: learn, throughput"),
+        ("results/tp/ant.json", "learn", "is a `bench throughput` result, not one for a learn table"),
+        ("results/tp", "throughput", "results/tp/bench.json is not readable JSON"),
+    ],
+)
+def test_a_bad_marker_is_one_line(tmp_path, capsys, sources: str, kind: str, message: str) -> None:
+    page = _page(tmp_path, sources, kind)
+    before = page.read_text()
+    assert main(["bench", "docs", str(page)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert page.read_text() == before, "nothing written"
+
+
+def test_an_unpaired_marker_is_refused(tmp_path, capsys) -> None:
+    page = _page(tmp_path)
+    page.write_text(page.read_text().replace("<!-- bench-table end -->", ""))
+    assert main(["bench", "docs", str(page)]) == 2
+    assert "has a bench-table marker without its pair" in capsys.readouterr().err
+
+
+def test_the_benchmarks_page_shows_what_its_raw_results_give() -> None:
+    page = ROOT / "docs" / "benchmarks.md"
+    assert page.read_text().count("<!-- bench-table end -->") >= 5, "one generated table per topic"
+    assert main(["bench", "docs", str(page), "--check"]) == 0, "run `phalanx bench docs` after adding results"
