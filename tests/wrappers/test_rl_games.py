@@ -45,6 +45,7 @@ def test_rl_games_learns_cartpole(tmp_path: Path) -> None:
     player.restore(str(checkpoint))
     after = _return_per_env(adapter, player)
     assert after > before + 50, (before, after)  # 24 -> 140 of at most 150 when written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nn"], "no TensorBoard events of rl_games' own"
 
 
 def test_the_contract_rl_games_reads() -> None:
@@ -85,6 +86,7 @@ def test_a_critic_group_is_rl_games_central_value(tmp_path: Path) -> None:
     train.max_iterations, train.policy.critic_hidden_dims = 1, (16,)
     learn(train, env, tmp_path)
     (checkpoint,) = (tmp_path / "nn").glob("last_cartpole_ep_1_*.pth")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nn"], "the central value's events neither"
     critic = torch.load(checkpoint, weights_only=False)["assymetric_vf_nets"]  # rl_games' spelling
     assert any(value.shape == (16, obs["states"].shape[1]) for value in critic.values())
 

@@ -21,6 +21,7 @@ as rsl_rl does. rl_games' spaces are gymnasium's in this version (it checks them
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,8 @@ def register(env: RlGamesVecEnv) -> None:
 def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> dict[str, Any]:
     """The config `rl_games.torch_runner.Runner.load` takes, with a phalanx task's PPO settings and
     network sizes, for `env` (registered with `register`); rl_games writes its checkpoints to
-    `experiment_dir`/nn and its TensorBoard events to `experiment_dir`/summaries.
+    `experiment_dir`/nn (`learn` leaves out the TensorBoard events it writes to
+    `experiment_dir`/summaries).
 
     Where rl_games differs:
     - One `units` list for both MLPs of its actor-critic network: both get
@@ -183,14 +185,28 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
     return {"params": params}
 
 
-class _ActionStd(DefaultAlgoObserver):
-    """rl_games' default observer that also hands the agent's action std to `env`'s meter."""
+class _NoEvents:
+    """A TensorBoard writer that writes nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+class _Observer(DefaultAlgoObserver):
+    """rl_games' default observer, with rl_games' own TensorBoard events left out (phalanx's meter
+    logs every iteration, as for every library) and the agent's action std handed to `env`'s meter."""
 
     def __init__(self, env: TaskEnv):
         super().__init__()
         self.env = env
 
     def after_init(self, algo: Any) -> None:
+        if algo.writer is not None:  # rank 0's, made with the agent: its event file is already open
+            algo.writer.close()
+            shutil.rmtree(algo.summaries_dir, ignore_errors=True)
+            algo.writer = _NoEvents()
+        if getattr(algo, "central_value_net", None) is not None:
+            algo.central_value_net.writter = algo.writer  # rl_games' spelling
         super().after_init(algo)
         network = algo.model.a2c_network  # its sigma is the log std ("continuous_a2c_logstd")
         watch_action_std(self.env, lambda: network.sigma.exp())
@@ -200,10 +216,10 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer rl_games`: rl_games' Runner, configured by `runner_config`, for
     `train.max_iterations` epochs (each one rollout, then the update; rl_games steps the env
     nowhere else); its checkpoints (.pth, every `train.save_interval` epochs and at the end) go
-    to `checkpoints`/nn, its own TensorBoard events to `checkpoints`/summaries. rl_games' Runner
+    to `checkpoints`/nn; it writes no TensorBoard events of its own. rl_games' Runner
     turns TF32 matrix products on for the whole process (as phalanx's `--tf32` default does)."""
     vec_env = RlGamesVecEnv(env)
     register(vec_env)
-    runner = Runner(algo_observer=_ActionStd(env))
+    runner = Runner(algo_observer=_Observer(env))
     runner.load(runner_config(train, vec_env, checkpoints))
     runner.run({"train": True})
