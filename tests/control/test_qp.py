@@ -249,9 +249,11 @@ def test_the_backends_agree_to_rounding(scaling_iterations: int) -> None:
     """The one-kernel solve runs the torch steps' algorithm: over warm-started solves of a drifting
     problem (the step size adapting within and between them) solutions and multipliers agree to
     rounding, as amplified by the ill-conditioned half of the problems and by step sizes adapted
-    to residuals near rounding (measured: 1e-13 on the first solve, 5e-9 on the third); so do
-    the residuals and the flags."""
+    to residuals near rounding; so do the residuals and the flags."""
     H, g, A, l, u = random_qps(32, 10, 8, seed=3)
+    # the residuals are linear in the solution (A x - z; H x + g + A' y): they agree to the
+    # solutions' tolerance times the largest of the matrices' inf-norms
+    norm = max(H.abs().sum(-1).amax(), A.abs().sum(-1).amax(), A.abs().sum(-2).amax()).item()
     settings = {"iterations": 60, "adapt_every": 25, "scaling_iterations": scaling_iterations}
     solvers = [BatchedQP(32, 10, 8, QPSettings(**settings, backend=b), dtype=torch.float64) for b in BACKENDS]
     for step in range(3):
@@ -261,7 +263,7 @@ def test_the_backends_agree_to_rounding(scaling_iterations: int) -> None:
         assert (ours.dual_infeasible == theirs.dual_infeasible).all()
         assert torch.allclose(ours.x, theirs.x, atol=1e-7) and torch.allclose(ours.y, theirs.y, atol=1e-7)
         for name in ("primal_residual", "dual_residual"):
-            assert torch.allclose(getattr(ours, name), getattr(theirs, name), atol=1e-8), name
+            assert torch.allclose(getattr(ours, name), getattr(theirs, name), atol=1e-7 * norm), name
 
 
 def test_the_backends_agree_on_every_step_schedule() -> None:
