@@ -1,6 +1,6 @@
 """`phalanx bench docs`: a docs page's tables are rebuilt from the raw results their markers name,
 each row with its run's command, date, commit and GPU; `--check` catches a table edited by hand;
-bad markers and sources are one line, exit 2. And docs/benchmarks.md is what its results give."""
+bad markers and sources are one line, exit 2. And the docs' tables are what their results give."""
 
 from __future__ import annotations
 
@@ -61,9 +61,18 @@ def test_a_table_is_rebuilt_from_its_raw_results_with_each_runs_provenance(tmp_p
     assert "its tables differ from its raw results" in capsys.readouterr().out
 
 
+def test_a_table_can_keep_some_tasks_only(tmp_path) -> None:
+    page = _page(tmp_path, "results/tp/*.json tasks=ant")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| ant | H200 |" in text and "cartpole" not in text, "cartpole's rows and its run's note left out"
+    assert "- A: `phalanx bench throughput ant --num-envs 4096`" in text
+
+
 @pytest.mark.parametrize(
     ("sources", "kind", "message"),
     [
+        ("results/tp/*.json tasks=nope", "throughput", "no result of nope in the throughput table's sources"),
         ("results/nothing/*.json", "throughput", "'results/nothing/*.json' matches no file"),
         ("results/tp/*.json", "plots", "no table of kind 'plots'; the kinds: learn, throughput"),
         ("results/tp/ant.json", "learn", "is a `bench throughput` result, not one for a learn table"),
@@ -86,7 +95,8 @@ def test_an_unpaired_marker_is_refused(tmp_path, capsys) -> None:
     assert "has a bench-table marker without its pair" in capsys.readouterr().err
 
 
-def test_the_benchmarks_page_shows_what_its_raw_results_give() -> None:
-    page = ROOT / "docs" / "benchmarks.md"
-    assert page.read_text().count("<!-- bench-table end -->") >= 5, "one generated table per topic"
-    assert main(["bench", "docs", str(page), "--check"]) == 0, "run `phalanx bench docs` after adding results"
+def test_the_docs_show_what_their_raw_results_give(capsys) -> None:
+    assert (ROOT / "docs" / "benchmarks.md").read_text().count("<!-- bench-table end -->") >= 5, "a table per topic"
+    assert main(["bench", "docs", str(ROOT / "docs"), "--check"]) == 0, "run `phalanx bench docs` after adding results"
+    checked = capsys.readouterr().out
+    assert "benchmarks.md" in checked and "tasks/arms.md" in checked, "every page with a table, found in docs/"

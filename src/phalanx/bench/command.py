@@ -230,8 +230,8 @@ BENCH_USAGE = """usage: phalanx bench KIND ...
                     (--gpus 0,1,2,3), until it reaches the result it declares or its budget: time
                     to the threshold, start-up, fps, final metric, cold and warm caches, videos
   report DIR ...    rebuild a run's report, or compare several runs
-  docs [PAGE ...]   rebuild a docs page's tables from the raw results they name (default
-                    docs/benchmarks.md); --check: exit 1 where one differs
+  docs [PAGE ...]   rebuild the docs pages' tables from the raw results they name (default: the
+                    pages under docs/); --check: exit 1 where one differs
 
 `phalanx bench KIND TASK --help` lists the flags of each."""
 

@@ -1,7 +1,8 @@
 """`phalanx bench docs PAGE`: rebuilds each table of a docs page from the raw results it names.
 
 A table is written between two markers; the first names its kind and its raw results, as paths or
-globs relative to the page (a folder stands for its bench.json):
+globs relative to the page (a folder stands for its bench.json), and may keep some tasks only
+(`tasks=cartpole,ant`):
 
     <!-- bench-table throughput: results/throughput-h200-2026-11-29/*.json -->
     ...the generated table and its notes...
@@ -40,8 +41,11 @@ def rebuilt(page: Path) -> str:
         raise ConfigError(f"bench docs: {page} has a bench-table marker without its pair")
 
     def block(m: re.Match[str]) -> str:
-        sources = [(_load(path), _link(path, page)) for path in _paths(page, m["sources"].split())]
-        return f"{m['begin']}\n{table(m['kind'], sources)}\n\n{m['end']}"
+        words = m["sources"].split()
+        tasks = [w.removeprefix("tasks=").split(",") for w in words if w.startswith("tasks=")]
+        paths = _paths(page, [w for w in words if not w.startswith("tasks=")])
+        sources = [(_load(path), _link(path, page)) for path in paths]
+        return f"{m['begin']}\n{table(m['kind'], sources, tasks[0] if tasks else None)}\n\n{m['end']}"
 
     return BLOCK.sub(block, text)
 
@@ -71,10 +75,24 @@ def _link(path: Path, page: Path) -> str:
     return Path(os.path.relpath(path.parent.resolve(), page.parent.resolve())).as_posix() + "/"
 
 
+def pages(paths: list[str]) -> list[Path]:
+    """The markdown files named, and those under the folders named that hold a table marker (the
+    raw results under results/ aside)."""
+    found = []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            found.append(path)
+            continue
+        for page in sorted(path.rglob("*.md")):
+            if "results" not in page.relative_to(path).parts and "<!-- bench-table " in page.read_text():
+                found.append(page)
+    return found
+
+
 def run_docs(args: list[str], console: Console) -> int:
     cfg = tyro.cli(DocsCfg, args=args, prog="phalanx bench docs")
     stale = []
-    for page in map(Path, cfg.pages):
+    for page in pages(list(cfg.pages)):
         text = rebuilt(page)
         if text == page.read_text():
             console.print(f"{page}: its tables are as its raw results give them")

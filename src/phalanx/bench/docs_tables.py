@@ -27,18 +27,28 @@ class Run:
     links: list[str] = field(default_factory=list)
 
 
-def table(kind: str, sources: list[tuple[dict[str, Any], str]]) -> str:
+def table(kind: str, sources: list[tuple[dict[str, Any], str]], tasks: list[str] | None = None) -> str:
     """The markdown table of `kind` from `sources` (bench.json contents, each with the link to its
-    raw results), with a note per run under it."""
+    raw results), with a note per run under it; with `tasks`, of those tasks' results only."""
     if kind not in TABLES:
         raise ConfigError(f"bench docs: no table of kind {kind!r}; the kinds: {', '.join(TABLES)}")
     kinds, rows = TABLES[kind]
     for bench, link in sources:
         if bench["kind"] not in kinds:
             raise ConfigError(f"bench docs: {link} is a `bench {bench['kind']}` result, not one for a {kind} table")
+    if tasks is not None:
+        sources = [(_of_tasks(bench, tasks), link) for bench, link in sources]
+        sources = [(bench, link) for bench, link in sources if bench["results"]]
+        if not sources:
+            raise ConfigError(f"bench docs: no result of {', '.join(tasks)} in the {kind} table's sources")
     runs = _runs(sources)
     columns, body = rows(runs)
     return "\n".join([markdown_table(columns, body), "", *[_note(run) for run in runs]])
+
+
+def _of_tasks(bench: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
+    """`bench` with the results of `tasks` only."""
+    return bench | {"results": [r for r in bench["results"] if r.get("task", bench["task"]) in tasks]}
 
 
 def _runs(sources: list[tuple[dict[str, Any], str]]) -> list[Run]:

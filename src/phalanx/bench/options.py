@@ -182,7 +182,7 @@ class ReportCfg:
 class DocsCfg:
     """phalanx bench docs: rebuild the tables of docs pages from the raw results their markers name."""
 
-    pages: tyro.conf.Positional[tuple[str, ...]] = ("docs/benchmarks.md",)
-    """The markdown pages."""
+    pages: tyro.conf.Positional[tuple[str, ...]] = ("docs",)
+    """The markdown pages, or folders: their pages that hold tables (results/ aside)."""
     check: bool = False
     """Rebuild nothing; exit 1 where a page's tables differ from what its raw results give."""
