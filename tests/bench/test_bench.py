@@ -101,7 +101,7 @@ def test_report_rebuilds_and_compares(throughput_run: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["bench"], "bench: expected one of throughput, envs, scaling, startup, compare, learn, report, got nothing"),
+        (["bench"], "expected one of throughput, envs, scaling, startup, compare, learn, report, docs, got nothing"),
         (["bench", "throughput", "cartpole", "--num-envs", "4096,x"], "--num-envs: expected comma-separated"),
         (["bench", "report", "/nonexistent"], "no bench.json in /nonexistent"),
         (["bench", "compare", "cartpole", "--trainers", "phalanx,sb4"], "--trainers: got 'phalanx,sb4'; allowed"),
