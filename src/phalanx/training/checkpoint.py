@@ -19,6 +19,7 @@ from torch import nn
 
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import atomic_path
+from phalanx.training.library_checkpoints import library_of, not_phalanxs
 
 CHECKPOINT_FORMAT = 2
 """2: the config holds the env the policy was trained in (`config["env"]`)."""
@@ -49,6 +50,9 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint: no file {path}")
+    trainer = library_of(path.resolve())
+    if trainer is not None:  # rsl_rl's, rl_games', skrl's or Stable-Baselines3's own format
+        raise CheckpointError(f"checkpoint: {not_phalanxs(path, trainer)}")
     _check_archive(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

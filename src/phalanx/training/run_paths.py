@@ -26,7 +26,11 @@ def checkpoint_file(given: str, task: str, flag: str = "checkpoint") -> str:
         return str(found[-1])
     if Path(given).is_dir():
         if not (Path(given) / LAST).is_file():
-            raise ConfigError(f"the directory {given} holds no {LAST}", flag)
+            from phalanx.training.library_checkpoints import library_of, not_phalanxs
+
+            trainer = library_of(Path(given))
+            reason = not_phalanxs(Path(given), trainer) if trainer else f"the directory {given} holds no {LAST}"
+            raise ConfigError(reason, flag)
         return str(Path(given) / LAST)
     return given
 
