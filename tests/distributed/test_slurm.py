@@ -37,7 +37,9 @@ def _submit(tmp_path: Path, run_dir: Path, iterations: int) -> subprocess.Comple
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "srun").write_text(SRUN)
-    (bin_dir / "scontrol").write_text("#!/bin/bash\necho 127.0.0.1\necho 127.0.0.2\n")  # `show hostnames`
+    # `show hostnames`: the first node, then more than a pipe holds (a `| head -n 1` would end it
+    # by SIGPIPE, which `set -o pipefail` makes the script's exit status)
+    (bin_dir / "scontrol").write_text("#!/bin/bash\necho 127.0.0.1\nseq -f 'node%g' 100000\n")
     (bin_dir / "python").write_text(f'#!/bin/bash\nexec {shlex.quote(sys.executable)} "$@"\n')  # this interpreter
     for tool in ("srun", "scontrol", "python"):
         (bin_dir / tool).chmod(0o755)
