@@ -65,6 +65,19 @@ def test_train_help_shows_no_python_object_addresses(capsys) -> None:
     assert "--env.rewards.alive.weight" in out and " at 0x" not in out
 
 
+def test_a_flags_help_rewraps_its_docstring_as_one_paragraph(monkeypatch, capsys) -> None:
+    """A field's docstring reaches tyro with its continuation lines indented; each source line
+    used to be wrapped on its own (a word or two left on a line of the help)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    with pytest.raises(SystemExit):
+        main(["train", "cartpole", "--help"])
+    out = capsys.readouterr().out
+    start = out.index("--spread-episode-ends")
+    lines = [line.strip("│ ") for line in out[start:].splitlines()[1:6]]
+    paragraph = lines[: next(i for i, line in enumerate(lines) if "(default:" in line) + 1]
+    assert len(paragraph) >= 3 and all(len(line) > 70 for line in paragraph[:-2]), paragraph
+
+
 def test_a_stop_that_python_wrapped_is_still_one_line(monkeypatch, capsys) -> None:
     """Python 3.11 wraps an exception raised inside a class's creation (a Ctrl-C landing in an
     import) in a RuntimeError: still a stop, one line, status 130."""

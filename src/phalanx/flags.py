@@ -3,7 +3,7 @@ flags from a dataclass with the task's defaults (tyro), and help."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from phalanx.core.errors import ConfigError
 
@@ -27,14 +27,34 @@ def task_and_flags(command: str, args: list[str], registered: bool = True) -> tu
     return args[0], args[1:]
 
 
-def parse_flags(cls: type[T], default: T, flags: list[str], prog: str) -> T:
-    """`flags` parsed into a `cls` that starts from `default`; an optional nested config (a
-    terrain, a low-level policy) takes flags for its fields when the default has one."""
+def parse_flags(cls: type[T], default: T | None, flags: list[str], prog: str) -> T:
+    """`flags` parsed into a `cls` that starts from `default` (None: the class's defaults); an
+    optional nested config (a terrain, a low-level policy) takes flags for its fields when the
+    default has one."""
     import tyro
 
+    _join_docstring_lines(tyro)
     # SuppressFixed: a term's function is the task's choice, not a flag (help would show `<function ...>`)
     config = (tyro.conf.AvoidSubcommands, tyro.conf.SuppressFixed)
     return tyro.cli(cls, default=default, args=flags, prog=prog, config=config)
+
+
+def _join_docstring_lines(tyro: Any) -> None:
+    """Makes the help of a field re-wrap its docstring as one paragraph. tyro joins a docstring's
+    lines only where a line starts with a letter, and a field's docstring reaches it with its
+    continuation lines indented: every source line break stayed, and the help wrapped each
+    source line on its own (ragged lines of a word or two). The indentation goes first; a line
+    that starts with a non-letter (a list item) still starts a line."""
+    strings = getattr(tyro, "_strings", None)
+    join = getattr(strings, "remove_single_line_breaks", None)
+    if join is None or getattr(join, "joins_indented_lines", False):
+        return
+
+    def remove_single_line_breaks(helptext: str) -> str:
+        return join("\n".join(line.strip() for line in helptext.split("\n")))
+
+    remove_single_line_breaks.joins_indented_lines = True  # type: ignore[attr-defined]
+    strings.remove_single_line_breaks = remove_single_line_breaks
 
 
 def split_args(text: str, flag: str) -> list[str]:

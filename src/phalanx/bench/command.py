@@ -8,7 +8,6 @@ from datetime import date, datetime
 from pathlib import Path
 
 import torch
-import tyro
 from rich.console import Console
 
 from phalanx.bench.options import BenchCfg, CompareCfg, ReportCfg, ScalingCfg, StartupCfg
@@ -203,7 +202,7 @@ def run_compare(args: list[str], console: Console) -> None:
 def run_report(args: list[str], console: Console) -> None:
     from phalanx.bench.report import compare, render
 
-    cfg = tyro.cli(ReportCfg, args=args, prog="phalanx bench report")
+    cfg = parse_flags(ReportCfg, None, args, "phalanx bench report")
     dirs = [Path(d) for d in cfg.run_dirs]
     if not dirs:
         raise ConfigError("bench report: give at least one run directory")

@@ -19,13 +19,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-import tyro
 from rich.console import Console
 
 from phalanx.bench.docs_tables import table
 from phalanx.bench.options import DocsCfg
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import write_text_atomic
+from phalanx.flags import parse_flags
 
 BEGIN = r"(?P<begin><!-- bench-table (?P<kind>[a-z]+): (?P<sources>[^\n]*?) -->\n)"
 BLOCK = re.compile(BEGIN + r"(?P<body>.*?)(?P<end><!-- bench-table end -->)", re.S)
@@ -90,7 +90,7 @@ def pages(paths: list[str]) -> list[Path]:
 
 
 def run_docs(args: list[str], console: Console) -> int:
-    cfg = tyro.cli(DocsCfg, args=args, prog="phalanx bench docs")
+    cfg = parse_flags(DocsCfg, None, args, "phalanx bench docs")
     stale = []
     for page in pages(list(cfg.pages)):
         text = rebuilt(page)
