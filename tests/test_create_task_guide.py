@@ -57,6 +57,20 @@ def test_the_guide_task_lists_trains_and_plays(tmp_path: Path) -> None:
     assert video.stat().st_size > 1000
 
 
+def test_the_guides_urdf_robot_trains_and_plays_with_a_video(tmp_path: Path) -> None:
+    _install_guide(tmp_path)
+    run, module = tmp_path / "runs" / "reacher-urdf", ["--module", "my_reacher/urdf_task.py"]
+    flags = ["--device", "cpu", "--num-envs", "16", "--max-iterations", "2", "--run-dir", str(run)]
+    trained = _phalanx(tmp_path, "train", "reacher-urdf", *module, *flags)
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    assert "reacher.urdf" in json.loads((run / "config.json").read_text())["env"]["model"]
+    video = tmp_path / "reacher-urdf.mp4"
+    played = _phalanx(tmp_path, "play", "reacher-urdf", *module, "--checkpoint", str(run), "--device", "cpu",
+                      "--num-envs", "4", "--steps", "20", "--video", str(video))  # fmt: skip
+    assert played.returncode == 0 and "episodes finished" in played.stdout, played.stderr[-2000:]
+    assert video.stat().st_size > 1000
+
+
 def test_the_guide_imports_only_the_public_surface() -> None:
     """A task file needs `phalanx` and `phalanx.cfg` only, and only names they export: a guide
     that reaches into a private module (phalanx.envs.cfg, phalanx.rl.cfg, ...) fails here."""
