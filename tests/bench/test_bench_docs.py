@@ -69,6 +69,19 @@ def test_a_table_can_keep_some_tasks_only(tmp_path) -> None:
     assert "- A: `phalanx bench throughput ant --num-envs 4096`" in text
 
 
+def test_a_phases_table_splits_the_iteration_and_names_an_invalid_setting(tmp_path) -> None:
+    page = _page(tmp_path, "results/tp/ant.json", "phases")
+    bench = json.loads((tmp_path / "results" / "tp" / "ant.json").read_text())
+    bench["results"][0]["phases_s"] = {"physics": 0.010, "policy_inference": 0.002, "ppo_update": 0.005}
+    oom = "out of GPU memory (CUDA out of memory. Tried to allocate 1.88 GiB)"
+    bench["results"].append({"task": "ant", "num_envs": 65536, "valid": False, "reason": oom})
+    (tmp_path / "results" / "tp" / "ant.json").write_text(json.dumps(bench))
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| ant | H200 | 4,096 | 1.66 M | 18.0 | 10.0 | 0.0 | 0.0 | 2.0 | 5.0 | 154 KiB | A |" in text
+    assert "| ant | H200 | 65,536 | invalid: out of GPU memory |" in text and "Tried to allocate" not in text
+
+
 @pytest.mark.parametrize(
     ("sources", "kind", "message"),
     [

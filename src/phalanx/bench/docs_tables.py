@@ -121,22 +121,56 @@ def _grouped(run: Run, key: Callable[[dict[str, Any], dict[str, Any]], Any]) -> 
     return groups
 
 
-def _throughput(runs: list[Run]) -> Rows:
-    columns = ["task", "GPU", "envs", "fps total", "fps step", "fps step+inference", "ms per iteration"]
-    columns += ["step / physics limit", "memory per env", "run"]
+Figures = list[tuple[str, Callable[[list[dict[str, Any]]], str]]]
+
+
+def _per_env_count(runs: list[Run], figures: Figures) -> Rows:
+    """A row per task and env count of each run (repeats side by side), with `figures`; a
+    setting the bench found invalid (out of memory, ...) says so."""
     rows = []
     for run in runs:
         gpu = _gpu(run.benches[0])
         for (task, envs), rs in _grouped(run, lambda b, r: (r.get("task", b["task"]), r["num_envs"])).items():
-            rows.append(
-                [task, gpu, f"{envs:,}", _fps([r["fps_total"] for r in rs])]
-                + [_fps([r["fps_step"] for r in rs])]
-                + [_fps([r["fps_step_inference"] for r in rs])]
-                + [_values([r["iteration_s"] for r in rs], 1e-3, 1)]
-                + [_values([r.get("ratio_step_to_limit") for r in rs], 0.01, 0, " %")]
-                + [_values([r.get("memory_per_env_bytes") for r in rs], 1024, 0, " KiB"), run.label]
-            )
-    return columns, rows
+            rows.append([task, gpu, f"{envs:,}", *[figure(rs) for _, figure in figures], run.label])
+        for bench in run.benches:
+            for r in bench["results"]:
+                if not r.get("valid", True):
+                    blank = [""] * (len(figures) - 1)
+                    reason = r["reason"].split(" (")[0]  # its first words: "out of GPU memory (CUDA ...)"
+                    rows.append([r.get("task", bench["task"]), gpu, f"{r['num_envs']:,}", f"invalid: {reason}"])
+                    rows[-1] += [*blank, run.label]
+    return ["task", "GPU", "envs", *[column for column, _ in figures], "run"], rows
+
+
+def _throughput(runs: list[Run]) -> Rows:
+    return _per_env_count(
+        runs,
+        [
+            ("fps total", lambda rs: _fps([r["fps_total"] for r in rs])),
+            ("fps step", lambda rs: _fps([r["fps_step"] for r in rs])),
+            ("fps step+inference", lambda rs: _fps([r["fps_step_inference"] for r in rs])),
+            ("ms per iteration", lambda rs: _values([r["iteration_s"] for r in rs], 1e-3, 1)),
+            ("step / physics limit", lambda rs: _values([r.get("ratio_step_to_limit") for r in rs], 0.01, 0, " %")),
+            ("memory per env", lambda rs: _values([r.get("memory_per_env_bytes") for r in rs], 1024, 0, " KiB")),
+        ],
+    )
+
+
+PHASES = {"physics": "physics", "render": "render", "obs/reward/reset": "obs_reward_reset"}
+PHASES |= {"inference": "policy_inference", "update": "ppo_update"}
+
+
+def _phases(runs: list[Run]) -> Rows:
+    """Throughput with the iteration split into its phases (ms)."""
+
+    def phase(key: str) -> Callable[[list[dict[str, Any]]], str]:
+        return lambda rs: _values([r["phases_s"].get(key, 0.0) for r in rs], 1e-3, 1)
+
+    figures: Figures = [("fps total", lambda rs: _fps([r["fps_total"] for r in rs]))]
+    figures += [("ms per iteration", lambda rs: _values([r["iteration_s"] for r in rs], 1e-3, 1))]
+    figures += [(name, phase(key)) for name, key in PHASES.items()]
+    figures += [("memory per env", lambda rs: _values([r.get("memory_per_env_bytes") for r in rs], 1024, 0, " KiB"))]
+    return _per_env_count(runs, figures)
 
 
 STARTUP_PHASES = {
@@ -233,6 +267,7 @@ def _learn(runs: list[Run]) -> Rows:
 TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
     "learn": (("learn",), _learn),
     "throughput": (("throughput", "envs"), _throughput),
+    "phases": (("throughput", "envs"), _phases),
     "startup": (("startup",), _startup),
     "compare": (("compare",), _compare),
     "scaling": (("scaling",), _scaling),
