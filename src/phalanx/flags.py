@@ -3,6 +3,7 @@ flags from a dataclass with the task's defaults (tyro), and help."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 from phalanx.core.errors import ConfigError
@@ -39,19 +40,28 @@ def parse_flags(cls: type[T], default: T | None, flags: list[str], prog: str) ->
     return tyro.cli(cls, default=default, args=flags, prog=prog, config=config)
 
 
+LIST_ITEM = re.compile(r"([-*+]|\d+[.)])\s")
+
+
 def _join_docstring_lines(tyro: Any) -> None:
-    """Makes the help of a field re-wrap its docstring as one paragraph. tyro joins a docstring's
+    """Makes the help of a field re-wrap its docstring as paragraphs. tyro joins a docstring's
     lines only where a line starts with a letter, and a field's docstring reaches it with its
     continuation lines indented: every source line break stayed, and the help wrapped each
-    source line on its own (ragged lines of a word or two). The indentation goes first; a line
-    that starts with a non-letter (a list item) still starts a line."""
+    source line on its own (ragged lines of a word or two). Here a paragraph's lines are joined
+    first; a blank line and a list item ("- ", "* ", "1. ") still start a line."""
     strings = getattr(tyro, "_strings", None)
     join = getattr(strings, "remove_single_line_breaks", None)
     if join is None or getattr(join, "joins_indented_lines", False):
         return
 
     def remove_single_line_breaks(helptext: str) -> str:
-        return join("\n".join(line.strip() for line in helptext.split("\n")))
+        lines: list[str] = []
+        for line in (line.strip() for line in helptext.split("\n")):
+            if lines and lines[-1] and line and not LIST_ITEM.match(line):
+                lines[-1] += " " + line
+            else:
+                lines.append(line)
+        return join("\n".join(lines))
 
     remove_single_line_breaks.joins_indented_lines = True  # type: ignore[attr-defined]
     strings.remove_single_line_breaks = remove_single_line_breaks

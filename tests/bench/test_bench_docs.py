@@ -90,6 +90,8 @@ def test_a_phases_table_splits_the_iteration_and_names_an_invalid_setting(tmp_pa
         ("results/tp/*.json", "plots", "no table of kind 'plots'; the kinds: learn, throughput"),
         ("results/tp/ant.json", "learn", "is a `bench throughput` result, not one for a learn table"),
         ("results/tp", "throughput", "results/tp/bench.json is not readable JSON"),
+        ("/abs/*.json", "throughput", "'/abs/*.json' is absolute; name raw results relative to the page"),
+        ("tasks=ant", "throughput", "the throughput table's marker names no raw results"),
     ],
 )
 def test_a_bad_marker_is_one_line(tmp_path, capsys, sources: str, kind: str, message: str) -> None:
@@ -101,11 +103,34 @@ def test_a_bad_marker_is_one_line(tmp_path, capsys, sources: str, kind: str, mes
     assert page.read_text() == before, "nothing written"
 
 
-def test_an_unpaired_marker_is_refused(tmp_path, capsys) -> None:
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("<!-- bench-table end -->", ""), ":5: a table's begin marker without `<!-- bench-table end -->` after it"),
+        (("throughput:", "Throughput:"), ":5: expected `<!-- bench-table KIND: RESULTS... -->`"),
+        (("*.json -->", "*.json --> "), ":5: expected `<!-- bench-table KIND: RESULTS... -->`"),
+        (("intro", "<!-- bench-table end -->"), ":3: an end marker without a table's begin marker before it"),
+    ],
+)
+def test_a_malformed_marker_is_named_by_its_line(tmp_path, capsys, edit: tuple[str, str], message: str) -> None:
     page = _page(tmp_path)
-    page.write_text(page.read_text().replace("<!-- bench-table end -->", ""))
+    page.write_text(page.read_text().replace(*edit))
     assert main(["bench", "docs", str(page)]) == 2
-    assert "has a bench-table marker without its pair" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
+
+
+def test_runs_of_two_machines_are_two_runs(tmp_path) -> None:
+    """Without GPU UUIDs (a CPU run), the same command, date and commit on two hosts are two runs,
+    not repeats of one."""
+    page = _page(tmp_path, "results/tp/cartpole-*.json")
+    for name, host in [("cartpole-1.json", "a"), ("cartpole-2.json", "b")]:
+        bench = json.loads((tmp_path / "results" / "tp" / name).read_text())
+        bench["machine"] = {**MACHINE, "gpu_uuids": [], "gpu": None, "host": host, "gpu_count": 0}
+        bench["device"] = "cpu"
+        (tmp_path / "results" / "tp" / name).write_text(json.dumps(bench))
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| cartpole | cpu | 4,096 | 3.62 M |" in text and "| cartpole | cpu | 4,096 | 3.61 M |" in text
 
 
 def test_the_docs_show_what_their_raw_results_give(capsys) -> None:

@@ -249,7 +249,8 @@ def test_the_backends_agree_to_rounding(scaling_iterations: int) -> None:
     """The one-kernel solve runs the torch steps' algorithm: over warm-started solves of a drifting
     problem (the step size adapting within and between them) solutions and multipliers agree to
     rounding, as amplified by the ill-conditioned half of the problems and by step sizes adapted
-    to residuals near rounding; so do the residuals and the flags."""
+    to residuals near rounding; the flags agree, and the residuals (linear in the solution) to the
+    solutions' tolerance times the matrices' norms."""
     H, g, A, l, u = random_qps(32, 10, 8, seed=3)
     # the residuals are linear in the solution (A x - z; H x + g + A' y): they agree to the
     # solutions' tolerance times the largest of the matrices' inf-norms

@@ -18,6 +18,7 @@ SCRIPT = ROOT / "examples" / "slurm" / "phalanx.sbatch"
 
 SRUN = """#!/bin/bash
 echo "$@" >> "$SRUN_LOG"
+echo "grace=$TORCH_ELASTIC_SHUTDOWN_TIMEOUT cpus=$SRUN_CPUS_PER_TASK" >> "$SRUN_LOG"
 while [[ $1 == --* ]]; do shift; done  # srun's own options
 pids=()
 for ((node = 0; node < SLURM_JOB_NUM_NODES; node++)); do SLURM_NODEID=$node "$@" & pids+=($!); done
@@ -50,6 +51,7 @@ def _submit(tmp_path: Path, run_dir: Path, iterations: int) -> subprocess.Comple
         "SLURM_JOB_NODELIST": "node[1-2]",
         "SLURM_JOB_NUM_NODES": "2",
         "SLURM_JOB_ID": "4242",
+        "SLURM_CPUS_PER_TASK": "6",
         "TASK": "cartpole",
         "RUN_DIR": str(run_dir),
         "GPUS_PER_NODE": "1",
@@ -63,11 +65,12 @@ def test_the_slurm_script_trains_on_two_nodes_and_resumes_when_requeued(tmp_path
     run_dir = tmp_path / "run"
     first = _submit(tmp_path, run_dir, 2)
     assert first.returncode == 0, first.stderr[-3000:]
-    (srun,) = (tmp_path / "srun.log").read_text().splitlines()
+    srun, grace = (tmp_path / "srun.log").read_text().splitlines()
+    assert grace == "grace=300 cpus=6", "a save's grace for torchrun; the job's cores for srun's task"
     args = shlex.split(srun)
     assert args[:4] == ["--kill-on-bad-exit=1", "python", "-m", "torch.distributed.run"]
     assert " --nnodes 2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:" in srun
-    assert "--rdzv_id phalanx-4242" in srun and "--max-restarts 3 --shutdown-timeout 300" in srun
+    assert "--rdzv_id phalanx-4242" in srun and "--max-restarts 3" in srun
     assert f"-m phalanx train cartpole --distributed --run-dir {run_dir} --resume last --device cpu" in srun
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [0, 1] and rows[-1]["frames"] == 2 * 8 * 16 * 2, "both nodes"

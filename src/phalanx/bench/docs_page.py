@@ -27,8 +27,10 @@ from phalanx.core.errors import ConfigError
 from phalanx.core.files import write_text_atomic
 from phalanx.flags import parse_flags
 
-BEGIN = r"(?P<begin><!-- bench-table (?P<kind>[a-z]+): (?P<sources>[^\n]*?) -->\n)"
-BLOCK = re.compile(BEGIN + r"(?P<body>.*?)(?P<end><!-- bench-table end -->)", re.S)
+MARKER = "<!-- bench-table "
+END = "<!-- bench-table end -->"
+BEGIN = r"<!-- bench-table (?P<kind>[a-z]+): (?P<sources>[^\n]*?) -->"
+BLOCK = re.compile(f"(?P<begin>{BEGIN}\n)(?P<body>.*?)(?P<end>{END})", re.S)
 
 
 def rebuilt(page: Path) -> str:
@@ -37,11 +39,12 @@ def rebuilt(page: Path) -> str:
         text = page.read_text()
     except OSError as error:
         raise ConfigError(f"bench docs: cannot read {page} ({error.strerror})") from None
-    if text.count("<!-- bench-table ") != 2 * len(BLOCK.findall(text)):
-        raise ConfigError(f"bench docs: {page} has a bench-table marker without its pair")
+    _check_markers(page, text)
 
     def block(m: re.Match[str]) -> str:
         words = m["sources"].split()
+        if not [w for w in words if not w.startswith("tasks=")]:
+            raise ConfigError(f"bench docs: {page}: the {m['kind']} table's marker names no raw results")
         tasks = [w.removeprefix("tasks=").split(",") for w in words if w.startswith("tasks=")]
         paths = _paths(page, [w for w in words if not w.startswith("tasks=")])
         sources = [(_load(path), _link(path, page)) for path in paths]
@@ -50,9 +53,32 @@ def rebuilt(page: Path) -> str:
     return BLOCK.sub(block, text)
 
 
+def _check_markers(page: Path, text: str) -> None:
+    """Each marker on a line of its own, well formed, a table's begin then its end."""
+    open_at = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if MARKER not in line:
+            continue
+        where = f"bench docs: {page}:{number}"
+        if line.strip() == END:
+            if open_at is None:
+                raise ConfigError(f"{where}: an end marker without a table's begin marker before it")
+            open_at = None
+        elif re.fullmatch(BEGIN, line) is None:
+            raise ConfigError(f"{where}: expected `<!-- bench-table KIND: RESULTS... -->` (kind in lowercase letters)")
+        elif open_at is not None:
+            raise ConfigError(f"{where}: a begin marker inside the table begun on line {open_at}")
+        else:
+            open_at = number
+    if open_at is not None:
+        raise ConfigError(f"bench docs: {page}:{open_at}: a table's begin marker without `{END}` after it")
+
+
 def _paths(page: Path, patterns: list[str]) -> list[Path]:
     paths = []
     for pattern in patterns:
+        if Path(pattern).is_absolute():
+            raise ConfigError(f"bench docs: {page}: {pattern!r} is absolute; name raw results relative to the page")
         found = sorted(page.parent.glob(pattern))
         if not found:
             raise ConfigError(f"bench docs: {page}: {pattern!r} matches no file under {page.parent}")

@@ -54,7 +54,9 @@ def _of_tasks(bench: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
 def _runs(sources: list[tuple[dict[str, Any], str]]) -> list[Run]:
     runs: dict[tuple[Any, ...], Run] = {}
     for bench, link in sources:
-        key = (_command(bench), bench["date"], bench["machine"]["commit"], tuple(_gpus(bench)))
+        machine = bench["machine"]
+        key = (_command(bench), bench["date"], machine["commit"], tuple(_gpus(bench)), machine.get("gpu"))
+        key += (machine.get("host"), machine.get("cpu"))  # runs without GPU UUIDs (the CPU) apart too
         run = runs.setdefault(key, Run(_label(len(runs))))
         run.benches.append(bench)
         if link not in run.links:
@@ -132,14 +134,29 @@ def _per_env_count(runs: list[Run], figures: Figures) -> Rows:
         gpu = _gpu(run.benches[0])
         for (task, envs), rs in _grouped(run, lambda b, r: (r.get("task", b["task"]), r["num_envs"])).items():
             rows.append([task, gpu, f"{envs:,}", *[figure(rs) for _, figure in figures], run.label])
-        for bench in run.benches:
-            for r in bench["results"]:
-                if not r.get("valid", True):
-                    blank = [""] * (len(figures) - 1)
-                    reason = r["reason"].split(" (")[0]  # its first words: "out of GPU memory (CUDA ...)"
-                    rows.append([r.get("task", bench["task"]), gpu, f"{r['num_envs']:,}", f"invalid: {reason}"])
-                    rows[-1] += [*blank, run.label]
+        rows += _invalid_rows(
+            run, lambda b, r: [r.get("task", b["task"]), _gpu(b), _count(r.get("num_envs"))], 4 + len(figures)
+        )
     return ["task", "GPU", "envs", *[column for column, _ in figures], "run"], rows
+
+
+def _count(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def _invalid_rows(run: Run, lead: Callable[[dict[str, Any], dict[str, Any]], list[str]], width: int) -> list[list[str]]:
+    """A row per setting the bench found invalid (once, however many repeats): `lead`'s cells, the
+    reason's first words ("out of GPU memory", not the allocator's paragraph), and the run's
+    label in the last of `width` columns."""
+    rows: list[list[str]] = []
+    for bench in run.benches:
+        for r in bench["results"]:
+            if not r.get("valid", True):
+                cells = [*lead(bench, r), f"invalid: {str(r.get('reason', '')).split(' (')[0]}"]
+                row = cells + [""] * (width - len(cells) - 1) + [run.label]
+                if row not in rows:
+                    rows.append(row)
+    return rows
 
 
 def _throughput(runs: list[Run]) -> Rows:
@@ -192,7 +209,12 @@ def _startup(runs: list[Run]) -> Rows:
             rows.append(
                 [task, gpu, caches, f"{rs[0]['num_envs']:,}", wall, *[_values(p, 1, 1) for p in phases], run.label]
             )
+        rows += _invalid_rows(run, _startup_lead, len(columns))
     return columns, rows
+
+
+def _startup_lead(bench: dict[str, Any], r: dict[str, Any]) -> list[str]:
+    return [r.get("task", bench["task"]), _gpu(bench), str(r.get("run")), _count(r.get("num_envs"))]
 
 
 def _compare(runs: list[Run]) -> Rows:
@@ -211,6 +233,7 @@ def _compare(runs: list[Run]) -> Rows:
                 + [_values([r.get("gpu_memory_mib") for r in rs], 1, 0, " MiB")]
                 + [run.label]
             )
+        rows += _invalid_rows(run, lambda b, r: [b["task"], r["trainer"], str(r.get("gpus", 1)), _gpu(b)], len(columns))
     return columns, rows
 
 
@@ -232,7 +255,13 @@ def _scaling(runs: list[Run]) -> Rows:
                 + [_values([r["speedup"] for r in rs], unit="x"), _values([r["efficiency"] for r in rs], 0.01, 0, " %")]
                 + [run.label]
             )
+        rows += _invalid_rows(run, _scaling_lead, len(columns))
     return columns, rows
+
+
+def _scaling_lead(bench: dict[str, Any], r: dict[str, Any]) -> list[str]:
+    mode, envs = bench["config"].get("mode", "-"), _count(r.get("envs_per_rank"))
+    return [bench["task"], mode, str(r.get("gpus")), _gpu(bench), envs]
 
 
 def _learn(runs: list[Run]) -> Rows:
