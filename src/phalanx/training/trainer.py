@@ -7,6 +7,7 @@ losses and counters accumulate on the device and are read once per iteration, to
 from __future__ import annotations
 
 import signal
+import sys
 import weakref
 from pathlib import Path
 from typing import Any
@@ -185,8 +186,11 @@ class Trainer:
                 path, iteration = self.checkpoint_path(), self.iteration
                 self.console.print(f"interrupted by {name}: saved {path} at iteration {iteration}")
         finally:
+            # A rank leaving on an error (a lost peer) ignores stop signals from here: the
+            # launcher's SIGTERM then cannot cut its report of the loss short (its process ends).
+            ignore = self.dist.active and sys.exc_info()[0] is not None
             for sig, handler in previous_handlers.items():
-                signal.signal(sig, handler)
+                signal.signal(sig, signal.SIG_IGN if ignore else handler)
             logger.close()
 
     def release_graphs(self) -> None:
