@@ -13,16 +13,15 @@ edit, or raw results added without the table, is caught by the tests."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from phalanx.bench.docs_tables import table
 from phalanx.bench.options import DocsCfg
+from phalanx.bench.report import read_bench
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import write_text_atomic
 from phalanx.flags import parse_flags
@@ -43,11 +42,12 @@ def rebuilt(page: Path) -> str:
 
     def block(m: re.Match[str]) -> str:
         words = m["sources"].split()
-        if not [w for w in words if not w.startswith("tasks=")]:
-            raise ConfigError(f"bench docs: {page}: the {m['kind']} table's marker names no raw results")
         tasks = [w.removeprefix("tasks=").split(",") for w in words if w.startswith("tasks=")]
-        paths = _paths(page, [w for w in words if not w.startswith("tasks=")])
-        sources = [(_load(path), _link(path, page)) for path in paths]
+        patterns = [w for w in words if not w.startswith("tasks=")]
+        if not patterns:
+            raise ConfigError(f"bench docs: {page}: the {m['kind']} table's marker names no raw results")
+        paths = _paths(page, patterns)
+        sources = [(read_bench(path, "bench docs"), _link(path, page)) for path in paths]
         return f"{m['begin']}\n{table(m['kind'], sources, tasks[0] if tasks else None)}\n\n{m['end']}"
 
     return BLOCK.sub(block, text)
@@ -86,16 +86,6 @@ def _paths(page: Path, patterns: list[str]) -> list[Path]:
     return paths
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        bench = json.loads(path.read_text())
-    except (ValueError, OSError) as error:
-        raise ConfigError(f"bench docs: {path} is not readable JSON ({error})") from None
-    if not isinstance(bench, dict) or not {"kind", "results", "machine", "command", "date"} <= set(bench):
-        raise ConfigError(f"bench docs: {path} is not a phalanx bench.json (kind, results, machine, command, date)")
-    return bench
-
-
 def _link(path: Path, page: Path) -> str:
     """The link from the page to the folder of a result's raw files."""
     return Path(os.path.relpath(path.parent.resolve(), page.parent.resolve())).as_posix() + "/"
@@ -110,7 +100,7 @@ def pages(paths: list[str]) -> list[Path]:
             found.append(path)
             continue
         for page in sorted(path.rglob("*.md")):
-            if "results" not in page.relative_to(path).parts and "<!-- bench-table " in page.read_text():
+            if "results" not in page.relative_to(path).parts and MARKER in page.read_text():
                 found.append(page)
     return found
 

@@ -21,20 +21,29 @@ def write_run(run_dir: Path, bench: dict[str, Any]) -> None:
 
 
 def load(run_dir: Path) -> dict[str, Any]:
-    """A run's bench.json, checked to be a benchmark's (its kind and results)."""
+    """A run's bench.json, checked to be a benchmark's (`read_bench`)."""
     path = Path(run_dir) / "bench.json"
     if not path.is_file():
         raise ConfigError(f"bench report: no bench.json in {run_dir}")
+    return read_bench(path, "bench report")
+
+
+def read_bench(path: Path, command: str) -> dict[str, Any]:
+    """A bench.json file (any name), checked to be a benchmark's: its kind, results, machine,
+    command and date; what is not is one line for `command`."""
     try:
         bench = json.loads(path.read_text())
     except (ValueError, OSError) as error:
-        raise ConfigError(f"bench report: {path} is not readable JSON ({error})") from None
+        raise ConfigError(f"{command}: {path} is not readable JSON ({error})") from None
     if (
         not isinstance(bench, dict)
         or not isinstance(bench.get("kind"), str)
         or not isinstance(bench.get("results"), list)
+        or not {"machine", "command", "date"} <= set(bench)
     ):
-        raise ConfigError(f"bench report: {path} is not a phalanx bench.json (it lacks its kind or results)")
+        raise ConfigError(
+            f"{command}: {path} is not a phalanx bench.json (it lacks its kind, results, machine, command or date)"
+        )
     return bench
 
 
