@@ -95,3 +95,23 @@ def test_a_stop_that_python_wrapped_is_still_one_line(monkeypatch, capsys) -> No
     monkeypatch.setattr(phalanx.cli, "list_tasks", lambda args, console: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         main(["list"])
+
+
+def test_a_sigterm_passes_through_a_librarys_catch_all(monkeypatch, capsys) -> None:
+    """Warp's kernel parser runs `try: ... except Exception: pass`, and elsewhere re-raises an
+    exception as `type(error)(message)`: a SIGTERM landing there during start-up must still stop
+    the run (status 143, one line), as Ctrl-C does, not be swallowed or lose its signal number."""
+    import os
+    import signal
+
+    import phalanx.cli
+
+    def parse_kernel(args, console) -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises here, on this thread
+        except Exception:  # noqa: BLE001, S110 (a library's catch-all, as Warp's codegen has)
+            pass
+
+    monkeypatch.setattr(phalanx.cli, "list_tasks", parse_kernel)
+    assert main(["list"]) == 143
+    assert capsys.readouterr().err.strip() == "phalanx list: stopped by SIGTERM"

@@ -423,8 +423,10 @@ def _task_files(args: list[str]) -> list[str]:
     return rest
 
 
-class Stopped(Exception):  # noqa: N818 (a stop, not an error)
-    """SIGTERM arrived where no handler of training's own was installed."""
+class Stopped(BaseException):  # noqa: N818 (a stop, not an error)
+    """SIGTERM arrived where no handler of training's own was installed. A BaseException, as
+    KeyboardInterrupt is: libraries catch `Exception` (Warp's kernel parser swallows it, or
+    rebuilds it from its message) and a stop must pass through them."""
 
     def __init__(self, signum: int):
         super().__init__(signum)
