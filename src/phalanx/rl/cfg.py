@@ -57,6 +57,47 @@ class PPOCfg:
 
 
 @dataclass
+class DistillCfg:
+    """Teacher-student distillation (with `--teacher`): the student acts, and learns the teacher's
+    actions on the states it visits (DAgger), then PPO fine-tunes it."""
+
+    iterations: int = 100
+    """Iterations in which the student imitates the teacher: its loss is the imitation loss and
+    the critic's value loss, at a fixed learning rate. PPO fine-tunes it after them, up to
+    `max_iterations` (with as many, none)."""
+    coef: float = 1.0
+    """Weight of the imitation loss: the mean squared difference between the student's mean
+    action and the teacher's, over the rollout's states."""
+    teacher_mix: float = 0.5
+    """DAgger's beta at the first iteration: the share of env steps that take the teacher's action
+    instead of the student's, so that early rollouts stay near the teacher's states. It falls
+    linearly to 0 at `mix_iterations`."""
+    mix_iterations: int = 20
+    """The iteration from which every step takes the student's action; at most `iterations`, so
+    that PPO learns only from the student's own actions."""
+    fine_tune_coef: float = 0.0
+    """Weight of the imitation loss kept beside PPO's while fine-tuning (0: PPO alone)."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`distill.FIELD`)."""
+        check_int("distill.iterations", self.iterations)
+        check_positive("distill.coef", self.coef)
+        check_range("distill.teacher_mix", self.teacher_mix, 0.0, 1.0)
+        check_int("distill.mix_iterations", self.mix_iterations)
+        if self.mix_iterations > self.iterations:
+            raise ConfigError(
+                f"got {self.mix_iterations}; at most distill.iterations ({self.iterations}): PPO must not learn "
+                "from the teacher's actions",
+                "distill.mix_iterations",
+            )
+        check_range("distill.fine_tune_coef", self.fine_tune_coef, low=0.0)
+
+    def teacher_share(self, iteration: int) -> float:
+        """DAgger's beta at `iteration`."""
+        return self.teacher_mix * max(0.0, 1.0 - iteration / self.mix_iterations)
+
+
+@dataclass
 class PolicyCfg:
     """Actor-critic network."""
 

@@ -21,13 +21,16 @@ from phalanx.core.compiling import compiled
 from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext
 from phalanx.rl.adam import FusedAdam
-from phalanx.rl.cfg import PPOCfg
+from phalanx.rl.cfg import DistillCfg, PPOCfg
 from phalanx.rl.gaussian import DiagonalGaussian
 from phalanx.rl.loss_kernels import PPOLossKernel, after_backward
 from phalanx.rl.losses import gaussian_kl, surrogate_loss, value_loss
 from phalanx.rl.models import ActorCritic, critic_group
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.storage import RolloutStorage, compute_gae
+
+TEACHER_GROUP = "teacher"
+"""The observation group a teacher acts on, computed in the student's env (`phalanx train --teacher`)."""
 
 
 def _in_matmul_precision(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -63,11 +66,18 @@ class PPO:
     statistics and the optimizer stay float32). `compile_update` compiles the minibatch losses,
     forward and backward, with torch.compile at the first update, or earlier with
     `compile_losses` (what a second process does for the trainer, see `phalanx.rl.update_compile`).
+
+    With `distill`, the policy is a student of `teacher` (a module from the `TEACHER_GROUP`
+    observations to actions; the update itself needs only the actions it stored): each step also
+    stores the teacher's action, a share of the envs (`DistillCfg.teacher_share`) take it instead
+    of the student's, and while `distilling` (the first `DistillCfg.iterations`, see
+    `begin_iteration`) the loss is the imitation loss and the value loss, at a fixed learning
+    rate; PPO's after them.
     """
 
     TERMS = ("surrogate", "value", "entropy", "kl")
     """The loss terms `update` reports, in the order `_minibatch_losses` stacks them (`terms`:
-    these, then "image_targets" with image targets)."""
+    these, then "distill" with a teacher, then "image_targets" with image targets)."""
 
     def __init__(
         self,
@@ -87,6 +97,8 @@ class PPO:
         image_dtype: torch.dtype = torch.uint8,
         image_targets: str | None = None,
         image_target_coef: float = 1.0,
+        distill: DistillCfg | None = None,
+        teacher: nn.Module | None = None,
     ):
         cfg.check()
         device = next(policy.parameters()).device
@@ -105,10 +117,14 @@ class PPO:
         # What the actor's image encoder learns to predict (`PolicyCfg.image_targets`), and how much it weighs.
         self.image_targets, self.image_target_coef = image_targets, image_target_coef
         target_dim = None if image_targets is None else observation_spec[image_targets][0]
-        self.terms = self.TERMS + (("image_targets",) if image_targets is not None else ())
+        self.distill, self.teacher = distill, teacher
+        self.distilling = distill is not None  # from the first iteration (`begin_iteration`)
+        self.teacher_share = torch.zeros((), device=device)  # DAgger's beta, set each iteration
+        self.terms = self.TERMS + (("distill",) if distill is not None else ())
+        self.terms += ("image_targets",) if image_targets is not None else ()
         self.storage = RolloutStorage(
             num_steps, num_envs, obs_dim, critic_dim if separate else None, action_dim, device, image_shape,
-            image_dtype, target_dim,
+            image_dtype, target_dim, teacher_actions=distill is not None,
         )  # fmt: skip
         self.learning_rate = torch.tensor(cfg.learning_rate, device=device)
         self.optimizer = FusedAdam(policy.parameters(), lr=self.learning_rate)
@@ -121,6 +137,8 @@ class PPO:
         self._loss_kernel = None
         if compile_update:
             self._losses = compiled(self._minibatch_losses, dynamic=False)
+        elif distill is not None:  # the fused kernel computes PPO's loss alone
+            self._losses = self._minibatch_losses
         else:
             self._loss_kernel = PPOLossKernel(
                 device, cfg.clip_param, cfg.use_clipped_value_loss, cfg.normalize_advantages,
@@ -165,6 +183,11 @@ class PPO:
             storage.images[t] = image
         if self.image_targets is not None:
             storage.image_targets[t] = obs[self.image_targets]
+        if self.distill is not None:
+            taught = self.teacher(obs[TEACHER_GROUP])
+            storage.teacher_actions[t] = taught
+            takes = torch.rand((actions.shape[0], 1), device=self.device, generator=self.generator)
+            actions = torch.where(takes < self.teacher_share, taught, actions)
         storage.actions[t] = actions
         storage.log_probs[t] = dist.log_prob(actions)
         storage.values[t] = values
@@ -220,6 +243,19 @@ class PPO:
         self.optimizer.load_state_dict(state["optimizer"])
         self.learning_rate.copy_(state["learning_rate"])
         self.skipped_updates.copy_(state["skipped_updates"])
+
+    def begin_iteration(self, iteration: int) -> None:
+        """Sets the teacher's share of the actions for `iteration`, and the phase: distilling
+        before `DistillCfg.iterations`, PPO from then on (its update is warmed up and captured
+        again: it is another computation)."""
+        if self.distill is None:
+            return
+        self.teacher_share.fill_(self.distill.teacher_share(iteration))
+        distilling = iteration < self.distill.iterations
+        if distilling != self.distilling:
+            self.distilling = distilling
+            self.release_graph()
+            self._warm = False
 
     def update(self) -> dict[str, torch.Tensor]:
         """Epochs x minibatches of clipped PPO on the stored rollout; returns device scalars (means).
@@ -307,7 +343,15 @@ class PPO:
         loss = surrogate + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy
         with torch.no_grad():
             kl = gaussian_kl(mb["action_mean"], mb["action_std"], dist.mean, dist.stddev)
-        return self._with_image_targets(loss, torch.stack([surrogate, v_loss, entropy, kl]), predicted, mb)
+        terms = torch.stack([surrogate, v_loss, entropy, kl])
+        if self.distill is not None:
+            imitation = (dist.mean - mb["teacher_actions"]).square().mean()
+            if self.distilling:  # the student learns the teacher's actions, the critic its values
+                loss = cfg.value_loss_coef * v_loss + self.distill.coef * imitation
+            else:
+                loss = loss + self.distill.fine_tune_coef * imitation
+            terms = torch.cat((terms, imitation.detach().view(1)))
+        return self._with_image_targets(loss, terms, predicted, mb)
 
     def _fused_losses(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """`_minibatch_losses` with the PPO terms and their gradient in one Warp kernel
@@ -339,7 +383,7 @@ class PPO:
             # finite, and so decides the same skip.
             terms = self.dist.average_gradients(list(self.policy.parameters()), terms)
         grad_norm = nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
-        desired_kl = cfg.desired_kl if cfg.schedule == "adaptive" else None
+        desired_kl = cfg.desired_kl if cfg.schedule == "adaptive" and not self.distilling else None
         optimizer = self.optimizer
         after_backward(
             terms, grad_norm, desired_kl, self.learning_rate, optimizer.found_inf, self.skipped_updates, sums

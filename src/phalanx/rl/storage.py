@@ -68,7 +68,8 @@ class RolloutStorage:
     lives side by side in one (T, N, width) tensor, `samples`; each field is a view of its
     columns. An epoch of the update then shuffles the rollout with one gather, and its minibatches
     are row ranges. `critic_obs` is the `obs` view when the critic sees the policy's observations;
-    `image_targets` (with `image_target_dim`) holds what the image encoder learns to predict.
+    `image_targets` (with `image_target_dim`) holds what the image encoder learns to predict;
+    `teacher_actions` (with `teacher_actions`) what a teacher did in each state, for a student.
     Images (with `image_shape`) keep their own dtype, uint8 for RGB, in `images` (T, N, H, W, C),
     gathered per minibatch: as float columns of `samples` they would take 4x the memory.
     """
@@ -97,10 +98,12 @@ class RolloutStorage:
         image_shape: tuple[int, ...] | None = None,
         image_dtype: torch.dtype = torch.uint8,
         image_target_dim: int | None = None,
+        teacher_actions: bool = False,
     ):
         widths = {"obs": obs_dim} | ({"critic_obs": critic_obs_dim} if critic_obs_dim is not None else {})
         widths |= {"image_targets": image_target_dim} if image_target_dim is not None else {}
         widths |= {"actions": action_dim, "action_mean": action_dim, "action_std": action_dim}
+        widths |= {"teacher_actions": action_dim} if teacher_actions else {}
         widths |= dict.fromkeys(self.SCALARS, 1)
         self.steps, self.num_envs = steps, num_envs
         self.samples = torch.zeros(steps, num_envs, sum(widths.values()), device=device)

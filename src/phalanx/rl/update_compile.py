@@ -29,7 +29,7 @@ import torch
 
 from phalanx.core.cfg_data import from_data, to_data
 from phalanx.core.errors import ConfigError
-from phalanx.rl.cfg import PolicyCfg
+from phalanx.rl.cfg import DistillCfg, PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO, PPOCfg
 
@@ -61,18 +61,28 @@ class UpdateSpec:
     image_dtype: str
     """The image group's dtype ("uint8" without images)."""
     device: str
+    distill: DistillCfg | None = None
+    """The student's distillation settings (with a teacher; its update stores the teacher's actions)."""
 
     def actor_critic(self) -> ActorCritic:
         """The untrained networks, on the device (seed the global generator first)."""
         return ActorCritic.for_env(self.observation_spec, self.action_dim, self.policy).to(self.device)
 
-    def ppo(self, policy: ActorCritic, generator: torch.Generator, capture: bool, dist: DistContext | None) -> PPO:
+    def ppo(
+        self,
+        policy: ActorCritic,
+        generator: torch.Generator,
+        capture: bool,
+        dist: DistContext | None,
+        teacher: torch.nn.Module | None = None,
+    ) -> PPO:
+        """The PPO (`teacher`: the module whose actions a student learns, with `distill`)."""
         return PPO(
             policy, self.algo, self.observation_spec, self.num_envs, self.num_steps, self.normalize, generator,
             capture=capture, dist=dist, tf32=self.tf32, bf16_update=self.bf16_update,
             compile_update=self.compile_update, image_group=self.policy.image_group,
             image_dtype=getattr(torch, self.image_dtype), image_targets=self.policy.image_targets,
-            image_target_coef=self.policy.image_target_coef,
+            image_target_coef=self.policy.image_target_coef, distill=self.distill, teacher=teacher,
         )  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import tyro
 from phalanx.core.errors import ConfigError, check_int, check_positive, check_seed
 from phalanx.core.files import check_path_length
 from phalanx.envs.cfg import TaskCfg
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
+from phalanx.rl.cfg import DistillCfg, PolicyCfg, PPOCfg
 from phalanx.training.logger import check_logger
 from phalanx.training.run_paths import checkpoint_file
 
@@ -97,6 +97,12 @@ class TrainCfg:
     logger: str = "tensorboard"
     """Where the metrics go besides metrics.jsonl: tensorboard (events in the run directory),
     wandb (Weights & Biases; offline without a login, `wandb sync` uploads later) or none."""
+    teacher: str | None = None
+    """A trained policy whose actions this task's policy learns (a checkpoint of `phalanx train`,
+    or its run directory), e.g. a state task's for its pixel twin: the teacher acts on its own
+    task's observations, computed in this env from the same state, so both tasks must drive the
+    same robot model with the same actions (`--distill.*`: the schedule)."""
+    distill: DistillCfg = field(default_factory=DistillCfg)
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     env: TaskCfg | None = None
@@ -131,6 +137,13 @@ def check_train_cfg(cfg: TrainCfg) -> None:
         if cfg.resume is not None:
             raise ConfigError(f"continues --trainer phalanx runs only, not --trainer {cfg.trainer}", "resume")
     check_logger(cfg.logger)
+    if cfg.teacher is not None:
+        if cfg.trainer != "phalanx":
+            raise ConfigError(f"a teacher teaches with phalanx's trainer, not --trainer {cfg.trainer}", "teacher")
+        if cfg.teacher == "last":
+            raise ConfigError("'last' names this task's runs, not the teacher's: give its checkpoint or run", "teacher")
+        checkpoint_file(cfg.teacher, cfg.task, "teacher")
+        cfg.distill.check()
     cfg.algo.check()
     cfg.policy.check()
     if cfg.env is not None:

@@ -39,9 +39,9 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         torch.save(state, tmp)
 
 
-def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KEYS) -> dict[str, Any]:
+def load_checkpoint(path: str | Path, task: str | None, keys: tuple[str, ...] = PLAY_KEYS) -> dict[str, Any]:
     """Loads a phalanx checkpoint onto the CPU as data only, and checks it was made for `task`
-    and holds `keys`.
+    (None: any task) and holds `keys`.
 
     Raises:
         CheckpointError: no such file, not a checkpoint, needs unpickling of objects, another
@@ -76,7 +76,7 @@ def load_checkpoint(path: str | Path, task: str, keys: tuple[str, ...] = PLAY_KE
             f"checkpoint: {path} was written by an older phalanx, without the env config it was trained in; "
             "train it again with this version"
         )
-    if state["task"] != task:
+    if task is not None and state["task"] != task:
         raise CheckpointError(f"checkpoint: {path} was trained on task {state['task']!r}, not {task!r}")
     missing = [key for key in keys if key not in state]
     if missing:
@@ -187,6 +187,9 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | P
     saved = state["config"]
     if not isinstance(saved, dict) or not isinstance(saved.get("policy"), dict) or "num_envs" not in saved:
         raise CheckpointError(f"checkpoint: {path} lacks its training config (not written by this version of phalanx)")
+    if bool(saved.get("teacher")) != bool(config.get("teacher")):
+        trained = f"with --teacher {saved['teacher']}" if saved.get("teacher") else "without a teacher"
+        raise CheckpointError(f"the checkpoint's policy was trained {trained}: resume it so", "teacher")
     for name in RUN_FIELDS:
         if saved.get(name) != config[name]:
             raise CheckpointError(

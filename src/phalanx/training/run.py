@@ -189,6 +189,7 @@ def _prepare(
         newest_readable,
     )
     from phalanx.training.registry import make, term_packages
+    from phalanx.training.teacher import load_teacher, with_teacher_observations
     from phalanx.training.trainer import Trainer
 
     device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
@@ -199,6 +200,11 @@ def _prepare(
         run.check_owner(resume, cfg.resume == "last")
     if cfg.resume != "last":
         state = load_checkpoint(resume, cfg.task, RESUME_KEYS) if resume else None
+    teacher = None
+    if cfg.teacher is not None:  # its observations join the env's (a resumed student's env has them)
+        teacher = load_teacher(cfg.teacher, cfg.env, term_packages())
+        cfg.teacher = teacher.path
+        cfg.env = with_teacher_observations(cfg.env, teacher)
     if state is not None:
         check_resumable(state, to_data(cfg), resume)
         asked = env_cfg_to_data(cfg.env)
@@ -225,7 +231,7 @@ def _prepare(
         ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
         console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
         progress.enter("building the trainer", slow=True)
-        trainer = Trainer(cfg, env, run_dir, console, dist, progress)
+        trainer = Trainer(cfg, env, run_dir, console, dist, progress, teacher)
         progress.enter("resetting the env (compiling its step)", slow=True)
         env.reset()
     except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:

@@ -24,6 +24,7 @@ from phalanx.core.vec_env import VecEnv
 from phalanx.dist import DistContext, Progress
 from phalanx.rl import update_compile
 from phalanx.rl.models import ActorCritic
+from phalanx.rl.ppo import TEACHER_GROUP
 from phalanx.rl.rollout_graphs import StagedGraphs
 from phalanx.rl.update_compile import UpdateSpec
 from phalanx.sim.model_files import files_state, pack_model
@@ -32,6 +33,7 @@ from phalanx.training.checkpoint import CHECKPOINT_FORMAT, load_weights, save_ch
 from phalanx.training.episode_stats import EpisodeStats
 from phalanx.training.logger import RunLogger
 from phalanx.training.run_paths import LAST
+from phalanx.training.teacher import Teacher
 from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -39,7 +41,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class Trainer:
     """Trains an actor-critic on any `VecEnv` with PPO as `cfg` says; writes into `run_dir` if
-    given (every rank of a job gives the same: all take part in checkpoints, rank 0 writes)."""
+    given (every rank of a job gives the same: all take part in checkpoints, rank 0 writes). With
+    a `teacher` (whose observations the env computes as its `TEACHER_GROUP` group), the policy
+    starts as its student (`cfg.distill`), exploring with the teacher's standard deviation."""
 
     def __init__(
         self,
@@ -49,6 +53,7 @@ class Trainer:
         console: Console | None = None,
         dist: DistContext | None = None,
         progress: Progress | None = None,
+        teacher: Teacher | None = None,
     ):
         self.dist = dist or DistContext()
         self.cfg, self.env = cfg, env
@@ -62,12 +67,13 @@ class Trainer:
         spec = update_spec(cfg, env)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         policy = spec.actor_critic()
+        teacher_actor = None if teacher is None else self._teacher_actor(teacher, policy)
         self.dist.broadcast_module(policy)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         images = cfg.policy.image_group
-        self.ppo = spec.ppo(policy, self.generator, capture=capture_update, dist=self.dist)
+        self.ppo = spec.ppo(policy, self.generator, capture=capture_update, dist=self.dist, teacher=teacher_actor)
         capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
         if capture_rollout and not env.capture:
             raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
@@ -76,6 +82,7 @@ class Trainer:
         # not) and the image targets the update learns.
         read = {"policy", self.ppo.critic_group} | ({images} if images else set())
         read |= {cfg.policy.image_targets} if cfg.policy.image_targets else set()
+        read |= {TEACHER_GROUP} if teacher is not None else set()
         self._obs_in = {group: env.obs[group].clone() for group in read}
         self.stats = EpisodeStats(env.reward_names, env.metric_names, self.device)
         self.iteration = 0
@@ -102,6 +109,20 @@ class Trainer:
     @property
     def policy(self) -> ActorCritic:
         return self.ppo.policy
+
+    def _teacher_actor(self, teacher: Teacher, policy: ActorCritic) -> torch.nn.Module:
+        """The teacher's frozen actor on this env's teacher observations; `policy` takes its
+        standard deviation."""
+        obs_dim = self.env.observation_spec[TEACHER_GROUP][0]
+        actor = teacher.actor(obs_dim, self.env.action_dim, self.device, self.cfg.seed)
+        if teacher.log_std.shape != policy.log_std.shape:
+            raise ConfigError(
+                f"{teacher.path} acts in {teacher.log_std.shape[0]} dimensions, this task in {self.env.action_dim}",
+                "teacher",
+            )
+        with torch.no_grad():
+            policy.log_std.copy_(teacher.log_std)
+        return actor
 
     # ----------------------------------------------------------------------------- rollout
 
@@ -224,6 +245,7 @@ class Trainer:
         total_timer.begin()
         collect_timer.begin()
         self.stats.sums.zero_()
+        self.ppo.begin_iteration(self.iteration)
         with phase_range("rollout", self.profiling):
             self._collect(step_timer)
         collect_timer.end()
@@ -379,4 +401,5 @@ def update_spec(cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
         compile_update=cfg.compile_update and env.device.type == "cuda",
         image_dtype=str(image_dtype).removeprefix("torch."),
         device=str(env.device),
+        distill=cfg.distill if cfg.teacher is not None else None,
     )

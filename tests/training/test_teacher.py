@@ -1,0 +1,137 @@
+"""`phalanx train TASK --teacher CKPT` on the CPU: a student learns a trained cartpole's actions on
+the states it visits, the pixel twin trains with the state task's teacher, and a teacher that
+does not fit is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import mean
+
+import pytest
+import torch
+
+import phalanx
+from phalanx.cli import main
+from phalanx.rl.cfg import DistillCfg, PolicyCfg
+from phalanx.rl.ppo import TEACHER_GROUP
+from phalanx.training.checkpoint import load_checkpoint
+from phalanx.training.play import load_actor, run_episodes
+from phalanx.training.registry import train_cfg
+
+CPU = ["--device", "cpu"]
+STUDENT = ["--num-envs", "16", "--num-steps-per-env", "8", "--max-iterations", "2", *CPU]
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cartpole policy trained with the CPU defaults until it balances: its run directory."""
+    run = tmp_path_factory.mktemp("teacher")
+    assert main(["train", "cartpole", *CPU, "--max-iterations", "80", "--run-dir", str(run)]) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert rows[-1]["mean_episode_length"] >= 285  # it balances: worth learning from
+    return run
+
+
+def test_a_student_acts_as_its_teacher_on_the_states_it_visits(teacher: Path, tmp_path: Path) -> None:
+    """A smaller cartpole network distilled from the teacher (through `phalanx.train`, without
+    fine-tuning), played deterministically: on the states it visits itself its actions explain
+    90 % of the variance of the teacher's (an untrained one's explain none), and its episodes
+    last as long as the teacher's own."""
+    cfg = train_cfg("cartpole")
+    cfg.policy = PolicyCfg(actor_hidden_dims=(16, 16), critic_hidden_dims=(16, 16))
+    cfg.distill = DistillCfg(iterations=30, mix_iterations=10)
+    run = tmp_path / "student"
+    trainer = phalanx.train("cartpole", cfg, teacher=str(teacher), max_iterations=30, device="cpu", run_dir=str(run))
+    state = load_checkpoint(trainer.checkpoint_path(), "cartpole")
+    assert state["config"]["teacher"] == str((teacher / "checkpoints" / "model_last.pt").resolve())
+    env, taught = trainer.env, trainer.ppo.teacher
+    student = load_actor(state, env)
+    actions, targets = [], []
+
+    def act(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        actions.append(student(obs))
+        targets.append(taught(obs[TEACHER_GROUP]))
+        return actions[-1]
+
+    episodes = run_episodes(env, act, 600)
+    action, target = torch.cat(actions), torch.cat(targets)
+    explained = float(1 - (action - target).square().mean() / target.var())
+    assert explained >= 0.9, f"the student's actions explain {explained:.1%} of the variance of the teacher's"
+    own = run_episodes(env, lambda obs: taught(obs[TEACHER_GROUP]), 600)
+    assert mean(episodes.lengths) >= 0.95 * mean(own.lengths), (episodes.summary(), own.summary())
+
+
+def test_the_pixel_twin_learns_from_the_state_tasks_teacher(teacher: Path, tmp_path: Path, capsys) -> None:
+    """cartpole-rgb's student: the teacher's observations are cartpole's, computed from the same
+    state (the critic's group holds the same terms), the run stores the teacher and its imitation
+    loss, and a student resumes only with a teacher."""
+    run = tmp_path / "student"
+    flags = [*STUDENT, "--teacher", str(teacher), "--distill.iterations", "1", "--distill.mix-iterations", "1"]
+    assert main(["train", "cartpole-rgb", *flags, "--run-dir", str(run)]) == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["env"]["observations"][TEACHER_GROUP] == config["env"]["observations"]["critic"]
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert all(row["loss/distill"] > 0 for row in rows)
+    teacher_file = (teacher / "checkpoints" / "model_last.pt").resolve()
+    assert config["teacher"] == str(teacher_file)
+    resume = ["--resume", "last", "--max-iterations", "3", "--run-dir", str(run)]
+    assert main(["train", "cartpole-rgb", *STUDENT, *resume]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--teacher: the checkpoint's policy was trained with --teacher " + str(teacher_file) in err, err
+    cfg = {"device": "cpu", "num_envs": 16, "max_iterations": 1, "run_dir": str(tmp_path / "python")}
+    trainer = phalanx.train("cartpole-rgb", teacher=str(teacher), **cfg)
+    torch.testing.assert_close(trainer.env.obs[TEACHER_GROUP], trainer.env.obs["critic"])
+
+
+def _altered(teacher: Path, tmp_path: Path, change) -> str:
+    """A copy of the teacher's checkpoint with its stored config changed by `change`."""
+    state = torch.load(teacher / "checkpoints" / "model_last.pt", weights_only=True)
+    change(state)
+    path = tmp_path / "altered.pt"
+    torch.save(state, path)
+    return str(path)
+
+
+def _set_actions_scale(state: dict) -> None:
+    state["config"]["env"]["actions"]["scale"] = 50.0
+
+
+def _set_decimation(state: dict) -> None:
+    state["config"]["env"]["sim"]["decimation"] = 4
+
+
+def _set_image_policy(state: dict) -> None:
+    state["config"]["policy"]["image_group"] = "image"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_set_actions_scale, "with other actions (env.actions differ): it cannot teach 'cartpole-rgb'"),
+        (_set_decimation, "at another control rate"),
+        (_set_image_policy, "its policy reads images ('image'); a frozen actor reads vectors"),
+    ],
+)
+def test_a_teacher_that_does_not_fit_is_one_line(teacher: Path, tmp_path: Path, change, message: str, capsys) -> None:
+    path = _altered(teacher, tmp_path, change)
+    assert main(["train", "cartpole-rgb", *STUDENT, "--teacher", path, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and path in err, err
+    assert not (tmp_path / "run" / "config.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--teacher", "last"], "--teacher: 'last' names this task's runs"),
+        (["--teacher", "no/such.pt"], "no/such.pt"),
+        (["--teacher", "TEACHER", "--trainer", "sb3"], "--teacher: a teacher teaches with phalanx's trainer"),
+        (["--teacher", "TEACHER", "--distill.mix-iterations", "200"], "--distill.mix-iterations: got 200"),
+    ],
+)
+def test_bad_teacher_flags_are_one_line(teacher: Path, flags: list[str], message: str, capsys) -> None:
+    flags = [str(teacher) if flag == "TEACHER" else flag for flag in flags]
+    assert main(["train", "cartpole-rgb", *STUDENT, *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
