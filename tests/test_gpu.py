@@ -259,3 +259,43 @@ def test_every_compiled_kernel_launches_from_the_graph_cache(compiler: str, tmp_
         assert bypassed == 0
     elif bypassed == 0:
         pytest.skip("plain torch.compile keeps the long-named kernel in its cache now")
+
+
+def test_a_captured_student_trains_as_an_eager_one_across_the_phase_switch(tmp_path) -> None:
+    """cartpole-rgb distilled from a cartpole policy: the teacher's forward pass and its share of
+    the actions inside the rollout graphs, the update captured for distilling, then warmed up and
+    captured again for PPO, compute what the eager trainer does, and never sync the host."""
+    import io
+
+    from rich.console import Console
+
+    from phalanx.rl.cfg import DistillCfg
+    from phalanx.training.registry import env_cfg, term_packages, train_cfg
+    from phalanx.training.teacher import load_teacher, with_teacher_observations
+    from phalanx.training.timing import IntervalTimer
+    from phalanx.training.trainer import Trainer
+
+    run = tmp_path / "teacher"
+    quiet = Console(file=io.StringIO())
+    phalanx.train("cartpole", device="cuda", num_envs=256, max_iterations=2, run_dir=str(run), console=quiet)
+    params = []
+    for capture in (True, False):
+        cfg = train_cfg("cartpole-rgb")
+        cfg.teacher, cfg.distill = str(run), DistillCfg(iterations=2, mix_iterations=1)
+        cfg.capture_update = cfg.capture_rollout = capture
+        teacher = load_teacher(cfg.teacher, env_cfg("cartpole-rgb"), term_packages())
+        student = with_teacher_observations(env_cfg("cartpole-rgb"), teacher)
+        env = phalanx.make(student, num_envs=256, device="cuda", seed=1, verbose=False)
+        trainer = Trainer(cfg, env, run_dir=None, console=quiet, teacher=teacher)
+        for _ in range(5):  # distilling (captured in the second), PPO (warmed up, captured, replayed)
+            trainer.iterate()
+        params.append(torch.cat([p.detach().flatten() for p in trainer.policy.parameters()]))
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            trainer.ppo.begin_iteration(trainer.iteration)
+            trainer._collect(IntervalTimer(env.device))
+            trainer.ppo.update()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    torch.testing.assert_close(params[0], params[1], atol=1e-3, rtol=1e-3)

@@ -84,6 +84,41 @@ def test_the_pixel_twin_learns_from_the_state_tasks_teacher(teacher: Path, tmp_p
     torch.testing.assert_close(trainer.env.obs[TEACHER_GROUP], trainer.env.obs["critic"])
 
 
+def test_the_state_hand_teaches_the_hand_that_sees(tmp_path: Path) -> None:
+    """shadow-cube's policy (any, here after one iteration) teaches shadow-cube-vision: the
+    student's env computes shadow-cube's policy observations, goal command included, and trains
+    through the phase switch."""
+    from phalanx.core.cfg_data import to_data
+    from phalanx.training.registry import env_cfg
+
+    tiny = [*CPU, "--num-envs", "4", "--num-steps-per-env", "4", "--algo.num-mini-batches", "1"]
+    teacher, student = tmp_path / "teacher", tmp_path / "student"
+    assert main(["train", "shadow-cube", *tiny, "--max-iterations", "1", "--run-dir", str(teacher)]) == 0
+    flags = ["--teacher", str(teacher), "--distill.iterations", "1", "--distill.mix-iterations", "1"]
+    assert main(["train", "shadow-cube-vision", *tiny, *flags, "--max-iterations", "2", "--run-dir", str(student)]) == 0
+    config = json.loads((student / "config.json").read_text())
+    expected = json.loads(json.dumps(to_data(env_cfg("shadow-cube").observations["policy"])))
+    assert config["env"]["observations"][TEACHER_GROUP] == expected
+
+
+def test_a_student_resumes_exactly_across_the_phase_switch(teacher: Path, tmp_path: Path) -> None:
+    """4 iterations straight (2 distilling, 2 of PPO) == 1, then --resume for 3 more: the same
+    policy, optimizer state and learning rate (the teacher's share and the phase follow from the
+    iteration)."""
+    flags = ["--teacher", str(teacher), "--distill.iterations", "2", "--distill.mix-iterations", "2"]
+    tiny = ["cartpole", *STUDENT[:4], *CPU, *flags]
+    straight, first = tmp_path / "straight", tmp_path / "first"
+    assert main(["train", *tiny, "--max-iterations", "4", "--run-dir", str(straight)]) == 0
+    assert main(["train", *tiny, "--max-iterations", "1", "--run-dir", str(first)]) == 0
+    assert main(["train", *tiny, "--max-iterations", "4", "--run-dir", str(first), "--resume", "last"]) == 0
+    a, b = (torch.load(run / "checkpoints" / "model_4.pt", weights_only=True) for run in (straight, first))
+    for name, tensor in a["policy"].items():
+        assert torch.equal(tensor, b["policy"][name]), name
+    for i, state in a["ppo"]["optimizer"]["state"].items():
+        assert torch.equal(state["exp_avg_sq"], b["ppo"]["optimizer"]["state"][i]["exp_avg_sq"])
+    assert torch.equal(a["ppo"]["learning_rate"], b["ppo"]["learning_rate"])
+
+
 def _altered(teacher: Path, tmp_path: Path, change) -> str:
     """A copy of the teacher's checkpoint with its stored config changed by `change`."""
     state = torch.load(teacher / "checkpoints" / "model_last.pt", weights_only=True)
