@@ -59,10 +59,30 @@ def test_list_help_prints_its_usage_and_stray_arguments_are_refused(capsys) -> N
 def test_train_help_shows_no_python_object_addresses(capsys) -> None:
     """A term's function is fixed by the task: the help does not list it as `<function f at 0x...>`."""
     with pytest.raises(SystemExit) as stop:
-        main(["train", "cartpole", "--help"])
+        main(["train", "cartpole", "--help-env"])
     assert stop.value.code == 0
     out = capsys.readouterr().out
     assert "--env.rewards.alive.weight" in out and " at 0x" not in out
+
+
+def test_train_help_lists_the_training_flags_and_names_the_envs(capsys) -> None:
+    """`--help` leaves out the env's flags (one group per term: most of the lines) and says how
+    to see them; `--help-env` lists every flag."""
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "cartpole", "--seed", "3", "--help"])
+    assert stop.value.code == 0
+    short = capsys.readouterr().out
+    assert (
+        "--max-iterations" in short
+        and "--distill.iterations" in short
+        and "--env." not in short.replace("(--env.*", "")
+    )
+    assert "`phalanx train cartpole --help-env`" in short
+    with pytest.raises(SystemExit):
+        main(["train", "cartpole", "--help-env"])
+    full = capsys.readouterr().out
+    assert "--max-iterations" in full and "--env.sim.decimation" in full
+    assert len(short.splitlines()) < len(full.splitlines()) / 2
 
 
 def test_a_flags_help_rewraps_its_docstring_as_one_paragraph(monkeypatch, capsys) -> None:

@@ -13,8 +13,9 @@
                       (`phalanx bench --help` says what each measures)
 
 `--module my_task.py` (any command) loads a task file that calls `phalanx.register`, unpackaged.
-`phalanx train TASK --help` lists every flag; `--env.*` sets any field of the task's config,
-e.g. `phalanx train cartpole --env.episode-length-s 2 --env.rewards.alive.weight 2`.
+`phalanx train TASK --help` lists the training flags, `--help-env` also the task's env flags:
+`--env.*` sets any field of the task's config, e.g. `phalanx train cartpole --env.episode-length-s 2
+--env.rewards.alive.weight 2`.
 
 User errors (unknown task, bad flag values, missing or foreign checkpoints) print one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -22,6 +23,7 @@ exit with status 2; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import os
 import signal
@@ -185,6 +187,7 @@ def train(args: list[str], console: Console) -> int:
     flags, config = _config_file(flags)
     defaults = train_cfg(task) if config is None else train_cfg_from_file(config, task, term_packages())
     registered_env = env_cfg_to_data(defaults.env)
+    _train_help(task, defaults, flags)
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
     for field in ("num_envs", "cpu_num_envs"):  # one flag sets the env count
         if getattr(cfg.env, field) != registered_env[field]:
@@ -389,6 +392,22 @@ def _stop_within(error: BaseException) -> BaseException | None:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def _train_help(task: str, defaults: object, flags: list[str]) -> None:
+    """`--help`: the training flags, without the env's (its every term has flags: hundreds of
+    lines); `--help-env`: all of them. Prints and exits 0; returns where neither is asked for."""
+    from phalanx.training.cfg import TrainCfg
+
+    prog = f"phalanx train {task}"
+    if "--help-env" in flags:
+        parse_flags(TrainCfg, defaults, ["--help"], prog)
+    if "-h" in flags or "--help" in flags:
+        description = (
+            f"{TrainCfg.__doc__.splitlines()[0]} The task's env flags (--env.*: its observation, reward and "
+            f"termination terms, sim, actions, events): `{prog} --help-env`."
+        )
+        parse_flags(TrainCfg, dataclasses.replace(defaults, env=None), ["--help"], prog, description)
 
 
 def _config_file(flags: list[str]) -> tuple[list[str], str | None]:

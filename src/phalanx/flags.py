@@ -28,16 +28,16 @@ def task_and_flags(command: str, args: list[str], registered: bool = True) -> tu
     return args[0], args[1:]
 
 
-def parse_flags(cls: type[T], default: T | None, flags: list[str], prog: str) -> T:
+def parse_flags(cls: type[T], default: T | None, flags: list[str], prog: str, description: str | None = None) -> T:
     """`flags` parsed into a `cls` that starts from `default` (None: the class's defaults); an
     optional nested config (a terrain, a low-level policy) takes flags for its fields when the
-    default has one."""
+    default has one. `description` heads the help (default: the class's docstring)."""
     import tyro
 
     _join_docstring_lines(tyro)
     # SuppressFixed: a term's function is the task's choice, not a flag (help would show `<function ...>`)
     config = (tyro.conf.AvoidSubcommands, tyro.conf.SuppressFixed)
-    return tyro.cli(cls, default=default, args=flags, prog=prog, config=config)
+    return tyro.cli(cls, default=default, args=flags, prog=prog, config=config, description=description)
 
 
 LIST_ITEM = re.compile(r"([-*+]|\d+[.)])\s")
