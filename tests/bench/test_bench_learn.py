@@ -261,3 +261,51 @@ def test_a_crash_is_a_failure_not_an_outside_kill(tmp_path: Path) -> None:
     crashed = _fake_job(tmp_path, "0", "segv", budget_s=30.0)
     assert crashed["status"] == "failed" and crashed["reason"] == "crashed (SIGSEGV)"
     assert crashed["exit_code"] == -signal.SIGSEGV and crashed["log_tail"] is not None
+
+
+TEACHER_AND_STUDENT = """
+import phalanx
+from phalanx.rl.cfg import DistillCfg
+from phalanx.tasks.cartpole import cartpole_cfg, cartpole_train_cfg
+from phalanx.training.registry import LearningResult
+
+
+def student_cfg():
+    cfg = cartpole_train_cfg()
+    cfg.distill = DistillCfg(iterations=10, mix_iterations=5)
+    return cfg
+
+
+phalanx.register("pole-teacher", env_cfg=cartpole_cfg, train_cfg=cartpole_train_cfg,
+                 result=LearningResult(metric="mean_episode_length", threshold=100.0, budget_s=120.0))
+phalanx.register("pole-student", env_cfg=cartpole_cfg, train_cfg=student_cfg,
+                 result=LearningResult(metric="mean_episode_length", threshold=100.0, budget_s=120.0,
+                                       teacher="pole-teacher"))
+"""
+
+
+def test_a_student_learns_from_the_suites_run_of_its_teacher(tmp_path: Path, cache_dir: Path) -> None:
+    """A task whose result names a teacher trains after the teacher's run of the same seed, with
+    `--teacher` its checkpoint; the report adds the teacher's time to the student's. Without its
+    teacher in the suite it is refused in one line."""
+    (tmp_path / "poles.py").write_text(TEACHER_AND_STUDENT)
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "phalanx", "bench", "learn", "pole-student", "pole-teacher", *CPU]
+    command += ["--module", str(tmp_path / "poles.py"), "--run-dir", str(run), "--cache-dir", str(cache_dir)]
+    assert subprocess.run([*command, "--seeds", "1", "--videos", "none"], check=False).returncode == 0
+    student, teacher = json.loads((run / "bench.json").read_text())["results"]
+    assert teacher["task"] == "pole-teacher" and student["task"] == "pole-student"
+    assert teacher["status"] == student["status"] == "reached"
+    assert student["launched_at"] >= teacher["launched_at"] + teacher["wall_s"]
+    config = json.loads((run / "jobs" / "pole-student-seed0" / "run" / "config.json").read_text())
+    assert config["teacher"] == str(
+        (run / "jobs" / "pole-teacher-seed0" / "run" / "checkpoints" / "model_last.pt").resolve()
+    )
+    assert student["prerequisites_s"] == {"pole-teacher": teacher["wall_s"]}
+    assert f"after pole-teacher's {teacher['wall_s']:.0f} s" in (run / "report.md").read_text()
+    alone = subprocess.run([*command[:6], *command[7:]], capture_output=True, text=True, check=False)
+    assert alone.returncode == 2
+    assert alone.stderr.strip().endswith(
+        "pole-student learns from a trained pole-teacher policy: add pole-teacher to "
+        "the tasks (its run with the same seed provides it)"
+    )

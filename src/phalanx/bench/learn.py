@@ -8,7 +8,8 @@ emptied (Warp's kernels, inductor's and Triton's compiled graphs, CUDA's): a fre
 start. A run that starts on a task's empty caches fills them for the others, which wait until it
 has compiled (two iterations); each run records whether its caches were cold or warm. A
 task whose actions command a frozen low-level policy (anymal-nav) trains over the policy of its
-low-level task's run with the same seed, which must be in the suite. A job stops at its
+low-level task's run with the same seed, and a task whose result names a teacher learns from
+that task's run with the same seed (`--teacher`); that run must be in the suite. A job stops at its
 threshold or at its budget, or ends by itself; one that fails is reported with its log tail and
 the others go on. Videos of the trained policies are played once every job is done, so that
 their processes take nothing from a timed run.
@@ -76,6 +77,16 @@ def plan(tasks: dict[str, LearningResult], seeds: list[int], cold: bool) -> list
 
 
 @dataclass(frozen=True)
+class Prerequisite:
+    """A task whose trained policy a job needs: its run with the same seed gives its checkpoint
+    through `flag` (e.g. `--teacher`); `relation` says how, in messages ("learns from")."""
+
+    task: str
+    flag: str
+    relation: str
+
+
+@dataclass(frozen=True)
 class Slot:
     """Where a job runs: `device` as the job sees it, with `env` (e.g. CUDA_VISIBLE_DEVICES)."""
 
@@ -87,8 +98,8 @@ class Slot:
 
 class Suite:
     """Runs `specs` over `slots` (one job per slot at a time) in `run_dir`/jobs/NAME, each task's
-    caches in `cache_root`/TASK. `low_levels`: task -> the task whose policy its actions command;
-    `video_steps`: task -> env steps of its videos."""
+    caches in `cache_root`/TASK. `prerequisites`: task -> the tasks whose trained policies it
+    needs; `video_steps`: task -> env steps of its videos."""
 
     def __init__(
         self,
@@ -98,11 +109,12 @@ class Suite:
         cache_root: Path,
         train_args: list[str],
         window: int,
-        low_levels: dict[str, str],
+        prerequisites: dict[str, list[Prerequisite]],
         video_steps: dict[str, int],
     ):
         self.pending, self.slots, self.run_dir = list(specs), slots, run_dir
-        self.cache_root, self.train_args, self.window, self.low_levels = cache_root, train_args, window, low_levels
+        self.cache_root, self.train_args, self.window = cache_root, train_args, window
+        self.prerequisites = prerequisites
         self.video_steps = video_steps
         self.jobs: dict[JobSpec, LearnJob] = {}
         self.skipped: dict[JobSpec, str] = {}
@@ -133,7 +145,7 @@ class Suite:
                 if self.stopping or not self.pending:
                     return
                 for spec in self.pending:  # none can start: each waits on a job that never will
-                    self.skipped[spec] = "waits on a job that cannot run (a cycle of low-level tasks)"
+                    self.skipped[spec] = "waits on a job that cannot run (a cycle of prerequisite tasks)"
                 self.pending = []
                 return
             time.sleep(POLL_S)
@@ -154,45 +166,47 @@ class Suite:
         for spec in list(self.pending):
             if not self.free or self.stopping:
                 return
-            state, low_level = self._dependencies(spec)
+            state, given = self._dependencies(spec)
             if state == "wait":
                 continue
             self.pending.remove(spec)
             if state == "skip":
-                self.skipped[spec] = low_level
+                self.skipped[spec] = given
                 continue
-            self._launch(spec, self.free.pop(0), low_level)
+            self._launch(spec, self.free.pop(0), given)
 
-    def _dependencies(self, spec: JobSpec) -> tuple[str, str | None]:
-        """("wait" | "go" | "skip", the low-level checkpoint for "go" or why for "skip")."""
+    def _dependencies(self, spec: JobSpec) -> tuple[str, Any]:
+        """("wait" | "go" | "skip", for "go" the prerequisites' runs (flag, checkpoint, their jobs'
+        wall clock), for "skip" why)."""
         if not spec.cold:  # a task's cold run goes first; then no run starts while one fills the caches
             cold_pending = any(s.task == spec.task and s.cold for s in self.pending)
             same_task = [j for s, j in self.jobs.items() if s.task == spec.task and j.running]
             if cold_pending or any(j.caches == "cold" and len(j.follower.rows) < 2 for j in same_task):
                 return "wait", None
-        lower = self.low_levels.get(spec.task)
-        if lower is None:
-            return "go", None
-        walker = (lower, spec.seed, False)
-        job = next((j for s, j in self.jobs.items() if (s.task, s.seed, s.cold) == walker), None)
-        if job is None:
-            planned = any((s.task, s.seed, s.cold) == walker for s in self.pending)
-            return ("wait", None) if planned else ("skip", f"no {lower}-seed{spec.seed} run in this suite")
-        if job.running:
-            return "wait", None
-        checkpoint = job.checkpoint()
-        if checkpoint is None:
-            return "skip", f"its low-level policy's run ({lower}-seed{spec.seed}) left no checkpoint"
-        return "go", str(checkpoint.resolve())
+        given = []
+        for need in self.prerequisites.get(spec.task, []):
+            run = (need.task, spec.seed, False)
+            job = next((j for s, j in self.jobs.items() if (s.task, s.seed, s.cold) == run), None)
+            if job is None:
+                planned = any((s.task, s.seed, s.cold) == run for s in self.pending)
+                return ("wait", None) if planned else ("skip", f"no {need.task}-seed{spec.seed} run in this suite")
+            if job.running:
+                return "wait", None
+            checkpoint = job.checkpoint()
+            if checkpoint is None:
+                return "skip", f"the run it {need.relation} ({need.task}-seed{spec.seed}) left no checkpoint"
+            given.append((need, str(checkpoint.resolve()), job.outcome()["wall_s"]))
+        return "go", given
 
-    def _launch(self, spec: JobSpec, slot: Slot, low_level: str | None) -> None:
+    def _launch(self, spec: JobSpec, slot: Slot, given: list[tuple[Prerequisite, str, float | None]]) -> None:
         out = self.run_dir / "jobs" / spec.name
-        extra = [] if low_level is None else ["--env.actions.low-level.checkpoint", low_level]
+        extra = [arg for need, checkpoint, _ in given for arg in (need.flag, checkpoint)]
         command = train_command(spec, slot.device, out / "run", self.train_args, extra)
         cache = self.cache_root / spec.task
         caches = "cold" if spec.cold or not any(p.is_file() for p in cache.rglob("*")) else "warm"
         env = cache_env(cache, spec.cold) | slot.env | {"PYTHONUNBUFFERED": "1"}
         job = LearnJob(spec, slot.name, command, env, out, self.window, caches)
+        job.prerequisites = {need.task: wall_s for need, _, wall_s in given}
         job.launch()
         self.jobs[spec] = job
 

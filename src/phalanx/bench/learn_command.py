@@ -10,7 +10,7 @@ import shlex
 import signal
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -18,6 +18,9 @@ from phalanx.bench.options import LearnCfg
 from phalanx.core.errors import ConfigError, check_int, check_positive
 from phalanx.flags import parse_flags, split_args
 from phalanx.training.registry import DIRECTIONS, LearningResult
+
+if TYPE_CHECKING:
+    from phalanx.bench.learn import Prerequisite
 
 VIDEOS = ("each", "first", "none")
 
@@ -61,22 +64,26 @@ def task_results(names: list[str], cfg: LearnCfg) -> dict[str, LearningResult]:
     return results
 
 
-def low_level_tasks(tasks: list[str]) -> dict[str, str]:
-    """task -> the task whose trained policy its actions command; that task must be in the suite."""
+def prerequisite_tasks(results: dict[str, LearningResult]) -> dict[str, list[Prerequisite]]:
+    """task -> the tasks whose trained policies it needs: the one its actions command (anymal-nav's
+    walker) and the teacher its result names; each must be in the suite."""
+    from phalanx.bench.learn import Prerequisite
     from phalanx.training.registry import env_cfg
 
-    low_levels = {}
-    for task in tasks:
+    found: dict[str, list[Prerequisite]] = {}
+    for task, result in results.items():
         low = env_cfg(task).actions.low_level
-        if low is None:
-            continue
-        if low.task not in tasks:
-            raise ConfigError(
-                f"bench learn: {task} trains over a trained {low.task} policy: add {low.task} to the tasks "
-                "(its run with the same seed provides it)"
-            )
-        low_levels[task] = low.task
-    return low_levels
+        needs = [] if low is None else [Prerequisite(low.task, "--env.actions.low-level.checkpoint", "trains over")]
+        needs += [] if result.teacher is None else [Prerequisite(result.teacher, "--teacher", "learns from")]
+        for need in needs:
+            if need.task not in results:
+                raise ConfigError(
+                    f"bench learn: {task} {need.relation} a trained {need.task} policy: add {need.task} to the "
+                    "tasks (its run with the same seed provides it)"
+                )
+        if needs:
+            found[task] = needs
+    return found
 
 
 def check_flags(cfg: LearnCfg) -> None:
@@ -141,7 +148,7 @@ def run_learn(args: list[str], console: Console) -> None:
     check_flags(cfg)
     results = task_results(names, cfg)
     tasks = list(results)
-    low_levels = low_level_tasks(tasks)
+    prerequisites = prerequisite_tasks(results)
     train_args = checked_train_args(cfg, tasks)
     machine = machine_info()
     device, slots = slots_for(cfg, machine["gpu_uuids"])
@@ -152,7 +159,7 @@ def run_learn(args: list[str], console: Console) -> None:
     cache_root = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
     specs = plan(results, list(range(cfg.seeds)), cfg.cold)
     steps = {task: video_steps(env_cfg(task), cfg.video_s) for task in tasks}
-    suite = Suite(specs, slots, run_dir, cache_root, train_args, cfg.window, low_levels, steps)
+    suite = Suite(specs, slots, run_dir, cache_root, train_args, cfg.window, prerequisites, steps)
     bench: dict[str, Any] = {
         "kind": "learn",
         "task": " ".join(tasks),

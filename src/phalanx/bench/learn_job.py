@@ -113,6 +113,7 @@ class LearnJob:
         self.ended = math.nan
         self.killed = False  # this bench killed it (it did not stop within GRACE_S of SIGTERM)
         self.concurrent = 1  # the most jobs this one ran beside (itself included)
+        self.prerequisites: dict[str, float | None] = {}  # the tasks whose runs it started from: their wall clock
 
     def launch(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -205,6 +206,7 @@ class LearnJob:
             "wall_s": None if math.isnan(self.ended) else self.ended - self.launched,
             "launched_at": self.launched,
             "concurrent_jobs": self.concurrent,
+            "prerequisites_s": self.prerequisites,
             "log_tail": _tail(self.log_path) if status in ("failed", "killed") else None,
             "curve": _thinned([(r["from_launch_s"], r["smoothed"]) for r in rows if r["smoothed"] is not None]),
         }

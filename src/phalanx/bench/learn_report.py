@@ -64,7 +64,8 @@ def verdict_table(results: list[dict[str, Any]]) -> str:
         first = next((r for r in runs if "metric" in r), None)
         seeds = [r for r in runs if not r["cold_run"]]
         times = ", ".join(
-            (_s(r.get("reached_s")) if r["reached"] else "no") + ("c" if r["caches"] == "cold" else "") for r in seeds
+            (_s(r.get("reached_s")) if r["reached"] else "no") + ("c" if r["caches"] == "cold" else "") + after(r)
+            for r in seeds
         )
         cold = next((r for r in runs if r["cold_run"]), None)
         cold_text = "-" if cold is None else (f"{cold['reached_s']:.0f}" if cold["reached"] else cold["status"])
@@ -90,11 +91,18 @@ def runs_table(results: list[dict[str, Any]]) -> str:
         seed = f"{r['seed']} (cold run)" if r["cold_run"] else str(r["seed"])
         rows.append(
             [r["task"], seed, r["caches"], gpu, r["status"], _s(r["startup_s"], 1)]
-            + [_s(r["reached_s"], 1), _s(r["reached_training_s"], 1), _s(r["reached_iteration"])]
+            + [_s(r["reached_s"], 1) + after(r), _s(r["reached_training_s"], 1), _s(r["reached_iteration"])]
             + [_s(r["fps_total"]), _metric(r["final_metric"]), str(r["concurrent_jobs"])]
             + [f"[{r['video']}](videos/{r['video']})" if r.get("video") else "-"]
         )
     return markdown_table(columns, rows)
+
+
+def after(r: dict[str, Any]) -> str:
+    """ " after cartpole's 41 s": the runs a run started from (its teacher, its low-level policy's)
+    and their wall clock, which its own time from launch leaves out; "" for none."""
+    runs = r.get("prerequisites_s") or {}
+    return "".join(f" after {task}'s {_s(wall_s)} s" for task, wall_s in runs.items())
 
 
 def failures(results: list[dict[str, Any]]) -> list[str]:
@@ -169,5 +177,6 @@ def from_launch(runs: list[dict[str, Any]]) -> str:
     for r in runs:
         startup = "-" if r["startup_s"] is None else f"{r['startup_s']:.0f}"
         cold = "c" if r["caches"] == "cold" else ""
-        texts.append(f"{r['reached_s']:.0f}{cold} ({startup})" if r["reached"] else f"no{cold} ({startup})")
+        reached = f"{r['reached_s']:.0f}" if r["reached"] else "no"
+        texts.append(f"{reached}{cold} ({startup}){after(r)}")
     return ", ".join(texts) or "-"

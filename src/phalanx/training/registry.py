@@ -69,6 +69,10 @@ class LearningResult:
     threshold: float
     budget_s: float
     direction: str = ">="
+    teacher: str | None = None
+    """A task whose trained policy this one learns from (`phalanx train --teacher`): the learning
+    suite trains it as the student of that task's run with the same seed, which must be in the
+    suite; `budget_s` counts from the student's launch (the report adds the teacher's time)."""
 
     def check(self, where: str) -> None:
         """Raises ConfigError naming the first invalid field (`where`: who declared it)."""
@@ -76,6 +80,8 @@ class LearningResult:
             raise ConfigError(f"{where}: result.metric must name a metrics.jsonl key, got {self.metric!r}")
         if self.direction not in DIRECTIONS:
             raise ConfigError(f"{where}: result.direction: got {self.direction!r}; allowed: '>=', '<='")
+        if self.teacher is not None and not (isinstance(self.teacher, str) and TASK_NAME.fullmatch(self.teacher)):
+            raise ConfigError(f"{where}: result.teacher must name a task, got {self.teacher!r}")
         try:
             check_range("result.threshold", self.threshold)
             check_positive("result.budget_s", self.budget_s, " seconds")
