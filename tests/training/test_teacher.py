@@ -160,7 +160,7 @@ def test_a_teacher_that_does_not_fit_is_one_line(teacher: Path, tmp_path: Path, 
     ("flags", "message"),
     [
         (["--teacher", "last"], "--teacher: 'last' names this task's runs"),
-        (["--teacher", "no/such.pt"], "no/such.pt"),
+        (["--teacher", "no/such.pt"], "--teacher: no file no/such.pt: a model_*.pt written by phalanx train"),
         (["--teacher", "TEACHER", "--trainer", "sb3"], "--teacher: a teacher teaches with phalanx's trainer"),
         (["--teacher", "TEACHER", "--distill.mix-iterations", "200"], "--distill.mix-iterations: got 200"),
     ],

@@ -4,6 +4,7 @@ registered with each task, see `phalanx.register`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated
 
 import tyro
@@ -142,7 +143,9 @@ def check_train_cfg(cfg: TrainCfg) -> None:
             raise ConfigError(f"a teacher teaches with phalanx's trainer, not --trainer {cfg.trainer}", "teacher")
         if cfg.teacher == "last":
             raise ConfigError("'last' names this task's runs, not the teacher's: give its checkpoint or run", "teacher")
-        checkpoint_file(cfg.teacher, cfg.task, "teacher")
+        teacher = checkpoint_file(cfg.teacher, cfg.task, "teacher")
+        if not Path(teacher).is_file():
+            raise ConfigError(f"no file {teacher}: a model_*.pt written by phalanx train, or its run", "teacher")
         cfg.distill.check()
     cfg.algo.check()
     cfg.policy.check()

@@ -64,7 +64,7 @@ class Trainer:
         self._model_state = {"model_files": files_state(self.model_files)} if self.model_files else {}
         self.console = console or wide_console()
         self.device = env.device
-        spec = update_spec(cfg, env)
+        spec = update_spec(cfg, env, student=teacher is not None)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         policy = spec.actor_critic()
         teacher_actor = None if teacher is None else self._teacher_actor(teacher, policy)
@@ -383,8 +383,9 @@ def _to_device(value: Any, device: torch.device) -> Any:
     return value
 
 
-def update_spec(cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
-    """What the PPO update of training `cfg` on `env` compiles for."""
+def update_spec(cfg: TrainCfg, env: VecEnv, student: bool = False) -> UpdateSpec:
+    """What the PPO update of training `cfg` on `env` compiles for (a `student`'s stores its
+    teacher's actions and learns them, as `cfg.distill` says)."""
     images = cfg.policy.image_group
     # A group the env lacks is refused, by name, when the networks are built.
     image_dtype = env.obs[images].dtype if images in env.obs else torch.uint8
@@ -401,5 +402,5 @@ def update_spec(cfg: TrainCfg, env: VecEnv) -> UpdateSpec:
         compile_update=cfg.compile_update and env.device.type == "cuda",
         image_dtype=str(image_dtype).removeprefix("torch."),
         device=str(env.device),
-        distill=cfg.distill if cfg.teacher is not None else None,
+        distill=cfg.distill if student else None,
     )
