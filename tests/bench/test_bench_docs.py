@@ -82,6 +82,25 @@ def test_a_phases_table_splits_the_iteration_and_names_an_invalid_setting(tmp_pa
     assert "| ant | H200 | 65,536 | invalid: out of GPU memory |" in text and "Tried to allocate" not in text
 
 
+def test_a_memory_table_gives_what_each_env_more_costs(tmp_path) -> None:
+    """From `bench envs`' memory in use at each count: 1 GiB at 1,024 envs and 2.5 GiB at 4,096
+    make (1.5 GiB) / (3,072 envs) = 512 KiB per env more; a count that did not fit says so."""
+    raw = tmp_path / "results" / "envs"
+    raw.mkdir(parents=True)
+    bench = _throughput(1e6, "/tmp/a", "ant") | {"kind": "envs", "command": "phalanx bench envs ant"}
+    counts = [(1024, 2**30), (4096, 2.5 * 2**30)]
+    bench["results"] = [{"task": "ant", "num_envs": n, "valid": True, "memory_bytes": used} for n, used in counts]
+    bench["results"].append({"task": "ant", "num_envs": 65536, "valid": False, "reason": "out of GPU memory (...)"})
+    (raw / "ant.json").write_text(json.dumps(bench))
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table memory: results/envs/*.json -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| ant | H200 | 1,024 | 1.00 GiB | - | A |" in text
+    assert "| ant | H200 | 4,096 | 2.50 GiB | 512 KiB | A |" in text
+    assert "| ant | H200 | 65,536 | invalid: out of GPU memory |  | A |" in text
+
+
 @pytest.mark.parametrize(
     ("sources", "kind", "message"),
     [

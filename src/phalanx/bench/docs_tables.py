@@ -173,6 +173,25 @@ def _throughput(runs: list[Run]) -> Rows:
     )
 
 
+def _memory(runs: list[Run]) -> Rows:
+    """A row per task and env count: the GPU memory in use, and what each env more cost since the
+    run's previous count (the growth cancels one-time loads: Warp's modules, torch, CUDA)."""
+    rows = []
+    for run in runs:
+        previous: dict[str, tuple[int, float]] = {}
+        for (task, envs), rs in _grouped(run, lambda b, r: (r.get("task", b["task"]), r["num_envs"])).items():
+            used = [r.get("memory_bytes") for r in rs]
+            growth = "-"
+            if task in previous and None not in used:
+                count, before = previous[task]
+                growth = _values([(u - before) / (envs - count) for u in used], 1024, 0, " KiB")
+            if None not in used:
+                previous[task] = (envs, sum(used) / len(used))
+            rows.append([task, _gpu(run.benches[0]), f"{envs:,}", _values(used, 2**30, 2, " GiB"), growth, run.label])
+        rows += _invalid_rows(run, lambda b, r: [r.get("task", b["task"]), _gpu(b), _count(r.get("num_envs"))], 6)
+    return ["task", "GPU", "envs", "memory in use", "per env more since the previous count", "run"], rows
+
+
 PHASES = {"physics": "physics", "render": "render", "obs/reward/reset": "obs_reward_reset"}
 PHASES |= {"inference": "policy_inference", "update": "ppo_update"}
 
@@ -297,6 +316,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
     "learn": (("learn",), _learn),
     "throughput": (("throughput", "envs"), _throughput),
     "phases": (("throughput", "envs"), _phases),
+    "memory": (("envs",), _memory),
     "startup": (("startup",), _startup),
     "compare": (("compare",), _compare),
     "scaling": (("scaling",), _scaling),
