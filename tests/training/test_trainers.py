@@ -56,8 +56,15 @@ def test_a_library_trains_into_phalanxs_run_directory(tmp_path, capfd, monkeypat
     assert not list(run_dir.rglob("events.out.tfevents*")), "--logger none: no TensorBoard events, rsl_rl's neither"
     out = capfd.readouterr().out
     assert "Learning iteration" not in out and "\033[" not in out, "phalanx's line per iteration, not rsl_rl's block"
-    for command, given in [("play", run_dir), ("play", run_dir / "checkpoints" / "model_2.pt"), ("export", run_dir)]:
-        assert main([command, "cartpole", "--checkpoint", str(given)]) == 2
+    model = run_dir / "checkpoints" / "model_2.pt"
+    for args in [
+        ["play", "cartpole", "--checkpoint", str(run_dir)],
+        ["play", "cartpole", "--checkpoint", str(model)],
+        ["export", "cartpole", "--checkpoint", str(run_dir)],
+        ["train", "cartpole", "--device", "cpu", "--resume", str(run_dir)],
+        ["train", "cartpole-rgb", "--device", "cpu", "--teacher", str(run_dir)],
+    ]:
+        assert main(args) == 2
         err = capfd.readouterr().err.strip()
         assert "trained with --trainer rsl_rl" in err and "OnPolicyRunner" in err and len(err.splitlines()) == 1, err
 

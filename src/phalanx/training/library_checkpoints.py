@@ -1,5 +1,5 @@
 """The checkpoints of a run trained with another library (`--trainer rsl_rl|rl_games|skrl|sb3`):
-in that library's own format, which `phalanx play` and `phalanx export` do not read. Which
+in that library's own format, which phalanx does not read (`play`, `export`, `--resume`, `--teacher`). Which
 library wrote a run's, and how that library loads them, for the one line that says so."""
 
 from __future__ import annotations
@@ -35,5 +35,5 @@ def not_phalanxs(path: Path, trainer: str) -> str:
     """The line for a checkpoint of `trainer`'s."""
     return (
         f"{path} is from a run trained with --trainer {trainer}, whose checkpoints are {trainer}'s own; "
-        f"phalanx play and export read phalanx's (load this one with {LOADED_WITH[trainer]})"
+        f"phalanx reads its own (play, export, --resume, --teacher; load this one with {LOADED_WITH[trainer]})"
     )
