@@ -97,6 +97,34 @@ def test_two_nodes_on_localhost(tmp_path: Path) -> None:
     assert len(rows) == 3 and rows[-1]["frames"] == 3 * 8 * 16 * 2, "frames count both nodes"
 
 
+def test_a_node_started_with_other_settings_is_refused_by_name(tmp_path: Path) -> None:
+    """Two nodes whose commands differ in one env flag: every rank stops before building its env,
+    with one line naming the rank, its host and the flag (and nothing is written)."""
+    port = _free_port()
+    train = ["-m", "phalanx", "train", "cartpole", "--distributed", "--device", "cpu", "--num-envs", "16"]
+    train += ["--max-iterations", "3", "--run-dir", str(tmp_path / "run")]
+    nodes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
+             "--nproc_per_node", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}",
+             "--rdzv_id", "phalanx-test", *train, *(["--env.episode-length-s", "4"] if rank else [])],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]  # fmt: skip
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    host = socket.gethostname()
+    line = (
+        f"phalanx train: error: --distributed: rank 1 (on {host}) was started with --env.episode-length-s 4.0, "
+        f"rank 0 (on {host}) with 5.0: every rank must run the same versions and settings"
+    )
+    for node, (_, err) in zip(nodes, outputs, strict=True):
+        assert node.returncode != 0 and line in err.splitlines(), err[-3000:]
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_dead_rank_stops_the_others_within_the_bound(tmp_path: Path) -> None:
     start = time.time()
     run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "die", str(tmp_path), timeout=300)
@@ -317,3 +345,21 @@ def test_a_killed_rank_ends_the_job_with_its_name_and_no_claim_of_a_save(tmp_pat
     assert "rank      : 1" in root_cause and "SIGKILL" in root_cause, err[-3000:]
     assert "saved" not in out.split("SIGTERM: finishing this iteration")[-1]
     assert not (tmp_path / "checkpoints").exists()
+
+
+def test_a_rank_running_another_version_is_named() -> None:
+    """Rank 1's entry in the job's store says it runs another torch: rank 0 refuses the job
+    naming the library and both versions (a store in this process stands for torchrun's)."""
+    import json
+
+    from phalanx.core.errors import ConfigError
+    from phalanx.dist.context import DistContext
+
+    store = torch.distributed.HashStore()
+    started = {"versions": {"phalanx": "0.1.0", "torch": "2.13.0"}, "settings": {"seed": 42}}
+    other = {"versions": {"phalanx": "0.1.0", "torch": "2.12.1"}, "settings": {"seed": 42}}
+    store.set("started/1", json.dumps({"host": "node-b", "started": other}))
+    with pytest.raises(ConfigError) as error:
+        DistContext(rank=0, world_size=2, store=store).check_alike(started, lambda path: path)
+    assert "rank 1 (on node-b) was started with versions.torch '2.12.1', rank 0 (on " in str(error.value)
+    assert str(error.value).endswith("with '2.13.0': every rank must run the same versions and settings")

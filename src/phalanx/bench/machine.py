@@ -6,20 +6,12 @@ import os
 import platform
 import socket
 import subprocess
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import torch
 
-import phalanx
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "absent"
+from phalanx.core.versions import versions
 
 
 def _cpu_model() -> str:
@@ -82,10 +74,6 @@ def machine_info() -> dict[str, Any]:
         "gpu_count": len(gpus),
         "gpu_uuids": uuids,
         "driver": driver,
-        "versions": {
-            "python": platform.python_version(),
-            "phalanx": phalanx.__version__,  # also when run from a source tree that is not installed
-            **{name: _version(name) for name in ("torch", "warp-lang", "mujoco", "mujoco-warp")},
-        },
+        "versions": versions(),
         "commit": git_commit(),
     }

@@ -4,11 +4,13 @@ every call is the identity, so single-device training runs the same code."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import torch
@@ -82,6 +84,26 @@ class DistContext:
         """Returns on every rank once all ranks have called it (the host waits, on NCCL too)."""
         self.spread(0, device)
 
+    def check_alike(self, started: dict[str, Any], name: Callable[[str], str]) -> None:
+        """Refuses a job whose ranks were not started alike: each rank puts `started` (plain data:
+        the versions it runs, the settings it was given) in the job's store as JSON, reads every
+        rank's, and raises the same ConfigError on every rank, naming the first rank and value
+        that differ from rank 0's (a node started from another install or with other flags);
+        `name` turns the value's dotted path into words."""
+        if not self.active or self.store is None:
+            return
+        self.store.set(f"started/{self.rank}", json.dumps({"host": socket.gethostname(), "started": started}))
+        first = json.loads(self.store.get("started/0"))
+        for rank in range(1, self.world_size):
+            other = json.loads(self.store.get(f"started/{rank}"))
+            where = _first_difference(first["started"], other["started"])
+            if where is not None:
+                path, theirs, ours = where
+                raise ConfigError(
+                    f"--distributed: rank {rank} (on {other['host']}) was started with {name(path)} {theirs!r}, "
+                    f"rank 0 (on {first['host']}) with {ours!r}: every rank must run the same versions and settings"
+                )
+
     def gather_to_main(self, tree: Any, device: torch.device) -> list[Any] | None:
         """Every rank's `tree` (nested dicts, lists and tuples of tensors and plain values, alike
         in structure and shapes on every rank) on rank 0, in rank order, with tensors on the CPU;
@@ -96,6 +118,17 @@ class DistContext:
         chunks = [torch.empty_like(packed) for _ in range(self.world_size)] if self.is_main else None
         dist.gather(packed, chunks, dst=0)
         return None if chunks is None else [_unpack(tree, chunk.cpu()) for chunk in chunks]
+
+
+def _first_difference(ours: Any, theirs: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first dotted path at which two JSON values differ, with theirs and ours; None if alike."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        for key in sorted(set(ours) | set(theirs)):
+            found = _first_difference(ours.get(key), theirs.get(key), f"{path}.{key}" if path else key)
+            if found is not None:
+                return found
+        return None
+    return None if ours == theirs else (path, theirs, ours)
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:

@@ -17,6 +17,7 @@ from rich.console import Console
 from phalanx.core.cfg_data import to_data
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
+from phalanx.core.versions import versions
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
 from phalanx.training.run_paths import checkpoint_file, new_run_dir
 
@@ -99,6 +100,8 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
             f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}",
             "algo.num_mini_batches",
         )
+    if cfg.trainer == "phalanx":  # every rank runs the same phalanx with the same settings but its device
+        dist.check_alike({"versions": versions(), "settings": to_data(cfg) | {"device": None}}, _started_as)
     run_dir = Path(cfg.run_dir) if cfg.run_dir else new_run_dir(cfg.task)
     cfg.run_dir = str(run_dir)
     if cfg.trainer != "phalanx":
@@ -138,6 +141,13 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         return 128 + trainer.stop_signal, trainer  # the shell's code for "stopped by that signal"
     console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
     return 0, trainer
+
+
+def _started_as(path: str) -> str:
+    """A `check_alike` path in words: "settings.env.episode_length_s" -> "--env.episode-length-s",
+    "versions.torch" -> "torch"."""
+    kind, _, rest = path.partition(".")
+    return f"--{rest.replace('_', '-')}" if kind == "settings" else rest
 
 
 def _unsaved_stop(trainer: Trainer | None, run_dir: Path) -> str:
