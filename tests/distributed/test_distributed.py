@@ -289,6 +289,23 @@ def test_a_master_addr_that_does_not_resolve_is_one_line_at_once(tmp_path: Path)
     assert "MASTER_ADDR 'no-such-host.invalid' does not resolve" in lines[0]
 
 
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_a_rank_that_cannot_join_is_one_line_within_the_timeout(tmp_path: Path, rank: str) -> None:
+    """Rank 1 with nothing at MASTER_ADDR:MASTER_PORT, rank 0 whose other rank never comes: each
+    stops within its start-up timeout plus the two stall timeouts (7 s here) with one line."""
+    env = os.environ | {"RANK": rank, "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}
+    env["MASTER_PORT"] = str(_free_port())
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--distributed", "--device", "cpu"]
+    command += ["--startup-timeout-s", "5", "--stall-timeout-s", "1", "--run-dir", str(tmp_path / "run")]
+    start = time.monotonic()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in done.stderr.splitlines() if "Warp CUDA warning" not in line]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-3000:]
+    assert f"--distributed: rank {rank} could not join the job at 127.0.0.1:{env['MASTER_PORT']} within 7 s" in lines[0]
+    assert time.monotonic() - start < 7 + 30, "the timeout, and the start of Python and torch"
+    assert not (tmp_path / "run").exists()
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from collections.abc import Callable
@@ -173,10 +174,18 @@ def init_distributed(device: str | None, timeout_s: float = 120.0) -> tuple[Dist
         device = "cpu"
     timeout = timedelta(seconds=timeout_s)
     host, port = _master()
-    store = dist.PrefixStore(_key_prefix(), _job_store(host, port, rank, world, timeout))
     backend = "nccl" if use_cuda else "gloo"
-    dist.init_process_group(backend, store=dist.PrefixStore("pg", store), rank=rank, world_size=world, timeout=timeout)
-    monitor = _watchdog_store(host, port, world, timeout)
+    try:
+        store = dist.PrefixStore(_key_prefix(), _job_store(host, port, rank, world, timeout))
+        pg_store = dist.PrefixStore("pg", store)
+        dist.init_process_group(backend, store=pg_store, rank=rank, world_size=world, timeout=timeout)
+        monitor = _watchdog_store(host, port, world, timeout)
+    except (dist.DistNetworkError, dist.DistStoreError) as error:  # nobody at the address, or ranks missing
+        reason = (str(error).splitlines() or [type(error).__name__])[0]
+        raise ConfigError(
+            f"--distributed: rank {rank} could not join the job at {host}:{port} within {timeout_s:.0f} s "
+            f"({reason}): is rank 0 running there, and do all {world} ranks start?"
+        ) from None
     return DistContext(rank=rank, local_rank=local_rank, world_size=world, store=monitor), device
 
 
@@ -243,7 +252,23 @@ def _job_store(host: str, port: int, rank: int, world: int, timeout: timedelta) 
     torchrun's agent hosts it (TORCHELASTIC_USE_AGENT_STORE), otherwise rank 0 does."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         return dist.TCPStore(host, port, world, is_master=False, timeout=timeout)
+    if rank != 0:
+        _wait_for(host, port, timeout)
     return dist.TCPStore(host, port, world, is_master=rank == 0, timeout=timeout, multi_tenant=True)
+
+
+def _wait_for(host: str, port: int, timeout: timedelta) -> None:
+    """Returns once something listens at host:port; raises DistNetworkError after `timeout` (a
+    TCPStore client's own attempts print C++ stack traces to stderr while they retry)."""
+    deadline = time.monotonic() + timeout.total_seconds()
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, deadline - time.monotonic())):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise dist.DistNetworkError(f"nothing answered at {host}:{port} ({error.strerror or error})") from None
+            time.sleep(0.2)
 
 
 def end_rank(status: int) -> NoReturn:
