@@ -75,23 +75,31 @@ def test_averaged_gradients_equal_the_single_process_gradient(tmp_path: Path) ->
         assert torch.equal(torch.load(tmp_path / f"extra{rank}.pt"), torch.tensor([0.5, 1.0]))  # rides along
 
 
-def test_two_nodes_on_localhost(tmp_path: Path) -> None:
-    """Two torchrun invocations, node ranks 0 and 1, one process each, c10d rendezvous."""
+def _two_nodes(
+    train: list[str], node_1_flags: list[str], timeout: float = 600
+) -> tuple[list[subprocess.Popen], list[tuple[str, str]]]:
+    """Two torchrun invocations of `train` on localhost, node ranks 0 and 1 (the second with
+    `node_1_flags` too), one process each, c10d rendezvous; once both ended, their (stdout, stderr)."""
     port = _free_port()
-    train = ["-m", "phalanx", "train", "cartpole", "--distributed", "--device", "cpu", "--num-envs", "16"]
-    train += ["--num-steps-per-env", "8", "--max-iterations", "3", "--run-dir", str(tmp_path)]
     nodes = [
         subprocess.Popen(
             [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
              "--nproc_per_node", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}",
-             "--rdzv_id", "phalanx-test", *train],
+             "--rdzv_id", "phalanx-test", *train, *(node_1_flags if rank else [])],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         for rank in (0, 1)
     ]  # fmt: skip
-    outputs = [node.communicate(timeout=600) for node in nodes]
+    return nodes, [node.communicate(timeout=timeout) for node in nodes]
+
+
+def test_two_nodes_on_localhost(tmp_path: Path) -> None:
+    """Two torchrun invocations, node ranks 0 and 1, one process each, c10d rendezvous."""
+    train = ["-m", "phalanx", "train", "cartpole", "--distributed", "--device", "cpu", "--num-envs", "16"]
+    train += ["--num-steps-per-env", "8", "--max-iterations", "3", "--run-dir", str(tmp_path)]
+    nodes, outputs = _two_nodes(train, [])
     assert [node.returncode for node in nodes] == [0, 0], outputs[0][1][-2000:] + outputs[1][1][-2000:]
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and rows[-1]["frames"] == 3 * 8 * 16 * 2, "frames count both nodes"
@@ -100,21 +108,9 @@ def test_two_nodes_on_localhost(tmp_path: Path) -> None:
 def test_a_node_started_with_other_settings_is_refused_by_name(tmp_path: Path) -> None:
     """Two nodes whose commands differ in one env flag: every rank stops before building its env,
     with one line naming the rank, its host and the flag (and nothing is written)."""
-    port = _free_port()
     train = ["-m", "phalanx", "train", "cartpole", "--distributed", "--device", "cpu", "--num-envs", "16"]
     train += ["--max-iterations", "3", "--run-dir", str(tmp_path / "run")]
-    nodes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", str(rank),
-             "--nproc_per_node", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{port}",
-             "--rdzv_id", "phalanx-test", *train, *(["--env.episode-length-s", "4"] if rank else [])],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in (0, 1)
-    ]  # fmt: skip
-    outputs = [node.communicate(timeout=300) for node in nodes]
+    nodes, outputs = _two_nodes(train, ["--env.episode-length-s", "4"], timeout=300)
     host = socket.gethostname()
     line = (
         f"phalanx train: error: --distributed: rank 1 (on {host}) was started with --env.episode-length-s 4.0, "

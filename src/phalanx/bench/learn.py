@@ -195,7 +195,7 @@ class Suite:
             checkpoint = job.checkpoint()
             if checkpoint is None:
                 return "skip", f"the run it {need.relation} ({need.task}-seed{spec.seed}) left no checkpoint"
-            given.append((need, str(checkpoint.resolve()), job.outcome()["wall_s"]))
+            given.append((need, str(checkpoint.resolve()), job.wall_s))
         return "go", given
 
     def _launch(self, spec: JobSpec, slot: Slot, given: list[tuple[Prerequisite, str, float | None]]) -> None:

@@ -115,6 +115,11 @@ class LearnJob:
         self.concurrent = 1  # the most jobs this one ran beside (itself included)
         self.prerequisites: dict[str, float | None] = {}  # the tasks whose runs it started from: their wall clock
 
+    @property
+    def wall_s(self) -> float | None:
+        """Seconds from its launch to its end (None while it runs or before it starts)."""
+        return None if math.isnan(self.ended) else self.ended - self.launched
+
     def launch(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("w") as log:
@@ -203,7 +208,7 @@ class LearnJob:
             "fps_total": statistics.median(r["fps_total"] for r in timed) if rows else None,
             "final_metric": self.follower.smoothed,
             "best_metric": _best([r["smoothed"] for r in rows], spec.result.direction),
-            "wall_s": None if math.isnan(self.ended) else self.ended - self.launched,
+            "wall_s": self.wall_s,
             "launched_at": self.launched,
             "concurrent_jobs": self.concurrent,
             "prerequisites_s": self.prerequisites,

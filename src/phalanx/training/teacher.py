@@ -27,7 +27,6 @@ class Teacher:
     the log standard deviation it explored with (the student starts with it)."""
 
     path: str
-    task: str
     observations: dict[str, ObsTermCfg]
     actor: ActorFactory
     log_std: torch.Tensor
@@ -40,14 +39,14 @@ def load_teacher(given: str, student: TaskCfg, packages: Collection[str]) -> Tea
     state = load_checkpoint(path, None, PLAY_KEYS)
     source = f"--teacher {path}"
     env = checkpoint_env_cfg(state, source, packages)
-    task = state["task"]
     mismatch = _mismatch(env, student)
     if mismatch:
-        raise ConfigError(f"{path} was trained on {task!r}, {mismatch}: it cannot teach {student.name!r}", "teacher")
+        trained = f"{path} was trained on {state['task']!r}"
+        raise ConfigError(f"{trained}, {mismatch}: it cannot teach {student.name!r}", "teacher")
     log_std = state["policy"].get("log_std")
     if not isinstance(log_std, torch.Tensor):
         raise ConfigError(f"{path}: its policy has no log_std (not written by phalanx train)", "teacher")
-    return Teacher(path, task, env.observations["policy"], checkpoint_actor(state, source), log_std)
+    return Teacher(path, env.observations["policy"], checkpoint_actor(state, source), log_std)
 
 
 def _mismatch(teacher: TaskCfg, student: TaskCfg) -> str | None:

@@ -111,15 +111,10 @@ class Trainer:
         return self.ppo.policy
 
     def _teacher_actor(self, teacher: Teacher, policy: ActorCritic) -> torch.nn.Module:
-        """The teacher's frozen actor on this env's teacher observations; `policy` takes its
-        standard deviation."""
+        """The teacher's frozen actor on this env's teacher observations (its weights refuse
+        another action dimension by name); `policy` takes its standard deviation."""
         obs_dim = self.env.observation_spec[TEACHER_GROUP][0]
         actor = teacher.actor(obs_dim, self.env.action_dim, self.device, self.cfg.seed)
-        if teacher.log_std.shape != policy.log_std.shape:
-            raise ConfigError(
-                f"{teacher.path} acts in {teacher.log_std.shape[0]} dimensions, this task in {self.env.action_dim}",
-                "teacher",
-            )
         with torch.no_grad():
             policy.log_std.copy_(teacher.log_std)
         return actor
