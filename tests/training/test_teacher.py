@@ -21,6 +21,7 @@ from phalanx.training.registry import train_cfg
 
 CPU = ["--device", "cpu"]
 STUDENT = ["--num-envs", "16", "--num-steps-per-env", "8", "--max-iterations", "2", *CPU]
+TINY_HAND = [*CPU, "--num-envs", "4", "--num-steps-per-env", "4", "--algo.num-mini-batches", "1"]
 
 
 @pytest.fixture(scope="module")
@@ -84,21 +85,42 @@ def test_the_pixel_twin_learns_from_the_state_tasks_teacher(teacher: Path, tmp_p
     torch.testing.assert_close(trainer.env.obs[TEACHER_GROUP], trainer.env.obs["critic"])
 
 
-def test_the_state_hand_teaches_the_hand_that_sees(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def hand_teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A shadow-cube policy after one tiny iteration: its run directory."""
+    run = tmp_path_factory.mktemp("hand-teacher")
+    assert main(["train", "shadow-cube", *TINY_HAND, "--max-iterations", "1", "--run-dir", str(run)]) == 0
+    return run
+
+
+def test_the_state_hand_teaches_the_hand_that_sees(hand_teacher: Path, tmp_path: Path) -> None:
     """shadow-cube's policy (any, here after one iteration) teaches shadow-cube-vision: the
     student's env computes shadow-cube's policy observations, goal command included, and trains
     through the phase switch."""
     from phalanx.core.cfg_data import to_data
     from phalanx.training.registry import env_cfg
 
-    tiny = [*CPU, "--num-envs", "4", "--num-steps-per-env", "4", "--algo.num-mini-batches", "1"]
-    teacher, student = tmp_path / "teacher", tmp_path / "student"
-    assert main(["train", "shadow-cube", *tiny, "--max-iterations", "1", "--run-dir", str(teacher)]) == 0
-    flags = ["--teacher", str(teacher), "--distill.iterations", "1", "--distill.mix-iterations", "1"]
-    assert main(["train", "shadow-cube-vision", *tiny, *flags, "--max-iterations", "2", "--run-dir", str(student)]) == 0
-    config = json.loads((student / "config.json").read_text())
+    run = str(tmp_path / "student")
+    flags = ["--teacher", str(hand_teacher), "--distill.iterations", "1", "--distill.mix-iterations", "1"]
+    assert main(["train", "shadow-cube-vision", *TINY_HAND, *flags, "--max-iterations", "2", "--run-dir", run]) == 0
+    config = json.loads((tmp_path / "student" / "config.json").read_text())
     expected = json.loads(json.dumps(to_data(env_cfg("shadow-cube").observations["policy"])))
     assert config["env"]["observations"][TEACHER_GROUP] == expected
+
+
+def test_the_student_learns_the_actions_its_env_applies(hand_teacher: Path, tmp_path: Path) -> None:
+    """A teacher whose means overshoot env.actions.clip (its output layer scaled up 100x) teaches
+    them clamped to it, as its env applies them: the imitation targets stored in the rollout lie
+    within the clip, where the raw means do not."""
+    path = _altered(hand_teacher, tmp_path, _amplify_actions)
+    cfg = {"device": "cpu", "num_envs": 4, "num_steps_per_env": 4, "max_iterations": 1, "run_dir": str(tmp_path)}
+    trainer = phalanx.train("shadow-cube-vision", teacher=path, **cfg)
+    clip, taught = trainer.env.cfg.actions.clip, trainer.ppo.teacher
+    obs = trainer.env.obs[TEACHER_GROUP]
+    raw = taught.actor(obs)
+    assert raw.abs().max() > 2 * clip
+    torch.testing.assert_close(taught(obs), raw.clamp(-clip, clip))
+    assert trainer.ppo.storage.teacher_actions.abs().max() == clip
 
 
 def test_a_student_resumes_exactly_across_the_phase_switch(teacher: Path, tmp_path: Path) -> None:
@@ -126,6 +148,12 @@ def _altered(teacher: Path, tmp_path: Path, change) -> str:
     path = tmp_path / "altered.pt"
     torch.save(state, path)
     return str(path)
+
+
+def _amplify_actions(state: dict) -> None:
+    last = max(int(name.split(".")[1]) for name in state["policy"] if name.startswith("actor."))
+    for part in ("weight", "bias"):
+        state["policy"][f"actor.{last}.{part}"] *= 100.0
 
 
 def _set_actions_scale(state: dict) -> None:

@@ -67,7 +67,8 @@ class DistillCfg:
     `max_iterations` (with as many, none)."""
     coef: float = 1.0
     """Weight of the imitation loss: the mean squared difference between the student's mean
-    action and the teacher's, over the rollout's states."""
+    action and the teacher's (as its env applies it: clamped to `env.actions.clip`), over the
+    rollout's states."""
     teacher_mix: float = 0.5
     """DAgger's beta at the first iteration: the share of env steps that take the teacher's action
     instead of the student's, so that early rollouts stay near the teacher's states. It falls

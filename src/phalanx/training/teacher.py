@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from phalanx.core.cfg_data import to_data
 from phalanx.core.errors import ConfigError
@@ -23,13 +24,27 @@ from phalanx.training.run_paths import checkpoint_file
 
 @dataclass
 class Teacher:
-    """A loaded teacher: where it came from, the observations it acts on, its frozen actor and
-    the log standard deviation it explored with (the student starts with it)."""
+    """A loaded teacher: where it came from, the observations it acts on, its frozen actor (its
+    actions as its env applies them) and the log standard deviation it explored with (the student
+    starts with it)."""
 
     path: str
     observations: dict[str, ObsTermCfg]
     actor: ActorFactory
     log_std: torch.Tensor
+
+
+class AppliedActions(nn.Module):
+    """A teacher's actor whose actions are those its env applies: clamped to [-clip, clip]
+    (`env.actions.clip`). A trained policy's means often lie far beyond it, where every value acts
+    alike; the student learns the action, not how far past the clip the teacher's mean went."""
+
+    def __init__(self, actor: nn.Module, clip: float):
+        super().__init__()
+        self.actor, self.clip = actor, clip
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(obs).clamp(-self.clip, self.clip)
 
 
 def load_teacher(given: str, student: TaskCfg, packages: Collection[str]) -> Teacher:
@@ -46,7 +61,15 @@ def load_teacher(given: str, student: TaskCfg, packages: Collection[str]) -> Tea
     log_std = state["policy"].get("log_std")
     if not isinstance(log_std, torch.Tensor):
         raise ConfigError(f"{path}: its policy has no log_std (not written by phalanx train)", "teacher")
-    return Teacher(path, env.observations["policy"], checkpoint_actor(state, source), log_std)
+    actor = _applied(checkpoint_actor(state, source), env.actions.clip)
+    return Teacher(path, env.observations["policy"], actor, log_std)
+
+
+def _applied(build: ActorFactory, clip: float | None) -> ActorFactory:
+    """`build`, its actors' actions clamped as their env clamps them (`AppliedActions`)."""
+    if clip is None:
+        return build
+    return lambda *args: AppliedActions(build(*args), clip)
 
 
 def _mismatch(teacher: TaskCfg, student: TaskCfg) -> str | None:
