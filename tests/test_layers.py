@@ -4,10 +4,10 @@ The package is a stack. Each layer may import from the layers below it and from 
 
     6  bench, cli, gym                      the commands a user runs; Gymnasium's ids for every task
     5  training, cfg, tasks, flags,         training, the app: TrainCfg, tasks by name (tasks call `register`,
-       wrappers                             the registry imports the tasks lazily), the run, the trainer loop,
+       wrappers, viewer                     the registry imports the tasks lazily), the run, the trainer loop,
                                             checkpoints, play, export, the other libraries' runs; cfg: every
                                             config a task file needs, from one module; the CLI flag helpers;
-                                            adapters to other RL libraries' env contracts
+                                            adapters to other RL libraries' env contracts; the web viewer
     4  rl                                   the algorithm: PPO, its losses, storage, models and kernels
     3  envs, dist                           term-based envs / data-parallel plumbing, independent of each other
     2  sensors                              batched sensors computed from the simulator's state
@@ -67,6 +67,7 @@ LAYERS: dict[str, int] = {
     "tasks": 5,
     "flags": 5,
     "wrappers": 5,
+    "viewer": 5,
     "bench": 6,
     "cli": 6,
     "gym": 6,

@@ -1,4 +1,4 @@
-"""The `phalanx` command line: list, train, play, export, bench.
+"""The `phalanx` command line: list, train, play, view, export, bench.
 
     phalanx list
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
@@ -8,6 +8,8 @@
     phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
                       [--logger tensorboard|wandb|none]
     phalanx play TASK --policy zero|random [...]      (a look at a task before training)
+    phalanx view TASK --checkpoint P|RUN_DIR|last | --policy zero|random [--num-envs N] [--port 8080]
+                      (the envs live on a web page)
     phalanx export TASK --checkpoint P|RUN_DIR|last [--format onnx|torchscript] [--out DIR]
     phalanx bench throughput|envs|scaling|startup|compare|learn|report|docs ...
                       (`phalanx bench --help` says what each measures)
@@ -40,7 +42,7 @@ from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.files import probe_writable
 from phalanx.flags import parse_flags, task_and_flags
 
-COMMANDS = ("list", "train", "play", "export", "bench")
+COMMANDS = ("list", "train", "play", "view", "export", "bench")
 
 
 @dataclass
@@ -209,22 +211,14 @@ def play(args: list[str], console: Console) -> None:
     """phalanx play: the checkpoint's policy in the env it was trained in (the task's play
     variant of it when the task is registered), deterministic actions; or, with --policy, zero
     or random actions in the registered task's env."""
-    from phalanx.envs.stored_cfg import checkpoint_env_cfg
     from phalanx.sim.video import EnvRecorder
-    from phalanx.training.checkpoint import load_checkpoint
-    from phalanx.training.play import UNTRAINED, load_actor, run_episodes, untrained_policy
-    from phalanx.training.registry import env_cfg, make, play_env_cfg, term_packages
-    from phalanx.training.run_paths import checkpoint_file
+    from phalanx.training.play import played, run_episodes
+    from phalanx.training.registry import make
 
     task, flags = task_and_flags("play", args, registered=False)
     cfg = parse_flags(PlayCfg, PlayCfg(task=task, checkpoint=""), flags, f"phalanx play {task}")
-    if cfg.policy is None:
-        cfg.checkpoint = checkpoint_file(cfg.checkpoint, task)
-    elif cfg.policy not in UNTRAINED:
-        raise ConfigError(f"got {cfg.policy!r}; allowed: {', '.join(UNTRAINED)}", "policy")
-    elif cfg.checkpoint or cfg.logger is not None:
-        given = "--checkpoint" if cfg.checkpoint else "--logger"
-        raise ConfigError(f"{given}: --policy {cfg.policy} plays without a trained run; give one or the other")
+    if cfg.policy is not None and cfg.logger is not None:
+        raise ConfigError(f"--logger: --policy {cfg.policy} plays without a trained run; give one or the other")
     check_int("num_envs", cfg.num_envs)
     if cfg.steps is not None:
         check_int("steps", cfg.steps)
@@ -238,20 +232,12 @@ def play(args: list[str], console: Console) -> None:
         check_logger(cfg.logger)
         if cfg.video is None:
             raise ConfigError("--logger: it says where the video goes; give --video FILE.mp4 too")
-    if cfg.policy is None:
-        state = load_checkpoint(cfg.checkpoint, task)
-        trained = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages())
-    else:
-        state, trained = None, env_cfg(task)
-    played = play_env_cfg(task, trained)
-    _set_low_level_checkpoint(played, task, cfg.low_level_checkpoint)
-    env = make(played, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
+    run = played(task, cfg.checkpoint, cfg.policy, cfg.low_level_checkpoint)
+    cfg.checkpoint, state = run.checkpoint, run.state
+    env = make(run.env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
-    if state is None:
-        act, image_group = untrained_policy(cfg.policy, env, cfg.seed), None
-    else:
-        act, image_group = load_actor(state, env), state["config"]["policy"].get("image_group")
+    act, image_group = run.actor(env, cfg.policy, cfg.seed)
     episodes = run_episodes(env, act, steps, recorder, image_group)
     console.print(
         f"{len(episodes.returns)} episodes finished in {steps} steps x {env.num_envs} envs "
@@ -281,20 +267,13 @@ def _log_play_video(cfg: PlayCfg, state: dict, frames: list, video: Path, fps: f
     console.print(f"video logged as play/video: {where}")
 
 
-def _set_low_level_checkpoint(env_cfg, task: str, checkpoint: str | None) -> None:
-    """`--low-level-checkpoint` for a hierarchical task's env config (None: keep the trained one)."""
-    if checkpoint is not None:
-        if env_cfg.actions.low_level is None:
-            raise ConfigError(f"task {task!r} has no low-level policy", "low_level_checkpoint")
-        env_cfg.actions.low_level.checkpoint = checkpoint
-
-
 def export(args: list[str], console: Console) -> None:
     """phalanx export: see `ExportCfg`. The task's env is built once (one env, not stepped) for
     the observation layout and the actuators' offsets."""
     from phalanx.envs.stored_cfg import checkpoint_env_cfg
     from phalanx.training.checkpoint import load_checkpoint
     from phalanx.training.export import check_format, export_policy
+    from phalanx.training.play import set_low_level_checkpoint
     from phalanx.training.registry import make, term_packages
     from phalanx.training.run_paths import checkpoint_file
 
@@ -304,7 +283,7 @@ def export(args: list[str], console: Console) -> None:
     check_format(cfg.format)  # before the env is built
     state = load_checkpoint(cfg.checkpoint, task)
     env_cfg = checkpoint_env_cfg(state, f"--checkpoint {cfg.checkpoint}", term_packages())
-    _set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
+    set_low_level_checkpoint(env_cfg, task, cfg.low_level_checkpoint)
     out = Path(cfg.out) if cfg.out else Path(cfg.checkpoint).resolve().parent.parent / "exported"
     try:
         probe_writable(out)
@@ -353,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
             return train(rest, console)
         elif command == "play":
             play(rest, console)
+        elif command == "view":
+            from phalanx.viewer.command import view
+
+            view(rest, console)
         elif command == "export":
             export(rest, console)
         else:

@@ -10,9 +10,13 @@ from typing import Any
 
 import torch
 
+from phalanx.core.errors import ConfigError
+from phalanx.envs.cfg import TaskCfg
 from phalanx.envs.task_env import TaskEnv
 from phalanx.sim.video import EnvRecorder
 from phalanx.training.export import deployed_policy
+
+Act = Callable[[dict[str, torch.Tensor]], torch.Tensor]
 
 
 def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
@@ -28,6 +32,53 @@ def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch
 
 
 UNTRAINED = ("zero", "random")
+
+
+@dataclass
+class Played:
+    """What `play` and `view` run: the checkpoint (resolved; "" with `--policy`), its contents (None
+    with `--policy`), and the env config to play in (the task's play variant of the trained one)."""
+
+    checkpoint: str
+    state: dict[str, Any] | None
+    env_cfg: TaskCfg
+
+    def actor(self, env: TaskEnv, policy: str | None, seed: int) -> tuple[Act, str | None]:
+        """The policy to act with, and the observation group of images it reads (None: none)."""
+        if self.state is None:
+            return untrained_policy(policy or "zero", env, seed), None
+        return load_actor(self.state, env), self.state["config"]["policy"].get("image_group")
+
+
+def played(task: str, checkpoint: str, policy: str | None, low_level_checkpoint: str | None = None) -> Played:
+    """The run `--checkpoint` names (a checkpoint, a run directory or 'last'), or with `--policy
+    zero|random` none: the task's registered env. Bad combinations raise ConfigError."""
+    from phalanx.envs.stored_cfg import checkpoint_env_cfg
+    from phalanx.training.checkpoint import load_checkpoint
+    from phalanx.training.registry import env_cfg, play_env_cfg, term_packages
+    from phalanx.training.run_paths import checkpoint_file
+
+    if policy is None:
+        checkpoint = checkpoint_file(checkpoint, task)
+        state = load_checkpoint(checkpoint, task)
+        trained = checkpoint_env_cfg(state, f"--checkpoint {checkpoint}", term_packages())
+    elif policy not in UNTRAINED:
+        raise ConfigError(f"got {policy!r}; allowed: {', '.join(UNTRAINED)}", "policy")
+    elif checkpoint:
+        raise ConfigError(f"--checkpoint: --policy {policy} plays without a trained run; give one or the other")
+    else:
+        state, trained = None, env_cfg(task)
+    cfg = play_env_cfg(task, trained)
+    set_low_level_checkpoint(cfg, task, low_level_checkpoint)
+    return Played(checkpoint, state, cfg)
+
+
+def set_low_level_checkpoint(cfg: TaskCfg, task: str, checkpoint: str | None) -> None:
+    """`--low-level-checkpoint` for a hierarchical task's env config (None: keep the trained one)."""
+    if checkpoint is not None:
+        if cfg.actions.low_level is None:
+            raise ConfigError(f"task {task!r} has no low-level policy", "low_level_checkpoint")
+        cfg.actions.low_level.checkpoint = checkpoint
 
 
 def untrained_policy(kind: str, env: TaskEnv, seed: int) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:

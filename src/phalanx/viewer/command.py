@@ -1,0 +1,140 @@
+"""`phalanx view TASK`: a task's envs, acting by a trained policy or zero or random actions, shown
+live on a web page (viser) while they run, in real time."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from rich.console import Console
+
+from phalanx.core.errors import ConfigError, check_int
+from phalanx.flags import parse_flags, task_and_flags
+
+MAX_SHOWN = 64
+"""Envs the page can show at most (their poses are computed on the host)."""
+FRAME_S = 1.0 / 30.0
+"""Seconds between two updates of the page."""
+CURVES_S = 0.25
+"""Seconds between two updates of the page's curves."""
+
+
+@dataclass
+class ViewCfg:
+    """phalanx view: a task's envs on a web page, live: a trained policy, or zero or random actions."""
+
+    task: str
+    """The task to show (the checkpoint's task with --checkpoint)."""
+    checkpoint: str = ""
+    """A checkpoint written by `phalanx train`, a run directory (its model_last.pt), or 'last' (the
+    newest model_last.pt under runs/TASK/)."""
+    policy: str | None = None
+    """'zero' or 'random': act so without a trained run (instead of --checkpoint)."""
+    num_envs: int = 16
+    """Envs to run (the page shows up to 64 of them)."""
+    shown: int = 9
+    """Envs the page shows at first (its slider changes it)."""
+    host: str = "127.0.0.1"
+    """Address to serve on; 127.0.0.1 is this machine only (reach it from a laptop over `ssh -L`),
+    0.0.0.0 every network it is on."""
+    port: int = 8080
+    """Port to serve on (0: any free one)."""
+    device: str | None = None
+    """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
+    seed: int = 0
+    """Seeds the env's initial states (and random actions)."""
+    steps: int | None = None
+    """Env steps to run, then stop; default: until Ctrl-C."""
+    realtime: bool = True
+    """Step at the task's own pace (env dt per step); --no-realtime: as fast as it goes."""
+    low_level_checkpoint: str | None = None
+    """Hierarchical tasks (anymal-nav): the low-level policy's checkpoint; default: the one the
+    run was trained with."""
+
+
+def check(cfg: ViewCfg) -> None:
+    """Raises ConfigError for the first bad flag, before anything is built."""
+    check_int("num_envs", cfg.num_envs)
+    check_int("shown", cfg.shown)
+    if cfg.steps is not None:
+        check_int("steps", cfg.steps)
+    if not 0 <= cfg.port <= 65535:
+        raise ConfigError(f"must be a port in [0, 65535], got {cfg.port}", "port")
+    try:
+        import viser  # noqa: F401 (present?)
+    except ImportError:
+        raise ConfigError("phalanx view needs viser: pip install 'phalanx[viewer]'") from None
+
+
+def view(args: list[str], console: Console) -> None:
+    """phalanx view: see `ViewCfg`."""
+    from phalanx.sim.video import policy_view
+    from phalanx.training.play import played
+    from phalanx.training.registry import make
+    from phalanx.viewer.server import Viewer, check_port
+
+    task, flags = task_and_flags("view", args, registered=False)
+    cfg = parse_flags(ViewCfg, ViewCfg(task=task), flags, f"phalanx view {task}")
+    check(cfg)
+    check_port(cfg.host, cfg.port)
+    run = played(task, cfg.checkpoint, cfg.policy, cfg.low_level_checkpoint)
+    env = make(run.env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
+    act, _ = run.actor(env, cfg.policy, cfg.seed)
+    images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
+    obs = env.reset()
+    k = min(cfg.num_envs, MAX_SHOWN)
+    sim = env.sim
+    viewer = Viewer(sim.mjm, f"phalanx view {task}", _host(sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
+    try:
+        _announce(console, cfg.host, viewer.port)
+        steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
+        start = time.monotonic()
+        while cfg.steps is None or steps < cfg.steps:
+            if viewer.take_reset():
+                obs, sim_time, start = env.reset(), 0.0, time.monotonic()
+            if not viewer.paused or viewer.take_step():
+                obs, reward, _, _, extras = env.step(act(obs))
+                steps, sim_time = steps + 1, sim_time + env.step_dt
+                _record(viewer, sim_time, reward, extras["episode"])
+            elif viewer.paused:
+                start = time.monotonic() - sim_time  # the clock waits with the sim
+            now = time.monotonic()
+            if now - shown_at >= FRAME_S or viewer.paused:
+                viewer.show(sim_time, _host(sim.qpos[:k]), _host(sim.mocap_pos[:k]), _host(sim.mocap_quat[:k]))
+                if images:
+                    viewer.image(policy_view(obs[images[0]][0]))
+                shown_at = now
+            if now - curves_at >= CURVES_S:
+                viewer.draw_curves()
+                curves_at = now
+            if viewer.paused:
+                time.sleep(FRAME_S)
+            elif cfg.realtime:
+                time.sleep(max(0.0, start + sim_time - time.monotonic()))
+    finally:
+        viewer.stop()
+
+
+def _host(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().to("cpu", torch.float64).numpy()
+
+
+def _record(viewer, sim_time: float, reward: torch.Tensor, episode: dict) -> None:
+    """The step's mean reward, and the return and metrics of the episodes that ended in it."""
+    viewer.record("reward per step (mean over envs)", sim_time, float(reward.mean()))
+    done = episode["done"]
+    if bool(done.any()):
+        viewer.record("episode return", sim_time, float(episode["return"][done].float().mean()))
+        for name, values in episode["metrics"].items():
+            viewer.record(name, sim_time, float(values[done].float().mean()))
+
+
+def _announce(console: Console, host: str, port: int) -> None:
+    """The page's address, and how to reach it from a laptop when this machine is remote."""
+    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "::1") else host
+    console.print(f"phalanx view: http://{shown}:{port}  (Ctrl-C stops)")
+    console.print(
+        f"  on a remote machine: ssh -L {port}:localhost:{port} USER@HOST on your laptop, then open http://localhost:{port}"
+    )

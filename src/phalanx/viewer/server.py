@@ -1,0 +1,192 @@
+"""The page `phalanx view` serves, through viser: the shown envs' geoms in 3D, controls (pause,
+step, reset, how many envs, follow), the sim time, curves of reward and the task's metrics, and
+the images a pixel policy sees."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import socket
+import threading
+from collections import deque
+
+import mujoco
+import numpy as np
+
+from phalanx.core.errors import ConfigError
+from phalanx.viewer.meshes import geom_meshes
+from phalanx.viewer.poses import EnvPoses
+
+CURVE_POINTS = 600
+"""Points each curve keeps (the newest)."""
+HIDDEN = (0.0, 0.0, -1e4)
+"""Where the geoms of envs not shown go."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Raises ConfigError naming --port when nothing can listen at host:port (viser would quietly
+    take the next free port instead)."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            reason = f"{port} is not free on {host} ({error.strerror}); give another, or 0 for any"
+            raise ConfigError(reason, "port") from None
+
+
+class Viewer:
+    """A viser server showing up to `max_shown` envs of model `mjm`, their poses from `start_qpos`
+    (K, nq) on; the loop that steps the envs reads `paused`, `take_step()` and `take_reset()`
+    and calls `show` and `record`."""
+
+    def __init__(self, mjm: mujoco.MjModel, title: str, start_qpos: np.ndarray, host: str, port: int, shown: int):
+        import logging
+
+        import viser
+
+        # A browser that drops its connection (a closed tab, a reload mid-handshake) is no error here.
+        logging.getLogger("websockets").setLevel(logging.CRITICAL)
+        self.mjm = mjm
+        with _quiet():  # viser prints its own banner; `phalanx view` says where the page is
+            self.server = viser.ViserServer(host=host, port=port, label=title, verbose=False)
+        self.port = self.server.get_port()
+        meshes = geom_meshes(mjm)
+        self.poses = EnvPoses(mjm, [m.geom for m in meshes], start_qpos)
+        self.count = len(start_qpos)
+        on_grid = bool(np.any(self.poses.offsets))
+        self.handles = []
+        scene = self.server.scene
+        for m in meshes:
+            copies = self.count if (on_grid and not m.plane) or not m.static else 1  # a world geom per env on a grid
+            self.handles.append(
+                scene.add_batched_meshes_simple(
+                    f"/envs/{m.geom}_{m.name}",
+                    m.vertices,
+                    m.faces,
+                    batched_wxyzs=np.tile([1.0, 0.0, 0.0, 0.0], (copies, 1)).astype(np.float32),
+                    batched_positions=np.zeros((copies, 3), np.float32),
+                    batched_colors=np.tile(np.array(m.color, np.uint8), (copies, 1)),
+                    lod="off",
+                )
+            )
+        self._lock = threading.Lock()
+        self._step_asked = self._reset_asked = False
+        gui = self.server.gui
+        gui.add_markdown(f"**{title}**")
+        self.time_text = gui.add_text("sim time", "0.00 s", disabled=True)
+        self.pause_box = gui.add_checkbox("pause", False)
+        step, reset = gui.add_button("step"), gui.add_button("reset")
+        step.on_click(lambda _: self._ask("_step_asked"))
+        reset.on_click(lambda _: self._ask("_reset_asked"))
+        self.shown_slider = gui.add_slider("envs shown", 1, self.count, 1, min(shown, self.count))
+        self.follow_box = gui.add_checkbox("follow env 0", False)
+        self._aim_camera(start_qpos[:shown])
+        self._curves: dict[str, tuple[deque, deque, object]] = {}
+        self._image = None
+        self._root = np.zeros(3)
+
+    def _aim_camera(self, qpos: np.ndarray) -> None:
+        """The camera a page opens with: at the shown envs' middle, from the front and above, far
+        enough back to see them all."""
+        k = len(qpos)
+        positions, _ = self.poses(
+            qpos, np.zeros((k, self.mjm.nmocap, 3)), np.tile([1.0, 0, 0, 0], (k, self.mjm.nmocap, 1))
+        )
+        moving = [j for j, handle in enumerate(self.handles) if len(handle.batched_positions) == self.count]
+        points = positions[:, moving].reshape(-1, 3) if moving else positions.reshape(-1, 3)
+        center = points.mean(axis=0)
+        reach = max(float(np.ptp(points, axis=0).max()), 1.0)
+        self.server.scene.set_up_direction("+z")
+        self.server.initial_camera.look_at = tuple(center)
+        self.server.initial_camera.position = tuple(center + reach * np.array([0.0, -1.2, 0.6]))
+
+    def _ask(self, flag: str) -> None:
+        with self._lock:
+            setattr(self, flag, True)
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.pause_box.value)
+
+    def take_step(self) -> bool:
+        """Whether a single step was asked for since the last call (pause's step button)."""
+        with self._lock:
+            asked, self._step_asked = self._step_asked, False
+        return asked
+
+    def take_reset(self) -> bool:
+        """Whether a reset was asked for since the last call."""
+        with self._lock:
+            asked, self._reset_asked = self._reset_asked, False
+        return asked
+
+    def show(self, sim_time: float, qpos: np.ndarray, mocap_pos: np.ndarray, mocap_quat: np.ndarray) -> None:
+        """Poses the geoms of the shown envs (the first `envs shown` of the K rows given) and hides the rest."""
+        shown = int(self.shown_slider.value)
+        positions, quats = self.poses(qpos[:shown], mocap_pos[:shown], mocap_quat[:shown])
+        with self.server.atomic():
+            for j, handle in enumerate(self.handles):
+                copies = len(handle.batched_positions)
+                if copies == 1:  # static, drawn once (where the middle env has it)
+                    middle = shown // 2
+                    handle.batched_positions, handle.batched_wxyzs = positions[middle : middle + 1, j], quats[:1, j]
+                    continue
+                pos = np.full((copies, 3), HIDDEN, np.float32)  # envs not shown: out of sight
+                pos[:shown] = positions[:, j]
+                wxyz = np.tile(np.float32([1, 0, 0, 0]), (copies, 1))
+                wxyz[:shown] = quats[:, j]
+                handle.batched_positions, handle.batched_wxyzs = pos, wxyz
+            self.time_text.value = f"{sim_time:.2f} s"
+        if self.follow_box.value and self.mjm.nbody > 1:
+            self._follow(positions[0].mean(axis=0))
+
+    def _follow(self, target: np.ndarray) -> None:
+        """Moves every client's camera with env 0, keeping its offset from it."""
+        for client in self.server.get_clients().values():
+            camera = client.camera
+            shift = target - np.asarray(camera.look_at)
+            with client.atomic():
+                camera.position = np.asarray(camera.position) + shift
+                camera.look_at = target
+
+    def record(self, name: str, sim_time: float, value: float) -> None:
+        """Appends (sim_time, value) to the curve `name`, drawing it the first time."""
+        if name not in self._curves:
+            from viser import uplot
+
+            xs, ys = deque(maxlen=CURVE_POINTS), deque(maxlen=CURVE_POINTS)
+            plot = self.server.gui.add_uplot(
+                data=(np.zeros(1), np.zeros(1)),
+                series=(uplot.Series(label="sim time (s)"), uplot.Series(label=name, stroke="#1f77b4", width=2)),
+                scales={"x": uplot.Scale(time=False)},
+                title=name,
+                aspect=2.0,
+            )
+            self._curves[name] = (xs, ys, plot)
+        xs, ys, plot = self._curves[name]
+        xs.append(sim_time)
+        ys.append(value)
+
+    def draw_curves(self) -> None:
+        """Sends the curves' newest points to the page."""
+        for xs, ys, plot in self._curves.values():
+            plot.data = (np.asarray(xs, np.float64), np.asarray(ys, np.float64))
+
+    def image(self, frame: np.ndarray) -> None:
+        """Shows `frame` (H, W, 3 uint8), what the policy of the first shown env sees."""
+        if self._image is None:
+            self._image = self.server.gui.add_image(frame, label="what env 0's policy sees", format="png")
+        else:
+            self._image.image = frame
+
+    def stop(self) -> None:
+        with _quiet():
+            self.server.stop()
+
+
+def _quiet() -> contextlib.AbstractContextManager:
+    """Swallows what viser prints on its own (a banner on start, a line on stop)."""
+    return contextlib.redirect_stdout(io.StringIO())

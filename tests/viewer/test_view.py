@@ -1,0 +1,148 @@
+"""`phalanx view` end to end on the CPU: bad input is one line, and in a real (headless) browser
+the page shows the robot and pause stops the sim time. The browser tests skip without Chromium
+(Debian's `chromium`, which .ci/run installs) or Playwright; their screenshots go to
+$PHALANX_ARTIFACTS (else the test's temporary directory)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from phalanx.cli import main
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_busy_port_is_one_line(capsys) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", "cartpole", "--policy", "random", "--device", "cpu", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--port: {port} is not free on 127.0.0.1" in err, err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["cartpol", "--policy", "random"], "unknown task 'cartpol'"),
+        (["cartpole", "--checkpoint", "UNREADABLE"], "UNREADABLE"),
+        (["cartpole", "--policy", "wild"], "--policy: got 'wild'; allowed: zero, random"),
+        (["cartpole", "--policy", "random", "--port", "70000"], "--port: must be a port in [0, 65535], got 70000"),
+        (["cartpole", "--policy", "random", "--num-envs", "0"], "--num-envs"),
+    ],
+)
+def test_bad_input_is_one_line(flags: list[str], message: str, tmp_path: Path, capsys) -> None:
+    unreadable = tmp_path / "model_1.pt"
+    unreadable.write_bytes(b"not a checkpoint")
+    flags = [str(unreadable) if flag == "UNREADABLE" else flag for flag in flags]
+    message = message.replace("UNREADABLE", str(unreadable))
+    port = [] if "--port" in flags else ["--port", str(_free_port())]
+    assert main(["view", *flags, "--device", "cpu", *port]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """`phalanx view cartpole --policy random` on the CPU, opened in headless Chromium."""
+    if CHROMIUM is None:
+        pytest.skip("needs Chromium (Debian: apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("view") / "view.log"
+    command = [sys.executable, "-m", "phalanx", "view", "cartpole", "--policy", "random", "--device", "cpu"]
+    with log.open("w") as out:
+        server = subprocess.Popen([*command, "--num-envs", "4", "--port", str(port)], stdout=out, stderr=out)
+    try:
+        with sync_api.sync_playwright() as playwright:
+            # WebGL in software (SwiftShader): no GPU needed.
+            flags = ["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=flags)
+            page = browser.new_page(viewport={"width": 1000, "height": 700})
+            deadline = time.monotonic() + 120
+            while f"http://localhost:{port}" not in log.read_text():  # the env is built, the server up
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.5)
+            page.goto(f"http://127.0.0.1:{port}")
+            yield page
+            browser.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _control(page, label: str):
+    """The input of the panel's row labelled `label` (viser's labels name no input by id)."""
+    row = page.locator("div.mantine-Flex-root", has=page.locator("label", has_text=re.compile(f"^{label}$")))
+    return row.locator("input").first
+
+
+def _sim_time(page) -> float:
+    return float(re.match(r"[\d.]+", _control(page, "sim time").input_value()).group())
+
+
+def _wait_for_time(page, after: float) -> float:
+    deadline = time.monotonic() + 60
+    while (now := _sim_time(page)) <= after:
+        assert time.monotonic() < deadline, f"the sim time stayed at {now}"
+        page.wait_for_timeout(200)
+    return now
+
+
+def _artifacts(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("PHALANX_ARTIFACTS", tmp_path))
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def test_the_page_shows_the_robots(page, tmp_path: Path) -> None:
+    """Once the sim runs, the screenshot is not blank and shows cartpole's orange carts (the only
+    orange on the page: the ground, the panel and its curves are gray, white and blue)."""
+    import imageio.v3 as iio
+
+    _wait_for_time(page, 0.5)
+    page.wait_for_timeout(2000)  # the scene's meshes arrive and are drawn
+    shot = _artifacts(tmp_path) / "view-cartpole.png"
+    page.screenshot(path=str(shot))
+    image = iio.imread(shot)[..., :3].astype(int)
+    assert image.std() > 10, "the page is blank"
+    r, g, b = image[..., 0], image[..., 1], image[..., 2]
+    orange = (r - b > 60) & (r > 120) & (g > b)
+    assert orange.sum() > 30, f"no cart on the page ({orange.sum()} orange pixels): {shot}"
+
+
+def test_pause_stops_the_sim_time(page, tmp_path: Path) -> None:
+    """Clicking pause holds the sim time; the step button advances it by one env step; unpausing
+    lets it run again."""
+    pause = _control(page, "pause")
+    pause.click()
+    held, deadline = _sim_time(page), time.monotonic() + 10
+    while (page.wait_for_timeout(1000) or _sim_time(page)) != held:  # the click reaches the server
+        assert time.monotonic() < deadline, "the sim time runs on after pause"
+        held = _sim_time(page)
+    page.wait_for_timeout(1500)
+    assert _sim_time(page) == held
+    page.get_by_role("button", name="step").click()
+    stepped = _wait_for_time(page, held)
+    assert np.isclose(stepped - held, 1 / 60, atol=0.006), (held, stepped)  # cartpole: 120 Hz physics, decimation 2
+    page.screenshot(path=str(_artifacts(tmp_path) / "view-cartpole-paused.png"))
+    pause.click()
+    _wait_for_time(page, stepped + 0.5)
