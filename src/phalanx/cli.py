@@ -5,6 +5,7 @@
                        [--resume CKPT|RUN_DIR|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
                        [--config RUN/config.json]   (a run's settings again; flags after it on top)
+                       [--viewer [--viewer-port 8080]]   (the training live on a web page)
     phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
                       [--logger tensorboard|wandb|none]
     phalanx play TASK --policy zero|random [...]      (a look at a task before training)

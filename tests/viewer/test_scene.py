@@ -74,3 +74,18 @@ def test_envs_in_one_spot_get_a_grid_and_spread_envs_stay() -> None:
     apart = together.copy()
     apart[:, 0] = np.arange(9) * 10.0
     assert not grid_offsets(mjm, apart).any()
+
+
+def test_a_large_height_field_is_drawn_with_fewer_samples_over_the_same_extent() -> None:
+    """A 1200 x 900 height field (a terrain of many blocks) keeps at most HFIELD_SAMPLES vertices,
+    still spanning its [-x, x] x [-y, y]."""
+    from phalanx.viewer.meshes import HFIELD_SAMPLES
+
+    mjm = mujoco.MjModel.from_xml_string(
+        '<mujoco><asset><hfield name="t" nrow="900" ncol="1200" size="60 45 2 0.1"/></asset>'
+        '<worldbody><geom type="hfield" hfield="t"/></worldbody></mujoco>'
+    )
+    (terrain,) = geom_meshes(mjm)
+    assert len(terrain.vertices) <= HFIELD_SAMPLES
+    np.testing.assert_allclose(terrain.vertices[:, :2].min(axis=0), [-60, -45])
+    assert terrain.vertices[:, 0].max() > 59.5 and terrain.vertices[:, 1].max() > 44.5

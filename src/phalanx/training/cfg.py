@@ -103,6 +103,14 @@ class TrainCfg:
     or its run directory), e.g. a state task's for its pixel twin: the teacher acts on its own
     task's observations, computed in this env from the same state, so both tasks must drive the
     same robot model with the same actions (`--distill.*`: the schedule)."""
+    viewer: bool = False
+    """Serve the training on a web page (`phalanx view`'s, `pip install -e ".[viewer]"`): each
+    iteration's rollout of the first envs replayed in real time when the page is free, and the
+    iteration's metrics as curves; the trainer never waits for it (rank 0 serves it)."""
+    viewer_port: int = 8080
+    """The viewer's port (0: any free one)."""
+    viewer_host: str = "127.0.0.1"
+    """The viewer's address: 127.0.0.1 serves this machine only (reach it over `ssh -L`), 0.0.0.0 every network."""
     distill: DistillCfg = field(default_factory=DistillCfg)
     algo: PPOCfg = field(default_factory=PPOCfg)
     policy: PolicyCfg = field(default_factory=PolicyCfg)
@@ -121,6 +129,8 @@ def check_train_cfg(cfg: TrainCfg) -> None:
     if cfg.cpu_num_envs is not None:
         check_int("cpu_num_envs", cfg.cpu_num_envs)
     check_seed("seed", cfg.seed)
+    if cfg.viewer:
+        _check_viewer(cfg)
     if cfg.run_dir:
         check_path_length("run_dir", cfg.run_dir)
     check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
@@ -160,3 +170,15 @@ def move_cpu_num_envs(cfg: TrainCfg) -> bool:
         return False
     cfg.env.cpu_num_envs, cfg.cpu_num_envs = cfg.cpu_num_envs, None
     return True
+
+
+def _check_viewer(cfg: TrainCfg) -> None:
+    """--viewer: phalanx's trainer, a port, and viser installed."""
+    if cfg.trainer != "phalanx":
+        raise ConfigError(f"the viewer watches phalanx's trainer, not --trainer {cfg.trainer}", "viewer")
+    if not 0 <= cfg.viewer_port <= 65535:
+        raise ConfigError(f"must be a port in [0, 65535], got {cfg.viewer_port}", "viewer_port")
+    try:
+        import viser  # noqa: F401 (present?)
+    except ImportError:
+        raise ConfigError("needs viser: pip install 'phalanx[viewer]'", "viewer") from None

@@ -108,6 +108,10 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         from phalanx.training.libraries import train_with_library
 
         return train_with_library(cfg, console, dist), None
+    if cfg.viewer and dist.is_main:
+        from phalanx.viewer.server import check_port
+
+        check_port(cfg.viewer_host, cfg.viewer_port, "viewer_port")
     progress = Progress()
     watchdog = StallWatchdog(dist, progress, cfg.stall_timeout_s, cfg.startup_timeout_s)
     trainer = None
@@ -115,6 +119,8 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         # Armed from the start, with a longer allowance until the first iteration is done.
         with watchdog, RunDir(run_dir, console) if dist.is_main else contextlib.nullcontext() as run:
             trainer = _prepare(cfg, dist, progress, console, run, registered_env)
+            if cfg.viewer and dist.is_main:
+                trainer.watch = _watch(cfg, trainer, console)
             trainer.learn()
     except RuntimeError as error:
         # torch's DistError, or gloo's plain RuntimeError (its message names gloo's source) for a peer that went away.
@@ -133,6 +139,8 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         time.sleep(watchdog.grace_s)
         return 1, trainer
     finally:
+        if trainer is not None and trainer.watch is not None:
+            trainer.watch.close()
         if torch.distributed.is_initialized():  # one rank too: NCCL warns about a group left open
             if trainer is not None:
                 trainer.release_graphs()
@@ -141,6 +149,18 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
         return 128 + trainer.stop_signal, trainer  # the shell's code for "stopped by that signal"
     console.print(f"done: {trainer.iteration} iterations, checkpoint {trainer.checkpoint_path()}")
     return 0, trainer
+
+
+def _watch(cfg: TrainCfg, trainer: Trainer, console: Console):
+    """`--viewer`: the page that shows the training (see `phalanx.viewer.training_view`)."""
+    from phalanx.viewer.command import announce
+    from phalanx.viewer.training_view import TrainingView
+
+    view = TrainingView(
+        trainer.env, f"phalanx train {cfg.task}", cfg.viewer_host, cfg.viewer_port, cfg.num_steps_per_env
+    )
+    announce(console, cfg.viewer_host, view.port, "phalanx train --viewer")
+    return view
 
 
 def _started_as(path: str) -> str:

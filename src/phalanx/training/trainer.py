@@ -10,7 +10,7 @@ import signal
 import sys
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from rich.console import Console
@@ -37,6 +37,16 @@ from phalanx.training.teacher import Teacher
 from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Watch(Protocol):
+    """What watches a training run from beside it (`phalanx train --viewer`); it must not make the trainer wait."""
+
+    def step(self, t: int) -> None: ...
+
+    def iteration(self, metrics: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Trainer:
@@ -92,6 +102,8 @@ class Trainer:
         self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
         self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
         self.saved_iteration = -1  # the iteration of the last checkpoint this process wrote (-1: none)
+        self.watch: Watch | None = None
+        """What watches the training (`--viewer`): `step(t)` after each env step, `iteration(metrics)` after each."""
         self.progress = progress or Progress()  # work begun by this process (the stall watchdog reads it)
         self._iterated = False  # whether this process has run an iteration (compiled, captured)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
@@ -134,6 +146,8 @@ class Trainer:
             with phase_range("env_step", self.profiling):
                 obs, reward, terminated, truncated, extras = self.env.step(actions)
             step_timer.end()
+            if self.watch is not None:
+                self.watch.step(t)
             self.graphs.run(("record", t), self._record, t, reward, terminated, truncated, extras)
         self._copy_obs_in(obs)
         self.graphs.run(("returns",), self.ppo.compute_returns, self._obs_in)
@@ -181,6 +195,8 @@ class Trainer:
                 while self.iteration < self.cfg.max_iterations and not self.interrupted:
                     metrics = self.iterate()
                     logger.log(metrics)
+                    if self.watch is not None:
+                        self.watch.iteration(metrics)
                     display.console.print(logger.line(metrics, self.cfg.max_iterations))
                     problems = metrics["invalid_env_resets"] + metrics["nonfinite_actions"]
                     if problems > reported_invalid:  # new ones this iteration

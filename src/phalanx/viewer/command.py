@@ -13,8 +13,6 @@ from rich.console import Console
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.flags import parse_flags, task_and_flags
 
-MAX_SHOWN = 64
-"""Envs the page can show at most (their poses are computed on the host)."""
 FRAME_S = 1.0 / 30.0
 """Seconds between two updates of the page."""
 CURVES_S = 0.25
@@ -73,7 +71,7 @@ def view(args: list[str], console: Console) -> None:
     from phalanx.sim.video import policy_view
     from phalanx.training.play import played
     from phalanx.training.registry import make
-    from phalanx.viewer.server import Viewer, check_port
+    from phalanx.viewer.server import MAX_SHOWN, Viewer, check_port
 
     task, flags = task_and_flags("view", args, registered=False)
     cfg = parse_flags(ViewCfg, ViewCfg(task=task), flags, f"phalanx view {task}")
@@ -88,7 +86,7 @@ def view(args: list[str], console: Console) -> None:
     sim = env.sim
     viewer = Viewer(sim.mjm, f"phalanx view {task}", _host(sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
     try:
-        _announce(console, cfg.host, viewer.port)
+        announce(console, cfg.host, viewer.port, "phalanx view")
         steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
         start = time.monotonic()
         while cfg.steps is None or steps < cfg.steps:
@@ -131,10 +129,10 @@ def _record(viewer, sim_time: float, reward: torch.Tensor, episode: dict) -> Non
             viewer.record(name, sim_time, float(values[done].float().mean()))
 
 
-def _announce(console: Console, host: str, port: int) -> None:
+def announce(console: Console, host: str, port: int, command: str) -> None:
     """The page's address, and how to reach it from a laptop when this machine is remote."""
     shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "::1") else host
-    console.print(f"phalanx view: http://{shown}:{port}  (Ctrl-C stops)")
+    console.print(f"{command}: http://{shown}:{port}  (Ctrl-C stops)")
     console.print(
         f"  on a remote machine: ssh -L {port}:localhost:{port} USER@HOST on your laptop, then open http://localhost:{port}"
     )

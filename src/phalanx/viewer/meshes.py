@@ -3,6 +3,7 @@ the simulation), with their colors: what the web viewer draws."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
@@ -10,6 +11,8 @@ import numpy as np
 
 PLANE_EXTENT = 60.0
 """Side (m) a plane is drawn with, whatever its size: the ground under all the envs shown."""
+HFIELD_SAMPLES = 512 * 512
+"""Elevations a height field is drawn with at most (the page receives its mesh once)."""
 VISIBLE_GROUPS = (0, 1, 2)
 """Geom groups MuJoCo's own viewer shows by default (group 3 and up: collision-only and hidden)."""
 
@@ -88,8 +91,10 @@ def _hfield(mjm: mujoco.MjModel, h: int) -> tuple[np.ndarray, np.ndarray]:
     rows, cols = mjm.hfield_nrow[h], mjm.hfield_ncol[h]
     x, y, top, _ = mjm.hfield_size[h]
     start = mjm.hfield_adr[h]
-    height = mjm.hfield_data[start : start + rows * cols].reshape(rows, cols) * top
-    gx, gy = np.meshgrid(np.linspace(-x, x, cols), np.linspace(-y, y, rows))
+    stride = max(1, math.ceil(math.sqrt(rows * cols / HFIELD_SAMPLES)))  # a terrain of many blocks: every k-th sample
+    height = mjm.hfield_data[start : start + rows * cols].reshape(rows, cols)[::stride, ::stride] * top
+    gx, gy = np.meshgrid(np.linspace(-x, x, cols)[::stride], np.linspace(-y, y, rows)[::stride])
+    rows, cols = height.shape
     vertices = np.stack([gx, gy, height], axis=-1).reshape(-1, 3)
     i = np.arange(rows * cols).reshape(rows, cols)
     a, b, c, d = i[:-1, :-1].ravel(), i[:-1, 1:].ravel(), i[1:, :-1].ravel(), i[1:, 1:].ravel()

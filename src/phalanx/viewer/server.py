@@ -17,13 +17,15 @@ from phalanx.core.errors import ConfigError
 from phalanx.viewer.meshes import geom_meshes
 from phalanx.viewer.poses import EnvPoses
 
+MAX_SHOWN = 64
+"""Envs the page can show at most (their poses are computed on the host)."""
 CURVE_POINTS = 600
 """Points each curve keeps (the newest)."""
 HIDDEN = (0.0, 0.0, -1e4)
 """Where the geoms of envs not shown go."""
 
 
-def check_port(host: str, port: int) -> None:
+def check_port(host: str, port: int, flag: str = "port") -> None:
     """Raises ConfigError naming --port when nothing can listen at host:port (viser would quietly
     take the next free port instead)."""
     if port == 0:
@@ -34,7 +36,7 @@ def check_port(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as error:
             reason = f"{port} is not free on {host} ({error.strerror}); give another, or 0 for any"
-            raise ConfigError(reason, "port") from None
+            raise ConfigError(reason, flag) from None
 
 
 class Viewer:
@@ -42,7 +44,17 @@ class Viewer:
     (K, nq) on; the loop that steps the envs reads `paused`, `take_step()` and `take_reset()`
     and calls `show` and `record`."""
 
-    def __init__(self, mjm: mujoco.MjModel, title: str, start_qpos: np.ndarray, host: str, port: int, shown: int):
+    def __init__(
+        self,
+        mjm: mujoco.MjModel,
+        title: str,
+        start_qpos: np.ndarray,
+        host: str,
+        port: int,
+        shown: int,
+        steps: bool = True,
+        x_label: str = "sim time (s)",
+    ):
         import logging
 
         import viser
@@ -78,9 +90,11 @@ class Viewer:
         gui.add_markdown(f"**{title}**")
         self.time_text = gui.add_text("sim time", "0.00 s", disabled=True)
         self.pause_box = gui.add_checkbox("pause", False)
-        step, reset = gui.add_button("step"), gui.add_button("reset")
-        step.on_click(lambda _: self._ask("_step_asked"))
-        reset.on_click(lambda _: self._ask("_reset_asked"))
+        if steps:  # the viewer steps the envs itself (not while training)
+            step, reset = gui.add_button("step"), gui.add_button("reset")
+            step.on_click(lambda _: self._ask("_step_asked"))
+            reset.on_click(lambda _: self._ask("_reset_asked"))
+        self.x_label = x_label
         self.shown_slider = gui.add_slider("envs shown", 1, self.count, 1, min(shown, self.count))
         self.follow_box = gui.add_checkbox("follow env 0", False)
         self._aim_camera(start_qpos[:shown])
@@ -152,22 +166,22 @@ class Viewer:
                 camera.position = np.asarray(camera.position) + shift
                 camera.look_at = target
 
-    def record(self, name: str, sim_time: float, value: float) -> None:
-        """Appends (sim_time, value) to the curve `name`, drawing it the first time."""
+    def record(self, name: str, x: float, value: float) -> None:
+        """Appends (x, value) to the curve `name`, drawing it the first time."""
         if name not in self._curves:
             from viser import uplot
 
             xs, ys = deque(maxlen=CURVE_POINTS), deque(maxlen=CURVE_POINTS)
             plot = self.server.gui.add_uplot(
                 data=(np.zeros(1), np.zeros(1)),
-                series=(uplot.Series(label="sim time (s)"), uplot.Series(label=name, stroke="#1f77b4", width=2)),
+                series=(uplot.Series(label=self.x_label), uplot.Series(label=name, stroke="#1f77b4", width=2)),
                 scales={"x": uplot.Scale(time=False)},
                 title=name,
                 aspect=2.0,
             )
             self._curves[name] = (xs, ys, plot)
         xs, ys, plot = self._curves[name]
-        xs.append(sim_time)
+        xs.append(x)
         ys.append(value)
 
     def draw_curves(self) -> None:
