@@ -146,3 +146,29 @@ def test_pause_stops_the_sim_time(page, tmp_path: Path) -> None:
     page.screenshot(path=str(_artifacts(tmp_path) / "view-cartpole-paused.png"))
     pause.click()
     _wait_for_time(page, stepped + 0.5)
+
+
+def test_a_newer_checkpoint_replaces_the_policy(tmp_path: Path) -> None:
+    """Given a run directory, the view looks for its checkpoint again: after the run trains on
+    (--resume), the next look returns the newer policy, which acts otherwise; then nothing newer."""
+    import torch
+    from rich.console import Console
+
+    from phalanx.training.play import played
+    from phalanx.training.registry import make
+    from phalanx.viewer.command import NewestPolicy
+
+    run = tmp_path / "run"
+    train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--run-dir", str(run)]
+    assert main([*train, "--max-iterations", "1"]) == 0
+    first = played("cartpole", str(run), None)
+    env = make(first.env_cfg, num_envs=4, device="cpu")
+    act, _ = first.actor(env, None, 0)
+    newest, console = NewestPolicy(str(run), "cartpole", first.checkpoint, env, every_s=0.0), Console(quiet=True)
+    assert newest.poll(console) is None
+    assert main([*train, "--max-iterations", "3", "--resume", "last"]) == 0
+    swapped = newest.poll(console)
+    assert swapped is not None and "(iteration 3)" in swapped[1], swapped
+    obs = env.reset()
+    assert not torch.equal(swapped[0](obs), act(obs))
+    assert newest.poll(console) is None

@@ -4,7 +4,9 @@ live on a web page (viser) while they run, in real time."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,6 +19,8 @@ FRAME_S = 1.0 / 30.0
 """Seconds between two updates of the page."""
 CURVES_S = 0.25
 """Seconds between two updates of the page's curves."""
+RELOAD_S = 5.0
+"""Seconds between two looks for a newer checkpoint."""
 
 
 @dataclass
@@ -68,7 +72,6 @@ def check(cfg: ViewCfg) -> None:
 
 def view(args: list[str], console: Console) -> None:
     """phalanx view: see `ViewCfg`."""
-    from phalanx.sim.video import policy_view
     from phalanx.training.play import played
     from phalanx.training.registry import make
     from phalanx.viewer.server import MAX_SHOWN, Viewer, check_port
@@ -80,39 +83,92 @@ def view(args: list[str], console: Console) -> None:
     run = played(task, cfg.checkpoint, cfg.policy, cfg.low_level_checkpoint)
     env = make(run.env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     act, _ = run.actor(env, cfg.policy, cfg.seed)
-    images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
-    obs = env.reset()
+    newest = None if run.state is None else NewestPolicy(cfg.checkpoint, task, run.checkpoint, env)
     k = min(cfg.num_envs, MAX_SHOWN)
-    sim = env.sim
-    viewer = Viewer(sim.mjm, f"phalanx view {task}", _host(sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
+    env.reset()
+    viewer = Viewer(env.sim.mjm, f"phalanx view {task}", _host(env.sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
     try:
         announce(console, cfg.host, viewer.port, "phalanx view")
-        steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
-        start = time.monotonic()
-        while cfg.steps is None or steps < cfg.steps:
-            if viewer.take_reset():
-                obs, sim_time, start = env.reset(), 0.0, time.monotonic()
-            if not viewer.paused or viewer.take_step():
-                obs, reward, _, _, extras = env.step(act(obs))
-                steps, sim_time = steps + 1, sim_time + env.step_dt
-                _record(viewer, sim_time, reward, extras["episode"])
-            elif viewer.paused:
-                start = time.monotonic() - sim_time  # the clock waits with the sim
-            now = time.monotonic()
-            if now - shown_at >= FRAME_S or viewer.paused:
-                viewer.show(sim_time, _host(sim.qpos[:k]), _host(sim.mocap_pos[:k]), _host(sim.mocap_quat[:k]))
-                if images:
-                    viewer.image(policy_view(obs[images[0]][0]))
-                shown_at = now
-            if now - curves_at >= CURVES_S:
-                viewer.draw_curves()
-                curves_at = now
-            if viewer.paused:
-                time.sleep(FRAME_S)
-            elif cfg.realtime:
-                time.sleep(max(0.0, start + sim_time - time.monotonic()))
+        policy = viewer.server.gui.add_markdown(f"policy: {run.checkpoint or cfg.policy}")
+        _run(env, act, viewer, cfg, k, newest, policy, console)
     finally:
         viewer.stop()
+
+
+def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, policy, console: Console) -> None:
+    """Steps the envs (in real time unless --no-realtime) and shows them until --steps or Ctrl-C,
+    following pause, step and reset, and a newer checkpoint."""
+    from phalanx.sim.video import policy_view
+
+    sim, obs = env.sim, env.obs
+    images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
+    steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
+    start = time.monotonic()
+    while cfg.steps is None or steps < cfg.steps:
+        if viewer.take_reset():
+            obs, sim_time, start = env.reset(), 0.0, time.monotonic()
+        if not viewer.paused or viewer.take_step():
+            obs, reward, _, _, extras = env.step(act(obs))
+            steps, sim_time = steps + 1, sim_time + env.step_dt
+            _record(viewer, sim_time, reward, extras["episode"])
+        elif viewer.paused:
+            start = time.monotonic() - sim_time  # the clock waits with the sim
+        now = time.monotonic()
+        if now - shown_at >= FRAME_S or viewer.paused:
+            viewer.show(sim_time, _host(sim.qpos[:k]), _host(sim.mocap_pos[:k]), _host(sim.mocap_quat[:k]))
+            if images:
+                viewer.image(policy_view(obs[images[0]][0]))
+            shown_at = now
+        if now - curves_at >= CURVES_S:
+            viewer.draw_curves()
+            curves_at = now
+            swapped = newest.poll(console) if newest is not None else None
+            if swapped is not None:
+                act, policy.content = swapped[0], f"policy: {swapped[1]}"
+        if viewer.paused:
+            time.sleep(FRAME_S)
+        elif cfg.realtime:
+            time.sleep(max(0.0, start + sim_time - time.monotonic()))
+
+
+class NewestPolicy:
+    """`--checkpoint` as given, looked at again every `every_s` seconds: a newer checkpoint (the
+    run saved again; with a run directory or 'last', a newer run) replaces the policy."""
+
+    def __init__(self, given: str, task: str, current: str, env, every_s: float = RELOAD_S):
+        self.given, self.task, self.env, self.every_s = given, task, env, every_s
+        self.current = _stamp(current)
+        self.checked = time.monotonic()
+
+    def poll(self, console: Console) -> tuple[Callable, str] | None:
+        """The newer checkpoint's policy and its description, when there is one to switch to."""
+        from phalanx.training.checkpoint import load_checkpoint
+        from phalanx.training.play import load_actor
+        from phalanx.training.run_paths import checkpoint_file
+
+        if time.monotonic() - self.checked < self.every_s:
+            return None
+        self.checked = time.monotonic()
+        try:
+            stamp = _stamp(checkpoint_file(self.given, self.task))
+        except (ConfigError, OSError):
+            return None
+        if stamp == self.current:
+            return None
+        self.current = stamp
+        try:
+            state = load_checkpoint(stamp[0], self.task)
+            act = load_actor(state, self.env)
+        except (ConfigError, RuntimeError, ValueError, KeyError) as error:
+            console.print(f"[yellow]warning:[/yellow] kept the policy: {stamp[0]} does not load here ({error})")
+            return None
+        console.print(f"policy: {stamp[0]} (iteration {state.get('iteration')})")
+        return act, f"{stamp[0]} (iteration {state.get('iteration')})"
+
+
+def _stamp(path: str) -> tuple[str, int]:
+    """A checkpoint file and when it was written."""
+    return path, Path(path).stat().st_mtime_ns
 
 
 def _host(tensor: torch.Tensor) -> np.ndarray:
