@@ -87,3 +87,24 @@ def test_resume_into_a_different_action_delay_names_the_mismatch() -> None:
     state = make_cpu(cfg, num_envs=2).state_dict()
     with pytest.raises(ConfigError, match="actions/history"):
         make_cpu("anymal-flat", num_envs=2).load_state_dict(state)
+
+
+def test_a_velocity_command_shows_as_arrows_over_the_base() -> None:
+    """anymal-flat's command (1, 1) m/s in the base frame, the base turned 90 degrees about z: the
+    commanded arrow starts 0.5 m over the base, points along the world's (-1, 1), and is sqrt(2)
+    long; the base's own velocity gets the other arrow."""
+    import math
+
+    from phalanx.envs.markers import yaw_quat
+
+    env = make_cpu(env_cfg("anymal-flat"), num_envs=2)
+    term = env.command_term("base_velocity")
+    term.command[:] = torch.tensor([1.0, 1.0, 0.0])
+    env.sim.qpos[:, 3:7] = yaw_quat(torch.full((2,), math.pi / 2))
+    markers = term.markers(env)
+    assert set(markers) == {"commanded", "moving"}
+    commanded = markers["commanded"]
+    torch.testing.assert_close(commanded.pos, env.sim.qpos[:, :3] + torch.tensor([0.0, 0.0, 0.5]))
+    torch.testing.assert_close(commanded.quat, yaw_quat(torch.full((2,), 3 * math.pi / 4)))
+    torch.testing.assert_close(commanded.scale[:, 0], torch.full((2,), math.sqrt(2)))
+    assert commanded.shape == "arrow" and markers["moving"].color != commanded.color

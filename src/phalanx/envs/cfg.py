@@ -24,6 +24,7 @@ from phalanx.sim.cfg import SimCfg
 from phalanx.terrain.generator import TerrainCfg
 
 if TYPE_CHECKING:
+    from phalanx.envs.markers import Marker
     from phalanx.envs.task_env import TaskEnv
     from phalanx.sim.simulator import Simulator
 
@@ -141,6 +142,10 @@ class CommandTerm(Term):
 
     def __call__(self, env: TaskEnv) -> torch.Tensor:
         return self.command
+
+    def markers(self, env: TaskEnv) -> dict[str, Marker]:
+        """Shapes that show the command in the world (the web viewer draws them); none by default."""
+        return {}
 
 
 @dataclass

@@ -116,6 +116,7 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
         now = time.monotonic()
         if now - shown_at >= FRAME_S or viewer.paused:
             viewer.show(sim_time, _host(sim.qpos[:k]), _host(sim.mocap_pos[:k]), _host(sim.mocap_quat[:k]))
+            viewer.markers(command_markers(env, k))
             if images:
                 viewer.image(policy_view(obs[images[0]][0]))
             shown_at = now
@@ -169,6 +170,16 @@ class NewestPolicy:
 def _stamp(path: str) -> tuple[str, int]:
     """A checkpoint file and when it was written."""
     return path, Path(path).stat().st_mtime_ns
+
+
+def command_markers(env, k: int) -> dict[str, tuple]:
+    """The markers of every command term (`CommandTerm.markers`) for the first `k` envs, on the
+    host: "COMMAND/NAME" -> (shape, positions, orientations, scales, color)."""
+    out = {}
+    for name, term in zip(env.commands.names, env.commands.terms, strict=True):
+        for part, m in term.markers(env).items():
+            out[f"{name}/{part}"] = (m.shape, _host(m.pos[:k]), _host(m.quat[:k]), _host(m.scale[:k]), m.color)
+    return out
 
 
 def _host(tensor: torch.Tensor) -> np.ndarray:

@@ -100,3 +100,23 @@ def _hfield(mjm: mujoco.MjModel, h: int) -> tuple[np.ndarray, np.ndarray]:
     a, b, c, d = i[:-1, :-1].ravel(), i[:-1, 1:].ravel(), i[1:, :-1].ravel(), i[1:, 1:].ravel()
     faces = np.concatenate([np.stack([a, b, d], 1), np.stack([a, d, c], 1)])
     return vertices, faces
+
+
+def marker_mesh(shape: str) -> tuple[np.ndarray, np.ndarray]:
+    """The unit mesh of a marker shape (`phalanx.envs.markers.SHAPES`, axes aside), float32/uint32."""
+    import trimesh
+
+    if shape == "arrow":  # along x from 0 to 1: a shaft, then a head; 1 wide
+        shaft = trimesh.creation.cylinder(radius=0.25, height=0.75, sections=12)
+        shaft.apply_translation((0, 0, 0.375))
+        head = trimesh.creation.cone(radius=0.5, height=0.25, sections=12)
+        head.apply_translation((0, 0, 0.75))
+        mesh = trimesh.util.concatenate([shaft, head])
+        mesh.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, (0, 1, 0)))  # z -> x
+    elif shape == "sphere":
+        mesh = trimesh.creation.icosphere(subdivisions=2, radius=1.0)
+    elif shape == "box":
+        mesh = trimesh.creation.box(extents=(2.0, 2.0, 2.0))
+    else:
+        raise ValueError(f"no mesh for marker shape {shape!r}")
+    return np.asarray(mesh.vertices, np.float32), np.asarray(mesh.faces, np.uint32)

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from phalanx.core.errors import ConfigError
-from phalanx.viewer.meshes import geom_meshes
+from phalanx.viewer.meshes import geom_meshes, marker_mesh
 from phalanx.viewer.poses import EnvPoses
 
 MAX_SHOWN = 64
@@ -100,6 +100,7 @@ class Viewer:
         self._aim_camera(start_qpos[:shown])
         self._curves: dict[str, tuple[deque, deque, object]] = {}
         self._image = None
+        self._markers: dict[str, object] = {}
         self._root = np.zeros(3)
 
     def _aim_camera(self, qpos: np.ndarray) -> None:
@@ -156,6 +157,32 @@ class Viewer:
             self.time_text.value = f"{sim_time:.2f} s"
         if self.follow_box.value and self.mjm.nbody > 1:
             self._follow(positions[0].mean(axis=0))
+
+    def markers(self, markers: dict[str, tuple[str, np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]]) -> None:
+        """Poses each marker (shape, (K, 3) positions, (K, 4) orientations, (K, 3) scales, color) at
+        the shown envs, each shifted by its env's place in the view; drawn the first time."""
+        shown = int(self.shown_slider.value)
+        with self.server.atomic():
+            for name, (shape, pos, quat, scale, color) in markers.items():
+                handle = self._markers.get(name) or self._add_marker(name, shape, len(pos), color)
+                pos = pos + self.poses.offsets[: len(pos)]
+                pos[shown:] = HIDDEN
+                handle.batched_positions, handle.batched_wxyzs = pos.astype(np.float32), quat.astype(np.float32)
+                handle.batched_scales = scale.astype(np.float32)
+
+    def _add_marker(self, name: str, shape: str, count: int, color: tuple[int, int, int]):
+        scene, one = self.server.scene, np.tile(np.float32([1, 0, 0, 0]), (count, 1))
+        at = np.zeros((count, 3), np.float32)
+        if shape == "axes":
+            handle = scene.add_batched_axes(f"/markers/{name}", one, at, axes_length=1.0, axes_radius=0.06)
+        else:
+            vertices, faces = marker_mesh(shape)
+            colors = np.tile(np.array(color, np.uint8), (count, 1))
+            handle = scene.add_batched_meshes_simple(
+                f"/markers/{name}", vertices, faces, one, at, batched_colors=colors, lod="off", cast_shadow=False
+            )
+        self._markers[name] = handle
+        return handle
 
     def _follow(self, target: np.ndarray) -> None:
         """Moves every client's camera with env 0, keeping its offset from it."""

@@ -8,8 +8,14 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.envs.cfg import CommandTerm
+from phalanx.envs.markers import Marker, arrow
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import wrap_to_pi
+
+ABOVE = 0.5
+"""Metres above a robot's base that its command arrows start."""
+COMMANDED, MOVING = (40, 190, 60), (40, 110, 230)
+"""Colors of a commanded velocity's arrow and of the base's own velocity."""
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -67,6 +73,18 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
             self.command[:, 2] = torch.where(self.is_heading, yaw_rate, self.command[:, 2])
         self.command.masked_fill_(self.is_standing[:, None], 0.0)
 
+    def markers(self, env: TaskEnv) -> dict[str, Marker]:
+        """The commanded planar velocity (green) and the base's own (blue), as arrows over it."""
+        start = state.root_pos_w(env) + torch.tensor([0.0, 0.0, ABOVE], device=env.device)
+        yaw = state.yaw_w(env)
+        cos, sin = torch.cos(yaw), torch.sin(yaw)
+        vx, vy = self.command[:, 0], self.command[:, 1]
+        commanded = torch.stack((cos * vx - sin * vy, sin * vx + cos * vy), dim=-1)
+        return {
+            "commanded": arrow(start, commanded, 0.08, COMMANDED),
+            "moving": arrow(start, state.root_lin_vel_w(env)[:, :2], 0.05, MOVING),
+        }
+
 
 class held_command(CommandTerm):  # noqa: N801 (terms are named like functions)
     """(num_envs, dim) a command that only its writer changes: the env's actions, when they
@@ -108,3 +126,17 @@ class uniform_pose_2d(CommandTerm):  # noqa: N801 (terms are named like function
         self.command[:, 0] = cos * dx + sin * dy
         self.command[:, 1] = -sin * dx + cos * dy
         self.command[:, 2] = wrap_to_pi(self.goal_w[:, 2] - yaw)
+
+    def markers(self, env: TaskEnv) -> dict[str, Marker]:
+        """The goal: a sphere at the base's height over it, an arrow along its heading."""
+        at = torch.cat((self.goal_w[:, :2], state.root_pos_w(env)[:, 2:]), dim=1)
+        heading = torch.stack((torch.cos(self.goal_w[:, 2]), torch.sin(self.goal_w[:, 2])), dim=-1) * 0.5
+        sphere = Marker("sphere", at, _identity(at), torch.full_like(at, 0.12), COMMANDED)
+        return {"goal": sphere, "heading": arrow(at, heading, 0.06, COMMANDED)}
+
+
+def _identity(pos: torch.Tensor) -> torch.Tensor:
+    """(N, 4) unit quaternions (w, x, y, z) for N positions."""
+    quat = torch.zeros(len(pos), 4, device=pos.device)
+    quat[:, 0] = 1.0
+    return quat

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.envs.cfg import CommandTerm
+from phalanx.envs.markers import Marker
 from phalanx.envs.mdp.math import quat_mul
 
 if TYPE_CHECKING:
@@ -90,6 +91,14 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
         if self.marker is not None:
             env.sim.mocap_pos[:, self.marker] = self.goal_w(env)[0]
             env.sim.mocap_quat[:, self.marker] = quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
+
+    def markers(self, env: TaskEnv) -> dict[str, Marker]:
+        """The commanded pose as a frame of axes (none where a mocap `marker` body shows it)."""
+        if self.marker is not None:
+            return {}
+        position = self.goal_w(env)[0]
+        quat = quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
+        return {"goal": Marker("axes", position, quat, torch.full_like(position, 0.1), (240, 190, 30))}
 
     def goal_w(self, env: TaskEnv) -> tuple[torch.Tensor, torch.Tensor]:
         """(num_envs, 3) the commanded position and (num_envs, 3, 3) orientation in the world."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.envs.cfg import CommandTerm
+from phalanx.envs.markers import Marker
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import quat_apply, quat_mul
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
 
 
+GOAL_BESIDE = 0.15
+"""Metres along the world's y axis from the object that the viewer shows its goal orientation."""
 CORNERS = tuple(float(s) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1) for s in (x, y, z))
 """The corners of the cube [-1, 1]^3, flattened."""
 
@@ -76,6 +79,11 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
     def reached(self, env: TaskEnv) -> torch.Tensor:
         """(num_envs,) bool: the object is within the tolerance of the goal."""
         return rotation_distance(state.root_quat_w(env), self.command) < self.success_tolerance
+
+    def markers(self, env: TaskEnv) -> dict[str, Marker]:
+        """The goal orientation as a frame of axes beside the object (15 cm along the world's y axis)."""
+        at = state.root_pos_w(env) + torch.tensor([0.0, GOAL_BESIDE, 0.0], device=env.device)
+        return {"goal": Marker("axes", at, self.command, torch.full_like(at, 0.06), (240, 190, 30))}
 
     def _draw(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.command.copy_(torch.where(mask[:, None], random_quat(env), self.command))
