@@ -1,7 +1,7 @@
 """`phalanx view` end to end on the CPU: bad input is one line, and in a real (headless) browser
 the page shows the robot and pause stops the sim time. The browser tests skip without Chromium
 (Debian's `chromium`, which .ci/run installs) or Playwright; their screenshots go to
-$PHALANX_ARTIFACTS (else the test's temporary directory)."""
+$PHALANX_ARTIFACTS (.ci/run: .ci/artifacts; else the test's temporary directory)."""
 
 from __future__ import annotations
 
