@@ -59,7 +59,7 @@ def test_the_player_shows_a_handed_over_rollout(tmp_path: Path) -> None:
         view.iteration({"iteration": 1, "fps_total": 100.0, "time_s": 1.0, "mean_reward": 0.5})
         view.iteration({"iteration": 2})  # while the first plays: skipped
         deadline = time.monotonic() + 10
-        while view.viewer.time_text.value != f"{3 * env.step_dt:.2f} s":
+        while view.viewer.time_text.value != f"{3 * env.step_dt:.3f} s":
             assert time.monotonic() < deadline, view.viewer.time_text.value
             time.sleep(0.05)
         assert view.skipped == 1

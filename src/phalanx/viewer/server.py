@@ -88,7 +88,7 @@ class Viewer:
         self._step_asked = self._reset_asked = False
         gui = self.server.gui
         gui.add_markdown(f"**{title}**")
-        self.time_text = gui.add_text("sim time", "0.00 s", disabled=True)
+        self.time_text = gui.add_text("sim time", "0.000 s", disabled=True)
         self.pause_box = gui.add_checkbox("pause", False)
         if steps:  # the viewer steps the envs itself (not while training)
             step, reset = gui.add_button("step"), gui.add_button("reset")
@@ -154,7 +154,7 @@ class Viewer:
                 wxyz = np.tile(np.float32([1, 0, 0, 0]), (copies, 1))
                 wxyz[:shown] = quats[:, j]
                 handle.batched_positions, handle.batched_wxyzs = pos, wxyz
-            self.time_text.value = f"{sim_time:.2f} s"
+            self.time_text.value = f"{sim_time:.3f} s"
         if self.follow_box.value and self.mjm.nbody > 1:
             self._follow(positions[0].mean(axis=0))
 
