@@ -238,7 +238,7 @@ def play(args: list[str], console: Console) -> None:
     env = make(run.env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
     recorder = EnvRecorder(env.sim, env_id=cfg.video_env) if cfg.video else None
     steps = cfg.steps or env.max_episode_length
-    act, image_group = run.actor(env, cfg.policy, cfg.seed)
+    act, image_group = run.actor(env, cfg.seed)
     episodes = run_episodes(env, act, steps, recorder, image_group)
     console.print(
         f"{len(episodes.returns)} episodes finished in {steps} steps x {env.num_envs} envs "

@@ -163,7 +163,7 @@ def test_a_newer_checkpoint_replaces_the_policy(tmp_path: Path) -> None:
     assert main([*train, "--max-iterations", "1"]) == 0
     first = played("cartpole", str(run), None)
     env = make(first.env_cfg, num_envs=4, device="cpu")
-    act, _ = first.actor(env, None, 0)
+    act, _ = first.actor(env, 0)
     newest, console = NewestPolicy(str(run), "cartpole", first.checkpoint, env, every_s=0.0), Console(quiet=True)
     assert newest.poll(console) is None
     assert main([*train, "--max-iterations", "3", "--resume", "last"]) == 0

@@ -176,9 +176,6 @@ def _check_viewer(cfg: TrainCfg) -> None:
     """--viewer: phalanx's trainer, a port, and viser installed."""
     if cfg.trainer != "phalanx":
         raise ConfigError(f"the viewer watches phalanx's trainer, not --trainer {cfg.trainer}", "viewer")
-    if not 0 <= cfg.viewer_port <= 65535:
-        raise ConfigError(f"must be a port in [0, 65535], got {cfg.viewer_port}", "viewer_port")
-    try:
-        import viser  # noqa: F401 (present?)
-    except ImportError:
-        raise ConfigError("needs viser: pip install 'phalanx[viewer]'", "viewer") from None
+    from phalanx.viewer.address import check_serving
+
+    check_serving(cfg.viewer_port, "viewer_port", "--viewer")

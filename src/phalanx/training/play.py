@@ -36,17 +36,19 @@ UNTRAINED = ("zero", "random")
 
 @dataclass
 class Played:
-    """What `play` and `view` run: the checkpoint (resolved; "" with `--policy`), its contents (None
-    with `--policy`), and the env config to play in (the task's play variant of the trained one)."""
+    """What `play` and `view` run: the checkpoint (resolved) and its contents, or with `--policy`
+    its kind (zero, random) and no checkpoint (""); and the env config to play in (the task's play
+    variant of the trained one)."""
 
     checkpoint: str
     state: dict[str, Any] | None
     env_cfg: TaskCfg
+    policy: str | None = None
 
-    def actor(self, env: TaskEnv, policy: str | None, seed: int) -> tuple[Act, str | None]:
+    def actor(self, env: TaskEnv, seed: int) -> tuple[Act, str | None]:
         """The policy to act with, and the observation group of images it reads (None: none)."""
         if self.state is None:
-            return untrained_policy(policy or "zero", env, seed), None
+            return untrained_policy(self.policy, env, seed), None
         return load_actor(self.state, env), self.state["config"]["policy"].get("image_group")
 
 
@@ -70,7 +72,7 @@ def played(task: str, checkpoint: str, policy: str | None, low_level_checkpoint:
         state, trained = None, env_cfg(task)
     cfg = play_env_cfg(task, trained)
     set_low_level_checkpoint(cfg, task, low_level_checkpoint)
-    return Played(checkpoint, state, cfg)
+    return Played(checkpoint, state, cfg, policy)
 
 
 def set_low_level_checkpoint(cfg: TaskCfg, task: str, checkpoint: str | None) -> None:

@@ -109,7 +109,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
 
         return train_with_library(cfg, console, dist), None
     if cfg.viewer and dist.is_main:
-        from phalanx.viewer.server import check_port
+        from phalanx.viewer.address import check_port
 
         check_port(cfg.viewer_host, cfg.viewer_port, "viewer_port")
     progress = Progress()
@@ -153,7 +153,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
 
 def _watch(cfg: TrainCfg, trainer: Trainer, console: Console):
     """`--viewer`: the page that shows the training (see `phalanx.viewer.training_view`)."""
-    from phalanx.viewer.command import announce
+    from phalanx.viewer.address import announce
     from phalanx.viewer.training_view import TrainingView
 
     view = TrainingView(

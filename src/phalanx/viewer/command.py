@@ -14,6 +14,7 @@ from rich.console import Console
 
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.flags import parse_flags, task_and_flags
+from phalanx.viewer.address import announce, check_port, check_serving
 
 FRAME_S = 1.0 / 30.0
 """Seconds between two updates of the page."""
@@ -62,19 +63,14 @@ def check(cfg: ViewCfg) -> None:
     check_int("shown", cfg.shown)
     if cfg.steps is not None:
         check_int("steps", cfg.steps)
-    if not 0 <= cfg.port <= 65535:
-        raise ConfigError(f"must be a port in [0, 65535], got {cfg.port}", "port")
-    try:
-        import viser  # noqa: F401 (present?)
-    except ImportError:
-        raise ConfigError("phalanx view needs viser: pip install 'phalanx[viewer]'") from None
+    check_serving(cfg.port, "port", "phalanx view")
 
 
 def view(args: list[str], console: Console) -> None:
     """phalanx view: see `ViewCfg`."""
     from phalanx.training.play import played
     from phalanx.training.registry import make
-    from phalanx.viewer.server import MAX_SHOWN, Viewer, check_port
+    from phalanx.viewer.server import MAX_SHOWN, Viewer
 
     task, flags = task_and_flags("view", args, registered=False)
     cfg = parse_flags(ViewCfg, ViewCfg(task=task), flags, f"phalanx view {task}")
@@ -82,11 +78,10 @@ def view(args: list[str], console: Console) -> None:
     check_port(cfg.host, cfg.port)
     run = played(task, cfg.checkpoint, cfg.policy, cfg.low_level_checkpoint)
     env = make(run.env_cfg, num_envs=cfg.num_envs, device=cfg.device, seed=cfg.seed)
-    act, _ = run.actor(env, cfg.policy, cfg.seed)
+    act, _ = run.actor(env, cfg.seed)
     newest = None if run.state is None else NewestPolicy(cfg.checkpoint, task, run.checkpoint, env)
     k = min(cfg.num_envs, MAX_SHOWN)
-    env.reset()
-    viewer = Viewer(env.sim.mjm, f"phalanx view {task}", _host(env.sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
+    viewer = Viewer(env.sim.mjm, f"phalanx view {task}", host_array(env.sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
     try:
         announce(console, cfg.host, viewer.port, "phalanx view")
         policy = viewer.server.gui.add_markdown(f"policy: {run.checkpoint or cfg.policy}")
@@ -115,7 +110,9 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
             start = time.monotonic() - sim_time  # the clock waits with the sim
         now = time.monotonic()
         if now - shown_at >= FRAME_S or viewer.paused:
-            viewer.show(sim_time, _host(sim.qpos[:k]), _host(sim.mocap_pos[:k]), _host(sim.mocap_quat[:k]))
+            viewer.show(
+                sim_time, host_array(sim.qpos[:k]), host_array(sim.mocap_pos[:k]), host_array(sim.mocap_quat[:k])
+            )
             viewer.markers(command_markers(env, k))
             if images:
                 viewer.image(policy_view(obs[images[0]][0]))
@@ -178,11 +175,18 @@ def command_markers(env, k: int) -> dict[str, tuple]:
     out = {}
     for name, term in zip(env.commands.names, env.commands.terms, strict=True):
         for part, m in term.markers(env).items():
-            out[f"{name}/{part}"] = (m.shape, _host(m.pos[:k]), _host(m.quat[:k]), _host(m.scale[:k]), m.color)
+            out[f"{name}/{part}"] = (
+                m.shape,
+                host_array(m.pos[:k]),
+                host_array(m.quat[:k]),
+                host_array(m.scale[:k]),
+                m.color,
+            )
     return out
 
 
-def _host(tensor: torch.Tensor) -> np.ndarray:
+def host_array(tensor: torch.Tensor) -> np.ndarray:
+    """`tensor` on the host, as float64 numpy (what MuJoCo C and viser take)."""
     return tensor.detach().to("cpu", torch.float64).numpy()
 
 
@@ -194,12 +198,3 @@ def _record(viewer, sim_time: float, reward: torch.Tensor, episode: dict) -> Non
         viewer.record("episode return", sim_time, float(episode["return"][done].float().mean()))
         for name, values in episode["metrics"].items():
             viewer.record(name, sim_time, float(values[done].float().mean()))
-
-
-def announce(console: Console, host: str, port: int, command: str) -> None:
-    """The page's address, and how to reach it from a laptop when this machine is remote."""
-    shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::", "::1") else host
-    console.print(f"{command}: http://{shown}:{port}  (Ctrl-C stops)")
-    console.print(
-        f"  on a remote machine: ssh -L {port}:localhost:{port} USER@HOST on your laptop, then open http://localhost:{port}"
-    )

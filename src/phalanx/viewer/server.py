@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import socket
 import threading
 from collections import deque
 
 import mujoco
 import numpy as np
 
-from phalanx.core.errors import ConfigError
 from phalanx.viewer.meshes import geom_meshes, marker_mesh
 from phalanx.viewer.poses import EnvPoses
 
@@ -25,24 +23,10 @@ HIDDEN = (0.0, 0.0, -1e4)
 """Where the geoms of envs not shown go."""
 
 
-def check_port(host: str, port: int, flag: str = "port") -> None:
-    """Raises ConfigError naming --port when nothing can listen at host:port (viser would quietly
-    take the next free port instead)."""
-    if port == 0:
-        return
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            reason = f"{port} is not free on {host} ({error.strerror}); give another, or 0 for any"
-            raise ConfigError(reason, flag) from None
-
-
 class Viewer:
-    """A viser server showing up to `max_shown` envs of model `mjm`, their poses from `start_qpos`
-    (K, nq) on; the loop that steps the envs reads `paused`, `take_step()` and `take_reset()`
-    and calls `show` and `record`."""
+    """A viser server showing the K envs of model `mjm` whose joint positions `start_qpos` (K, nq)
+    gives, `shown` of them at first; with `steps`, the loop that steps the envs reads `paused`,
+    `take_step()` and `take_reset()`; it calls `show`, `markers`, `record` and `draw_curves`."""
 
     def __init__(
         self,
@@ -101,7 +85,6 @@ class Viewer:
         self._curves: dict[str, tuple[deque, deque, object]] = {}
         self._image = None
         self._markers: dict[str, object] = {}
-        self._root = np.zeros(3)
 
     def _aim_camera(self, qpos: np.ndarray) -> None:
         """The camera a page opens with: at the shown envs' middle, from the front and above, far
@@ -147,7 +130,8 @@ class Viewer:
                 copies = len(handle.batched_positions)
                 if copies == 1:  # static, drawn once (where the middle env has it)
                     middle = shown // 2
-                    handle.batched_positions, handle.batched_wxyzs = positions[middle : middle + 1, j], quats[:1, j]
+                    here = slice(middle, middle + 1)
+                    handle.batched_positions, handle.batched_wxyzs = positions[here, j], quats[here, j]
                     continue
                 pos = np.full((copies, 3), HIDDEN, np.float32)  # envs not shown: out of sight
                 pos[:shown] = positions[:, j]

@@ -10,10 +10,10 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
 import torch
 
 from phalanx.envs.task_env import TaskEnv
+from phalanx.viewer.command import host_array
 from phalanx.viewer.server import MAX_SHOWN, Viewer
 
 STATE = ("qpos", "mocap_pos", "mocap_quat")
@@ -31,7 +31,7 @@ class TrainingView:
         self._host = {name: torch.empty(r.shape, dtype=r.dtype, pin_memory=pinned) for name, r in self._ring.items()}
         self._copied = torch.cuda.Event() if pinned else None
         self.viewer = Viewer(
-            self.sim.mjm, title, _numpy(current["qpos"]), host, port, shown, steps=False, x_label="iteration"
+            self.sim.mjm, title, host_array(current["qpos"]), host, port, shown, steps=False, x_label="iteration"
         )
         self.status = self.viewer.server.gui.add_markdown("starting")
         self.port = self.viewer.port
@@ -68,7 +68,7 @@ class TrainingView:
             self._ready.clear()
             while self._copied is not None and not self._copied.query():  # this thread waits, not the trainer
                 time.sleep(0.002)
-            rollout = {name: _numpy(value) for name, value in self._host.items()}  # copies: the ring is free
+            rollout = {name: host_array(value) for name, value in self._host.items()}  # copies: the ring is free
             metrics = self._metrics
             self._free.set()
             self._show_metrics(metrics)
@@ -96,7 +96,3 @@ class TrainingView:
         self._stop.set()
         self._player.join(timeout=5)
         self.viewer.stop()
-
-
-def _numpy(tensor: torch.Tensor) -> np.ndarray:
-    return tensor.detach().to("cpu", torch.float64).numpy()

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from phalanx.envs.cfg import CommandTerm
-from phalanx.envs.markers import Marker, arrow
+from phalanx.envs.markers import Marker, arrow, yaw_quat
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import wrap_to_pi
 
@@ -131,12 +131,5 @@ class uniform_pose_2d(CommandTerm):  # noqa: N801 (terms are named like function
         """The goal: a sphere at the base's height over it, an arrow along its heading."""
         at = torch.cat((self.goal_w[:, :2], state.root_pos_w(env)[:, 2:]), dim=1)
         heading = torch.stack((torch.cos(self.goal_w[:, 2]), torch.sin(self.goal_w[:, 2])), dim=-1) * 0.5
-        sphere = Marker("sphere", at, _identity(at), torch.full_like(at, 0.12), COMMANDED)
+        sphere = Marker("sphere", at, yaw_quat(torch.zeros_like(at[:, 0])), torch.full_like(at, 0.12), COMMANDED)
         return {"goal": sphere, "heading": arrow(at, heading, 0.06, COMMANDED)}
-
-
-def _identity(pos: torch.Tensor) -> torch.Tensor:
-    """(N, 4) unit quaternions (w, x, y, z) for N positions."""
-    quat = torch.zeros(len(pos), 4, device=pos.device)
-    quat[:, 0] = 1.0
-    return quat

@@ -89,16 +89,18 @@ class uniform_pose(CommandTerm):  # noqa: N801 (terms are named like functions)
 
     def update(self, env: TaskEnv) -> None:
         if self.marker is not None:
-            env.sim.mocap_pos[:, self.marker] = self.goal_w(env)[0]
-            env.sim.mocap_quat[:, self.marker] = quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
+            env.sim.mocap_pos[:, self.marker], env.sim.mocap_quat[:, self.marker] = self._goal_pose_w(env)
 
     def markers(self, env: TaskEnv) -> dict[str, Marker]:
         """The commanded pose as a frame of axes (none where a mocap `marker` body shows it)."""
         if self.marker is not None:
             return {}
-        position = self.goal_w(env)[0]
-        quat = quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
+        position, quat = self._goal_pose_w(env)
         return {"goal": Marker("axes", position, quat, torch.full_like(position, 0.1), (240, 190, 30))}
+
+    def _goal_pose_w(self, env: TaskEnv) -> tuple[torch.Tensor, torch.Tensor]:
+        """(num_envs, 3) the commanded position and (num_envs, 4) orientation (w, x, y, z) in the world."""
+        return self.goal_w(env)[0], quat_mul(env.sim.xquat[:, self.base], self.command[:, 3:])
 
     def goal_w(self, env: TaskEnv) -> tuple[torch.Tensor, torch.Tensor]:
         """(num_envs, 3) the commanded position and (num_envs, 3, 3) orientation in the world."""
