@@ -41,6 +41,7 @@ from rich.table import Table
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.files import probe_writable
+from phalanx.core.stops import Stopped, raise_swallowed_stop, stops_raised
 from phalanx.flags import parse_flags, task_and_flags
 
 COMMANDS = ("list", "train", "play", "view", "export", "bench")
@@ -324,25 +325,12 @@ def main(argv: list[str] | None = None) -> int:
 
         configure_warp(verbose=False)
     # SIGTERM outside training's own handling (start-up, play, bench) stops like Ctrl-C: one line.
-    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    # A stop a library swallowed (see phalanx.core.stops) ends the command once it returns.
     try:
-        rest = _task_files(rest)
-        if command == "list":
-            list_tasks(rest, console)
-        elif command == "train":
-            return train(rest, console)
-        elif command == "play":
-            play(rest, console)
-        elif command == "view":
-            from phalanx.viewer.command import view
-
-            view(rest, console)
-        elif command == "export":
-            export(rest, console)
-        else:
-            from phalanx.bench.command import bench
-
-            return bench(rest, console)
+        with stops_raised():
+            status = _run(command, _task_files(rest), console)
+            raise_swallowed_stop()
+            return status
     except ConfigError as error:
         print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)
         return 2
@@ -351,8 +339,26 @@ def main(argv: list[str] | None = None) -> int:
         if stop is None:
             raise
         return _stopped(command, stop)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(command: str, rest: list[str], console: Console) -> int:
+    """Runs `command` with its flags; its exit status."""
+    if command == "list":
+        list_tasks(rest, console)
+    elif command == "train":
+        return train(rest, console)
+    elif command == "play":
+        play(rest, console)
+    elif command == "view":
+        from phalanx.viewer.command import view
+
+        view(rest, console)
+    elif command == "export":
+        export(rest, console)
+    else:
+        from phalanx.bench.command import bench
+
+        return bench(rest, console)
     return 0
 
 
@@ -424,20 +430,6 @@ def _task_files(args: list[str]) -> list[str]:
     if files:
         add_task_files(files)
     return rest
-
-
-class Stopped(BaseException):  # noqa: N818 (a stop, not an error)
-    """SIGTERM arrived where no handler of training's own was installed. A BaseException, as
-    KeyboardInterrupt is: libraries catch `Exception` (Warp's kernel parser swallows it, or
-    rebuilds it from its message) and a stop must pass through them."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_stopped(signum: int, frame: object) -> None:
-    raise Stopped(signum)
 
 
 if __name__ == "__main__":

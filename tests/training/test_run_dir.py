@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,64 @@ def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
     )
     assert not (run / "config.json").exists()
     assert main([*command[3:], "--seed", "42"]) == 0  # the next run in that directory is not refused
+
+
+def _signal_in_a_weakref_callback(sig: int) -> None:
+    """`sig` raised where Python drops the raise ("Exception ignored in ..."), as when the signal
+    lands in a weakref callback of importlib's module locks."""
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    ref = weakref.ref(owner, lambda _: signal.raise_signal(sig))
+    del owner  # the callback runs now, and what it raises is printed and dropped
+    assert ref() is None
+
+
+DROPPED = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the raise a callback drops
+
+
+@DROPPED
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_swallowed_during_start_up_still_stops_before_the_run_directory_changes(
+    sig: int, status: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from phalanx.envs import term_tables
+
+    print_term_tables = term_tables.print_term_tables
+
+    def swallowing(env) -> None:
+        _signal_in_a_weakref_callback(sig)
+        print_term_tables(env)
+
+    monkeypatch.setattr(term_tables, "print_term_tables", swallowing)
+    ctrl_c = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job's is SIG_IGN
+    try:
+        assert _train(tmp_path, "--max-iterations", "2") == status
+    finally:
+        signal.signal(signal.SIGINT, ctrl_c)
+    err = capsys.readouterr().err
+    assert f"phalanx train: stopped by {signal.Signals(sig).name} outside the training iterations" in err
+    assert not (tmp_path / "config.json").exists()
+
+
+@DROPPED
+def test_a_stop_swallowed_just_before_training_saves_like_one_during_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    from phalanx.training.run_dir import RunDir as Run
+
+    begin = Run.begin
+
+    def swallowing(self, *args) -> None:
+        begin(self, *args)
+        _signal_in_a_weakref_callback(signal.SIGTERM)
+
+    monkeypatch.setattr(Run, "begin", swallowing)
+    assert _train(tmp_path, "--max-iterations", "2") == 143
+    assert "interrupted by SIGTERM: saved" in capsys.readouterr().out
+    assert _iterations(tmp_path) == [0]  # it finished the iteration the stop arrived in, as in training
 
 
 def test_checkpoints_survive_sigkill_at_any_moment(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import NoReturn
 
+from phalanx.core.stops import raise_swallowed_stop
 from phalanx.dist.context import DistContext
 
 VERDICT_KEY = "stall/verdict"
@@ -43,6 +44,8 @@ class Progress:
         self.count += 1
 
     def enter(self, phase: str, slow: bool = False) -> None:
+        """Begins a phase; a stop signal swallowed in the one before (see phalanx.core.stops) raises here."""
+        raise_swallowed_stop()
         self.count += 1
         self.phase, self.slow = phase, slow
 

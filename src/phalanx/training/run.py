@@ -17,6 +17,7 @@ from rich.console import Console
 from phalanx.core.cfg_data import to_data
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
+from phalanx.core.stops import raise_swallowed_stop
 from phalanx.core.versions import versions
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
 from phalanx.training.run_paths import checkpoint_file, new_run_dir
@@ -283,6 +284,7 @@ def _prepare(
         dist.broadcast_module(trainer.policy)
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     dist.barrier(device)  # every rank is ready: only now does the run directory change
+    raise_swallowed_stop()
     if run is not None:
         run.begin(trainer.iteration, to_data(cfg), dist.world_size, trainer.model_files)
     return trainer

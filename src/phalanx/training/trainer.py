@@ -20,6 +20,7 @@ from rich.progress import Progress as ProgressBar
 from phalanx.core.cfg_data import to_data
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
+from phalanx.core.stops import swallowed_stop
 from phalanx.core.vec_env import VecEnv
 from phalanx.dist import DistContext, Progress
 from phalanx.rl import update_compile
@@ -177,6 +178,8 @@ class Trainer:
             self.run_dir, self.console, self.frames + 1, self.cfg.logger, to_data(self.cfg) if self.run_dir else None
         )
         previous_handlers = {sig: signal.signal(sig, self._on_stop_signal) for sig in STOP_SIGNALS}
+        if swallowed := swallowed_stop():  # arrived in start-up, where a library swallowed its raise
+            self._on_stop_signal(swallowed, None)
         display = ProgressBar(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

@@ -1,0 +1,60 @@
+"""Stops by SIGINT or SIGTERM outside training's own handling (start-up, play, view, bench): the
+signal raises, as Ctrl-C does, and is also recorded. Python drops what a weakref callback or a
+`__del__` raises ("Exception ignored in ..."): a signal landing there would be lost and the run
+would carry on. `raise_swallowed_stop`, called where start-up moves on, raises it again."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class Stopped(BaseException):  # noqa: N818 (a stop, not an error)
+    """SIGTERM arrived where no handler of training's own was installed. A BaseException, as
+    KeyboardInterrupt is: libraries catch `Exception` (Warp's kernel parser swallows it, or
+    rebuilds it from its message) and a stop must pass through them."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_received: list[int] = []
+"""The signals `_raise_stop` raised since `stops_raised` began (a raise that arrived is the last)."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt if signum == signal.SIGINT else Stopped(signum)
+
+
+def raise_swallowed_stop() -> None:
+    """Raises a stop whose first raise something swallowed. Any stop recorded is one: one that
+    arrived ends the command before it reaches here."""
+    if _received:
+        raise KeyboardInterrupt if _received[-1] == signal.SIGINT else Stopped(_received[-1])
+
+
+def swallowed_stop() -> int:
+    """The signal of a stop whose raise was swallowed (0 for none), taken: training's own handler,
+    just installed, acts on it as on one that arrives now."""
+    signum = _received[-1] if _received else 0
+    _received.clear()
+    return signum
+
+
+@contextmanager
+def stops_raised() -> Iterator[None]:
+    """SIGTERM, and SIGINT where Python's Ctrl-C handler is in place (a background job keeps it
+    ignored), raise and are recorded inside; the handlers before are put back after."""
+    _received.clear()
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_stop)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _received.clear()
