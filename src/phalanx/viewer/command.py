@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 
 from phalanx.core.errors import ConfigError, check_int
+from phalanx.envs.markers import Marker
 from phalanx.flags import parse_flags, task_and_flags
 from phalanx.viewer.address import announce, check_port, check_serving
 
@@ -169,20 +170,22 @@ def _stamp(path: str) -> tuple[str, int]:
     return path, Path(path).stat().st_mtime_ns
 
 
-def command_markers(env, k: int) -> dict[str, tuple]:
+def device_markers(env, k: int) -> dict[str, Marker]:
     """The markers of every command term (`CommandTerm.markers`) for the first `k` envs, on the
-    host: "COMMAND/NAME" -> (shape, positions, orientations, scales, color)."""
+    env's device: "COMMAND/NAME" -> Marker."""
     out = {}
     for name, term in zip(env.commands.names, env.commands.terms, strict=True):
         for part, m in term.markers(env).items():
-            out[f"{name}/{part}"] = (
-                m.shape,
-                host_array(m.pos[:k]),
-                host_array(m.quat[:k]),
-                host_array(m.scale[:k]),
-                m.color,
-            )
+            out[f"{name}/{part}"] = Marker(m.shape, m.pos[:k], m.quat[:k], m.scale[:k], m.color)
     return out
+
+
+def command_markers(env, k: int) -> dict[str, tuple]:
+    """`device_markers` on the host: "COMMAND/NAME" -> (shape, positions, orientations, scales, color)."""
+    return {
+        name: (m.shape, host_array(m.pos), host_array(m.quat), host_array(m.scale), m.color)
+        for name, m in device_markers(env, k).items()
+    }
 
 
 def host_array(tensor: torch.Tensor) -> np.ndarray:

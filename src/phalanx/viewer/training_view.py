@@ -1,8 +1,10 @@
-"""`phalanx train --viewer`: the page of `phalanx view` while training runs. Each env step copies
-the first envs' joint and mocap states into a ring on the device (a small copy, no host read);
-after an iteration, when the page has played the last one, the ring goes to the host without
-waiting (pinned memory, an event), and a thread of the viewer's own replays that rollout in real
-time, with the iteration's metrics as curves. The trainer never waits for the page."""
+"""`phalanx train --viewer`: the page of `phalanx view` while training runs. When the page is free
+at a rollout's first step, each env step of that rollout copies the first envs' joint and mocap
+states, their command markers and the first env's images into a ring on the device (small
+copies, no host read); after the iteration, the ring goes to the host without waiting (pinned
+memory, an event), and a thread of the viewer's own replays that rollout in real time, with the
+iteration's metrics as curves. Rollouts that begin while the page plays are not recorded. The
+trainer never waits for the page."""
 
 from __future__ import annotations
 
@@ -10,33 +12,65 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
 import torch
 
 from phalanx.envs.task_env import TaskEnv
-from phalanx.viewer.command import host_array
+from phalanx.sim.video import policy_view
+from phalanx.viewer.command import device_markers, host_array
 from phalanx.viewer.server import MAX_SHOWN, Viewer
 
 STATE = ("qpos", "mocap_pos", "mocap_quat")
 """The simulator's per-env tensors the page poses the geoms from."""
 
 
+class StepRing:
+    """Per-step copies of named device tensors over one rollout of `steps` env steps, each ring
+    made at its first `put`, and their trip to pinned host memory without a wait."""
+
+    def __init__(self, steps: int, device: torch.device):
+        self.steps, self.pinned = steps, device.type == "cuda"
+        self.rings: dict[str, torch.Tensor] = {}
+        self.host: dict[str, torch.Tensor] = {}
+        self._copied = torch.cuda.Event() if self.pinned else None
+
+    def put(self, t: int, name: str, value: torch.Tensor) -> None:
+        ring = self.rings.get(name)
+        if ring is None:
+            ring = self.rings[name] = value.new_zeros((self.steps, *value.shape))
+            self.host[name] = torch.empty(ring.shape, dtype=ring.dtype, pin_memory=self.pinned)
+        ring[t].copy_(value)
+
+    def to_host(self) -> None:
+        """Starts the copies to the host; `on_host` waits for them (on a GPU: from another thread)."""
+        for name, ring in self.rings.items():
+            self.host[name].copy_(ring, non_blocking=True)
+        if self._copied is not None:
+            self._copied.record()
+
+    def on_host(self, stop: threading.Event) -> dict[str, torch.Tensor]:
+        """The rollout on the host, once `to_host`'s copies are done (on a GPU this waits for them)."""
+        while self._copied is not None and not self._copied.query() and not stop.is_set():
+            time.sleep(0.002)
+        return dict(self.host)
+
+
 class TrainingView:
     """The page for `env`'s first envs, `steps` env steps per iteration (see the module)."""
 
     def __init__(self, env: TaskEnv, title: str, host: str, port: int, steps: int, shown: int = 9):
-        self.sim, self.k, self.step_dt = env.sim, min(env.num_envs, MAX_SHOWN), env.step_dt
-        pinned = self.sim.qpos.device.type == "cuda"
-        current = {name: getattr(self.sim, name)[: self.k] for name in STATE}
-        self._ring = {name: value.new_zeros((steps, *value.shape)) for name, value in current.items()}
-        self._host = {name: torch.empty(r.shape, dtype=r.dtype, pin_memory=pinned) for name, r in self._ring.items()}
-        self._copied = torch.cuda.Event() if pinned else None
-        self.viewer = Viewer(
-            self.sim.mjm, title, host_array(current["qpos"]), host, port, shown, steps=False, x_label="iteration"
-        )
+        self.env, self.sim, self.k, self.step_dt = env, env.sim, min(env.num_envs, MAX_SHOWN), env.step_dt
+        self.ring = StepRing(steps, self.sim.qpos.device)
+        self.images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
+        qpos = host_array(self.sim.qpos[: self.k])
+        self.viewer = Viewer(self.sim.mjm, title, qpos, host, port, shown, steps=False, x_label="iteration")
         self.status = self.viewer.server.gui.add_markdown("starting")
         self.port = self.viewer.port
         self.skipped = 0
         """Iterations whose rollout the page did not show: it was still playing an earlier one."""
+        self.recording = False
+        """Whether the rollout under way is recorded (the page was free at its first step)."""
+        self._kinds: dict[str, tuple[str, tuple[int, int, int]]] = {}  # marker name -> (shape, color)
         self._metrics: dict[str, Any] = {}
         self._free, self._ready, self._stop = threading.Event(), threading.Event(), threading.Event()
         self._free.set()
@@ -44,20 +78,29 @@ class TrainingView:
         self._player.start()
 
     def step(self, t: int) -> None:
-        """After env step `t` of the rollout: the shown envs' state into the ring (on the device)."""
-        for name, ring in self._ring.items():
-            ring[t].copy_(getattr(self.sim, name)[: self.k])
+        """After env step `t` of the rollout: what the page shows of it into the ring (on the device)."""
+        if t == 0:
+            self.recording = self._free.is_set()
+        if not self.recording:
+            return
+        for name in STATE:
+            self.ring.put(t, name, getattr(self.sim, name)[: self.k])
+        for name, marker in device_markers(self.env, self.k).items():
+            self._kinds[name] = (marker.shape, marker.color)
+            for part in ("pos", "quat", "scale"):
+                self.ring.put(t, f"marker:{name}:{part}", getattr(marker, part))
+        for group in self.images[:1]:
+            self.ring.put(t, "image", self.env.obs[group][0])
 
     def iteration(self, metrics: dict[str, Any]) -> None:
-        """After an iteration (its metrics read): its rollout to the page, unless the page still plays the last."""
-        if not self._free.is_set():
+        """After an iteration (its metrics read): its rollout to the page, if it was recorded; the
+        ring is not written again until the page has played it."""
+        if not self.recording:
             self.skipped += 1
             return
+        self.recording = False
         self._free.clear()
-        for name, ring in self._ring.items():
-            self._host[name].copy_(ring, non_blocking=True)
-        if self._copied is not None:
-            self._copied.record()
+        self.ring.to_host()
         self._metrics = dict(metrics)
         self._ready.set()
 
@@ -66,12 +109,10 @@ class TrainingView:
             if not self._ready.wait(0.1):
                 continue
             self._ready.clear()
-            while self._copied is not None and not self._copied.query():  # this thread waits, not the trainer
-                time.sleep(0.002)
-            rollout = {name: host_array(value) for name, value in self._host.items()}  # copies: the ring is free
-            metrics = self._metrics
-            self._free.set()
-            self._show_metrics(metrics)
+            rollout = self.ring.on_host(self._stop)
+            images = rollout.pop("image", None)
+            rollout = {name: host_array(value) for name, value in rollout.items()}
+            self._show_metrics(self._metrics)
             for t in range(len(rollout["qpos"])):
                 while self.viewer.paused and not self._stop.is_set():
                     time.sleep(0.05)
@@ -80,7 +121,18 @@ class TrainingView:
                 self.viewer.show(
                     (t + 1) * self.step_dt, rollout["qpos"][t], rollout["mocap_pos"][t], rollout["mocap_quat"][t]
                 )
+                self.viewer.markers(self._markers(rollout, t))
+                if images is not None:
+                    self.viewer.image(policy_view(images[t]))
                 time.sleep(self.step_dt)
+            self._free.set()
+
+    def _markers(self, rollout: dict[str, np.ndarray], t: int) -> dict[str, tuple]:
+        """Step `t`'s markers as `Viewer.markers` takes them."""
+        return {
+            name: (shape, *(rollout[f"marker:{name}:{part}"][t] for part in ("pos", "quat", "scale")), color)
+            for name, (shape, color) in self._kinds.items()
+        }
 
     def _show_metrics(self, metrics: dict[str, Any]) -> None:
         iteration = metrics.get("iteration", 0)
