@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -15,6 +16,13 @@ import phalanx
 
 def make_cpu(task, num_envs: int = 8, seed: int = 0, **kwargs):
     return phalanx.make(task, num_envs=num_envs, device="cpu", seed=seed, verbose=False, **kwargs)
+
+
+def unused_port() -> int:
+    """A port no one listens on now (the OS's pick)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def random_actions(env, generator: torch.Generator) -> torch.Tensor:

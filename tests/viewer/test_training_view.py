@@ -12,15 +12,10 @@ import pytest
 import torch
 
 import phalanx
+from helpers import unused_port
 from phalanx.cli import main
 
 CPU = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_the_page_replays_each_rollout_it_is_free_for(tmp_path: Path) -> None:
@@ -28,7 +23,7 @@ def test_the_page_replays_each_rollout_it_is_free_for(tmp_path: Path) -> None:
     it (same seed), and the first rollout is shown (the page is free at its start)."""
     kw = {"device": "cpu", "num_envs": 8, "num_steps_per_env": 4, "max_iterations": 3}
     phalanx.train("cartpole", run_dir=str(tmp_path / "plain"), **kw)
-    watched = phalanx.train("cartpole", run_dir=str(tmp_path / "watched"), viewer=True, viewer_port=_free_port(), **kw)
+    watched = phalanx.train("cartpole", run_dir=str(tmp_path / "watched"), viewer=True, viewer_port=unused_port(), **kw)
     rows = [
         [json.loads(line) for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
         for name in ("plain", "watched")
@@ -53,7 +48,7 @@ def test_the_player_shows_a_handed_over_rollout_and_records_none_while_it_plays(
     from phalanx.viewer.training_view import TrainingView
 
     env = make("cartpole", num_envs=4, device="cpu")
-    view = TrainingView(env, "test", "127.0.0.1", _free_port(), steps=3)
+    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=3)
     try:
         for t in range(3):
             env.step(torch.zeros(4, env.action_dim))
@@ -82,7 +77,7 @@ def test_the_page_shows_the_rollouts_markers_and_images(task: str) -> None:
     from phalanx.viewer.training_view import TrainingView
 
     env = make(task, num_envs=2, device="cpu")
-    view = TrainingView(env, "test", "127.0.0.1", _free_port(), steps=2)
+    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=2)
     try:
         for t in range(2):
             env.step(torch.rand(2, env.action_dim) * 2 - 1)

@@ -18,15 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import unused_port
 from phalanx.cli import main
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_a_busy_port_is_one_line(capsys) -> None:
@@ -54,7 +49,7 @@ def test_bad_input_is_one_line(flags: list[str], message: str, tmp_path: Path, c
     unreadable.write_bytes(b"not a checkpoint")
     flags = [str(unreadable) if flag == "UNREADABLE" else flag for flag in flags]
     message = message.replace("UNREADABLE", str(unreadable))
-    port = [] if "--port" in flags else ["--port", str(_free_port())]
+    port = [] if "--port" in flags else ["--port", str(unused_port())]
     assert main(["view", *flags, "--device", "cpu", *port]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
@@ -66,7 +61,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     if CHROMIUM is None:
         pytest.skip("needs Chromium (Debian: apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
-    port = _free_port()
+    port = unused_port()
     log = tmp_path_factory.mktemp("view") / "view.log"
     command = [sys.executable, "-m", "phalanx", "view", "cartpole", "--policy", "random", "--device", "cpu"]
     with log.open("w") as out:

@@ -23,6 +23,8 @@ CURVES_S = 0.25
 """Seconds between two updates of the page's curves."""
 RELOAD_S = 5.0
 """Seconds between two looks for a newer checkpoint."""
+NO_CONTACTS = (np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0, np.int64))
+"""Contact points, forces and envs when the page's contact forces are off."""
 
 
 @dataclass
@@ -82,7 +84,8 @@ def view(args: list[str], console: Console) -> None:
     act, _ = run.actor(env, cfg.seed)
     newest = None if run.state is None else NewestPolicy(cfg.checkpoint, task, run.checkpoint, env)
     k = min(cfg.num_envs, MAX_SHOWN)
-    viewer = Viewer(env.sim.mjm, f"phalanx view {task}", host_array(env.sim.qpos[:k]), cfg.host, cfg.port, cfg.shown)
+    start = host_array(env.sim.qpos[:k])
+    viewer = Viewer(env.sim.mjm, f"phalanx view {task}", start, cfg.host, cfg.port, cfg.shown, contacts=True)
     try:
         announce(console, cfg.host, viewer.port, "phalanx view")
         policy = viewer.server.gui.add_markdown(f"policy: {run.checkpoint or cfg.policy}")
@@ -95,8 +98,11 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
     """Steps the envs (in real time unless --no-realtime) and shows them until --steps or Ctrl-C,
     following pause, step and reset, and a newer checkpoint."""
     from phalanx.sim.video import policy_view
+    from phalanx.viewer.contacts import ContactForces
+    from phalanx.viewer.server import MAX_ARROWS
 
     sim, obs = env.sim, env.obs
+    contacts = ContactForces(sim, k, MAX_ARROWS)
     images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
     steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
     start = time.monotonic()
@@ -115,6 +121,8 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
                 sim_time, host_array(sim.qpos[:k]), host_array(sim.mocap_pos[:k]), host_array(sim.mocap_quat[:k])
             )
             viewer.markers(command_markers(env, k))
+            drawn = contacts.read() if viewer.contacts_box.value else NO_CONTACTS
+            viewer.contact_forces(*drawn, contacts.weight)
             if images:
                 viewer.image(policy_view(obs[images[0]][0]))
             shown_at = now

@@ -71,3 +71,13 @@ def _bounds(mjm: mujoco.MjModel, data: mujoco.MjData) -> tuple[np.ndarray, np.nd
     center = data.geom_xpos[keep] + np.einsum("gij,gj->gi", rot, local_center)
     extent = np.einsum("gij,gj->gi", np.abs(rot), half)
     return (center - extent).min(axis=0), (center + extent).max(axis=0)
+
+
+def arrow_quats(vectors: np.ndarray) -> np.ndarray:
+    """(M, 4) the rotations (w, x, y, z) that turn the x axis onto each of `vectors` (M, 3); about
+    z by half a turn where a vector points along -x."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    quats = np.stack((1.0 + unit[:, 0], np.zeros(len(unit)), -unit[:, 2], unit[:, 1]), axis=1)
+    opposite = quats[:, 0] < 1e-9
+    quats[opposite] = (0.0, 0.0, 0.0, 1.0)
+    return quats / np.linalg.norm(quats, axis=1, keepdims=True)

@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 from phalanx.viewer.meshes import geom_meshes, marker_mesh
-from phalanx.viewer.poses import EnvPoses
+from phalanx.viewer.poses import EnvPoses, arrow_quats
 
 MAX_SHOWN = 64
 """Envs the page can show at most (their poses are computed on the host)."""
@@ -21,6 +21,8 @@ CURVE_POINTS = 600
 """Points each curve keeps (the newest)."""
 HIDDEN = (0.0, 0.0, -1e4)
 """Where the geoms of envs not shown go."""
+MAX_ARROWS = 256
+"""Contact force arrows the page draws at most (the largest forces)."""
 
 
 class Viewer:
@@ -38,6 +40,7 @@ class Viewer:
         shown: int,
         steps: bool = True,
         x_label: str = "sim time (s)",
+        contacts: bool = False,
     ):
         import logging
 
@@ -81,6 +84,9 @@ class Viewer:
         self.x_label = x_label
         self.shown_slider = gui.add_slider("envs shown", 1, self.count, 1, min(shown, self.count))
         self.follow_box = gui.add_checkbox("follow env 0", False)
+        self.contacts_box = gui.add_checkbox("contact forces", False) if contacts else None
+        self.force_scale = gui.add_slider("force arrow scale", 0.1, 10.0, 0.1, 1.0) if contacts else None
+        self._arrows = None
         self._aim_camera(start_qpos[:shown])
         self._curves: dict[str, tuple[deque, deque, object]] = {}
         self._image = None
@@ -153,6 +159,28 @@ class Viewer:
                 pos[shown:] = HIDDEN
                 handle.batched_positions, handle.batched_wxyzs = pos.astype(np.float32), quat.astype(np.float32)
                 handle.batched_scales = scale.astype(np.float32)
+
+    def contact_forces(self, points: np.ndarray, forces: np.ndarray, envs: np.ndarray, weight: float) -> None:
+        """Draws each force (M, 3) as an arrow from its contact point (M, 3) of env `envs` (M,); a
+        force of `weight` newtons is half the model's extent long (times the page's scale). None
+        given: the arrows are hidden."""
+        if self._arrows is None and not len(points):
+            return
+        if self._arrows is None:
+            self._arrows = self._add_marker("contact forces", "arrow", MAX_ARROWS, (230, 60, 60))
+        extent = float(self.mjm.stat.extent)
+        shown = envs < int(self.shown_slider.value)
+        points, forces, envs = points[shown], forces[shown], envs[shown]
+        pos = np.tile(np.float32(HIDDEN), (MAX_ARROWS, 1))
+        wxyz = np.tile(np.float32([1, 0, 0, 0]), (MAX_ARROWS, 1))
+        scale = np.full((MAX_ARROWS, 3), 1e-3, np.float32)
+        m = len(points)
+        pos[:m] = points + self.poses.offsets[envs]
+        wxyz[:m] = arrow_quats(forces)
+        scale[:m, 0] = 0.5 * extent * self.force_scale.value * np.linalg.norm(forces, axis=1) / weight
+        scale[:m, 1:] = 0.015 * extent
+        with self.server.atomic():
+            self._arrows.batched_positions, self._arrows.batched_wxyzs, self._arrows.batched_scales = pos, wxyz, scale
 
     def _add_marker(self, name: str, shape: str, count: int, color: tuple[int, int, int]):
         scene, one = self.server.scene, np.tile(np.float32([1, 0, 0, 0]), (count, 1))
