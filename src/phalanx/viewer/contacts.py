@@ -31,9 +31,13 @@ class ContactForces:
         """(M, 3) contact points, (M, 3) forces (N) and (M,) env indices of the first `k` envs'
         contacts with a force to draw, at most `limit` (the largest), on the host."""
         sim = self.sim
-        self._force.zero_()
-        mjw.contact_force(sim.model, sim.data, self._ids, True, self._force)
-        count = int(sim.data.nacon.numpy()[0])
+
+        def decode() -> None:
+            self._force.zero_()
+            mjw.contact_force(sim.model, sim.data, self._ids, True, self._force)
+
+        sim.launch(decode)  # on the simulator's device, in order with its steps
+        count = int(wp.to_torch(sim.data.nacon)[0])  # read on torch's stream, after the decode
         force = wp.to_torch(self._force)[:count, :3]
         env = wp.to_torch(sim.data.contact.worldid)[:count]
         point = wp.to_torch(sim.data.contact.pos)[:count]
