@@ -1,6 +1,6 @@
 """Env-step throughput of each task with random actions, next to the raw MuJoCo Warp step rate.
 
-    python tools/env_fps.py --tasks cartpole ant humanoid --num-envs 4096 16384 --out results.json
+    python tools/env_fps.py --tasks cartpole ant humanoid --num-envs 4096 16384 --out RESULTS/bench.json
 
 For each task and env count: the raw physics rate (the same model, world count and buffer sizes,
 stepped by the same captured graph with nothing else; zero controls give the limit, random
@@ -17,16 +17,19 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import platform
 import statistics
-import subprocess
+import sys
 import time
 from datetime import date
+from pathlib import Path
 
 import torch
 import warp as wp
 
+from phalanx.bench.docs_tables import table
+from phalanx.bench.machine import machine_info
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
+from phalanx.core.files import write_text_atomic
 
 
 def _env_rate(env, steps: int, repeats: int) -> float:
@@ -87,51 +90,25 @@ def main() -> None:
     parser.add_argument("--num-envs", nargs="+", type=int, default=[4096, 16384])
     parser.add_argument("--steps", type=int, default=200, help="env steps per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="timed blocks; the median is reported")
-    parser.add_argument("--out", default=None, help="write the results as JSON here")
-    parser.add_argument("--commit", default=None, help="the commit measured (default: git rev-parse)")
+    parser.add_argument("--out", default=None, help="write the results here, as a bench.json (`phalanx bench docs`)")
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
-
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = {
-        "device": torch.cuda.get_device_name(),
+    rows = [bench_task(task, n, args.steps, args.repeats) for task in args.tasks for n in args.num_envs]
+    flags = sys.argv[1:]
+    if "--out" in flags:
+        del flags[flags.index("--out") : flags.index("--out") + 2]
+    bench = {
+        "kind": "physics",
+        "task": ",".join(args.tasks),
+        "command": " ".join(["python tools/env_fps.py", *flags]),
         "date": date.today().isoformat(),
-        "commit": args.commit or commit or "unknown",
-        "torch": torch.__version__,
-        "warp": wp.__version__,
-        "python": platform.python_version(),
+        "device": "cuda:0",
+        "machine": machine_info(),
+        "results": rows,
     }
-    import mujoco_warp
-
-    meta["mujoco_warp"] = mujoco_warp.__version__
-    print(json.dumps(meta))
-    rows = []
-    header = (
-        "| task | envs | physics limit M env-steps/s (zero ctrl) | env M steps/s | ratio "
-        "| physics, random ctrl | env / random-ctrl physics | captured, not compiled | compiled, not captured "
-        "| eager torch | start-up s |"
-    )
-    print(header + "\n" + "|---" * 11 + "|", flush=True)
-    for task in args.tasks:
-        for n in args.num_envs:
-            r = bench_task(task, n, args.steps, args.repeats)
-            rows.append(r)
-            d = r["decimation"]
-            m = 1e6
-            print(
-                f"| {task} | {n} | {r['raw_physics_steps_per_s'] / d / m:.2f} | {r['env_steps_per_s'] / m:.2f} | "
-                f"{100 * r['ratio_to_limit']:.0f} % | {r['raw_physics_steps_per_s_random_ctrl'] / d / m:.2f} | "
-                f"{100 * r['ratio_to_random_ctrl_physics']:.0f} % | "
-                f"{r['env_steps_per_s_captured_uncompiled'] / m:.2f} | "
-                f"{r['env_steps_per_s_compiled_uncaptured'] / m:.2f} | "
-                f"{r['env_steps_per_s_eager'] / m:.2f} | {r['startup_s']:.0f} |",
-                flush=True,
-            )
-            if r["invalid_env_resets"]:
-                print(f"  note: {r['invalid_env_resets']}", flush=True)
+    print(table("physics", [(bench, "")]))
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"meta": meta, "results": rows}, f, indent=2)
+        write_text_atomic(Path(args.out), json.dumps(bench, indent=2) + "\n")
 
 
 if __name__ == "__main__":

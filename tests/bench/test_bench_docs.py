@@ -138,6 +138,29 @@ def test_a_malformed_marker_is_named_by_its_line(tmp_path, capsys, edit: tuple[s
     assert message in capsys.readouterr().err
 
 
+def test_a_physics_table_puts_the_env_beside_the_physics_per_env_step(tmp_path) -> None:
+    """tools/env_fps.py's results: physics rates are per physics step, so per env step they are
+    over the decimation; a run whose GPU UUID was not recorded says so."""
+    result = {"task": "ant", "num_envs": 4096, "decimation": 2, "nconmax_per_env": 28, "njmax_per_env": 92}
+    result |= {"raw_physics_steps_per_s": 7.12e6, "raw_physics_steps_per_s_random_ctrl": 3.72e6}
+    result |= {"env_steps_per_s": 1.66e6, "ratio_to_limit": 0.466, "ratio_to_random_ctrl_physics": 0.893}
+    result |= {"env_steps_per_s_captured_uncompiled": 1.34e6, "env_steps_per_s_compiled_uncaptured": 1.63e6}
+    result |= {"env_steps_per_s_eager": 0.97e6, "startup_s": 29.2}
+    bench = {"kind": "physics", "task": "ant", "command": "python tools/env_fps.py --tasks ant", "date": "2026-11-21"}
+    bench |= {"device": "cuda:0", "machine": MACHINE | {"gpu_uuids": []}, "results": [result]}
+    raw = tmp_path / "results" / "physics"
+    raw.mkdir(parents=True)
+    (raw / "bench.json").write_text(json.dumps(bench))
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table physics: results/physics -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    row = "| ant | H200 | 4,096 | 3.56 | **1.66** | **47 %** | 1.86 | 89 % | 1.34 | 1.63 | 0.97 | 29 | 28 / 92 | A |"
+    assert row in text, text
+    note = "- A: `python tools/env_fps.py --tasks ant`; 2026-11-21, commit abc1234, 1 x NVIDIA H200 (UUID not recorded)"
+    assert note in text
+
+
 def test_runs_of_two_machines_are_two_runs(tmp_path) -> None:
     """Without GPU UUIDs (a CPU run), the same command, date and commit on two hosts are two runs,
     not repeats of one."""

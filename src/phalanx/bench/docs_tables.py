@@ -87,7 +87,8 @@ def _gpus(bench: dict[str, Any]) -> list[str]:
 
 def _note(run: Run) -> str:
     bench, machine = run.benches[0], run.benches[0]["machine"]
-    uuids = ", ".join(uuid[:12] for uuid in _gpus(bench)) or bench["device"]
+    uuids = ", ".join(uuid[:12] for uuid in _gpus(bench))
+    uuids = uuids or ("UUID not recorded" if bench["device"].startswith("cuda") else bench["device"])
     links = ", ".join(f"[raw results]({link})" for link in run.links)
     return (
         f"- {run.label}: `{_command(bench)}`; {bench['date']}, commit {machine['commit']}, "
@@ -312,6 +313,34 @@ def _learn(runs: list[Run]) -> Rows:
 
 
 # a table's kind: the `phalanx bench` kinds whose results it takes, and its columns and rows
+def _physics(runs: list[Run]) -> Rows:
+    """The env step (random actions, no policy) against MuJoCo Warp stepping the same model alone,
+    M env steps/s (`tools/env_fps.py`): the physics limit (zero controls) and with random controls
+    (a physics step rate over the decimation), the env by default and in three slower modes."""
+
+    def rate(key: str, per_physics_step: bool = False) -> Callable[[list[dict[str, Any]]], str]:
+        return lambda rs: _values([r[key] / (r["decimation"] if per_physics_step else 1) for r in rs], 1e6)
+
+    return _per_env_count(
+        runs,
+        [
+            ("physics limit", rate("raw_physics_steps_per_s", True)),
+            ("**env**", lambda rs: f"**{rate('env_steps_per_s')(rs)}**"),
+            ("**env / limit**", lambda rs: f"**{_values([r['ratio_to_limit'] for r in rs], 0.01, 0, ' %')}**"),
+            ("physics, random ctrl", rate("raw_physics_steps_per_s_random_ctrl", True)),
+            (
+                "env / random-ctrl physics",
+                lambda rs: _values([r["ratio_to_random_ctrl_physics"] for r in rs], 0.01, 0, " %"),
+            ),
+            ("captured, not compiled", rate("env_steps_per_s_captured_uncompiled")),
+            ("compiled, not captured", rate("env_steps_per_s_compiled_uncaptured")),
+            ("eager torch", rate("env_steps_per_s_eager")),
+            ("start-up s", lambda rs: _values([r["startup_s"] for r in rs], digits=0)),
+            ("buffers", lambda rs: f"{rs[0]['nconmax_per_env']} / {rs[0]['njmax_per_env']}"),
+        ],
+    )
+
+
 TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
     "learn": (("learn",), _learn),
     "throughput": (("throughput", "envs"), _throughput),
@@ -320,4 +349,5 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
     "startup": (("startup",), _startup),
     "compare": (("compare",), _compare),
     "scaling": (("scaling",), _scaling),
+    "physics": (("physics",), _physics),
 }
