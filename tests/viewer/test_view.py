@@ -5,9 +5,11 @@ $PHALANX_ARTIFACTS (.ci/run: .ci/artifacts; else the test's temporary directory)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -56,32 +58,46 @@ def test_bad_input_is_one_line(flags: list[str], message: str, tmp_path: Path, c
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """`phalanx view cartpole --policy random` on the CPU, opened in headless Chromium."""
+def browser() -> Iterator[object]:
+    """Headless Chromium, rendering WebGL in software (SwiftShader): no GPU needed."""
     if CHROMIUM is None:
         pytest.skip("needs Chromium (Debian: apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        flags = ["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=flags)
+        yield chromium
+        chromium.close()
+
+
+@contextlib.contextmanager
+def _served(browser, command: list[str], log: Path) -> Iterator[tuple[object, subprocess.Popen]]:
+    """`command` (a phalanx command that serves the page on the port given last) started, its
+    output in `log`, and, once it says where the page is, a browser tab opened on it."""
     port = unused_port()
-    log = tmp_path_factory.mktemp("view") / "view.log"
-    command = [sys.executable, "-m", "phalanx", "view", "cartpole", "--policy", "random", "--device", "cpu"]
     with log.open("w") as out:
-        server = subprocess.Popen([*command, "--num-envs", "4", "--port", str(port)], stdout=out, stderr=out)
+        server = subprocess.Popen([*command, str(port)], stdout=out, stderr=out)
     try:
-        with sync_api.sync_playwright() as playwright:
-            # WebGL in software (SwiftShader): no GPU needed.
-            flags = ["--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--no-sandbox"]
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=flags)
-            page = browser.new_page(viewport={"width": 1000, "height": 700})
-            deadline = time.monotonic() + 120
-            while f"http://localhost:{port}" not in log.read_text():  # the env is built, the server up
-                assert server.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.5)
-            page.goto(f"http://127.0.0.1:{port}")
-            yield page
-            browser.close()
+        deadline = time.monotonic() + 120
+        while f"http://localhost:{port}" not in log.read_text():  # the env is built, the server up
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        page = browser.new_page(viewport={"width": 1000, "height": 700})
+        page.goto(f"http://127.0.0.1:{port}")
+        yield page, server
+        page.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def page(browser, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """`phalanx view cartpole --policy random` on the CPU, opened in headless Chromium."""
+    command = [sys.executable, "-m", "phalanx", "view", "cartpole", "--policy", "random", "--device", "cpu"]
+    log = tmp_path_factory.mktemp("view") / "view.log"
+    with _served(browser, [*command, "--num-envs", "4", "--port"], log) as (page, _):
+        yield page
 
 
 def _control(page, label: str):
@@ -108,20 +124,46 @@ def _artifacts(tmp_path: Path) -> Path:
     return where
 
 
-def test_the_page_shows_the_robots(page, tmp_path: Path) -> None:
-    """Once the sim runs, the screenshot is not blank and shows cartpole's orange carts (the only
-    orange on the page: the ground, the panel and its curves are gray, white and blue)."""
+def _shows_carts(page, shot: Path) -> None:
+    """The screenshot is not blank and shows cartpole's orange carts (the only orange on the page:
+    the ground, the panel and its curves are gray, white and blue)."""
     import imageio.v3 as iio
 
-    _wait_for_time(page, 0.5)
-    page.wait_for_timeout(2000)  # the scene's meshes arrive and are drawn
-    shot = _artifacts(tmp_path) / "view-cartpole.png"
     page.screenshot(path=str(shot))
     image = iio.imread(shot)[..., :3].astype(int)
     assert image.std() > 10, "the page is blank"
     r, g, b = image[..., 0], image[..., 1], image[..., 2]
     orange = (r - b > 60) & (r > 120) & (g > b)
     assert orange.sum() > 30, f"no cart on the page ({orange.sum()} orange pixels): {shot}"
+
+
+def test_training_shows_on_the_page_and_goes_on_when_the_page_closes(browser, tmp_path: Path) -> None:
+    """`phalanx train cartpole --viewer` on the CPU: the page shows the iteration and the carts;
+    the page closing does not stop the training, which a SIGTERM then stops as usual. (Before the
+    tests of the module's `page`: its view, rendered by Chromium, would slow this training.)"""
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--device", "cpu", "--num-envs", "16"]
+    command += ["--num-steps-per-env", "8", "--max-iterations", "100000", "--run-dir", str(run), "--logger", "none"]
+    with _served(browser, [*command, "--viewer", "--viewer-port"], tmp_path / "train.log") as (page, server):
+        page.get_by_text(re.compile(r"iteration \d+, [\d,]+ env steps/s")).wait_for(timeout=60_000)
+        page.wait_for_timeout(2000)  # the scene's meshes arrive and are drawn
+        _shows_carts(page, _artifacts(tmp_path) / "train-cartpole.png")
+        page.close()  # its websocket closes
+        rows = len((run / "metrics.jsonl").read_text().splitlines())
+        deadline = time.monotonic() + 120
+        while len((run / "metrics.jsonl").read_text().splitlines()) < rows + 5:
+            assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "train.log").read_text()[-2000:]
+            time.sleep(0.2)
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 143
+    assert "interrupted by SIGTERM: saved" in (tmp_path / "train.log").read_text()
+
+
+def test_the_page_shows_the_robots(page, tmp_path: Path) -> None:
+    """Once the sim runs, the page shows cartpole's carts."""
+    _wait_for_time(page, 0.5)
+    page.wait_for_timeout(2000)  # the scene's meshes arrive and are drawn
+    _shows_carts(page, _artifacts(tmp_path) / "view-cartpole.png")
 
 
 def test_pause_stops_the_sim_time(page, tmp_path: Path) -> None:
