@@ -1,6 +1,7 @@
 """The table of `phalanx train --viewer`'s cost in docs/viewer.md, from a results directory of runs
-named TASK-plain-N and TASK-viewer-N (metrics.jsonl.gz each): the median fps_total over iterations
-from `--skip` on (the first ones compile), and the viewer's runs against the plain ones of their task.
+named TASK-MODE-N (metrics.jsonl.gz each; MODE plain, viewer, or watched: with the viewer and an
+open page): the median fps_total over iterations from `--skip` on (the first ones compile), and
+each mode's runs against the plain ones of their task (tools/viewer_gpu.sh runs them).
 
     python tools/viewer_overhead.py docs/results/viewer-overhead-h200-2026-11-29
 """
@@ -29,12 +30,17 @@ def main() -> None:
     for path in sorted(args.results.glob("*-*-*.metrics.jsonl.gz")):
         task, mode, _ = path.name.removesuffix(".metrics.jsonl.gz").rsplit("-", 2)
         fps[task][mode].append(median_fps(path, args.skip))
-    print("| task | runs each | fps_total without | with --viewer | change |")
-    print("|---|---|---|---|---|")
+    watched = any("watched" in modes for modes in fps.values())
+    extra = " | with --viewer and a page open | change" if watched else ""
+    print(f"| task | runs each | fps_total without | with --viewer | change{extra} |")
+    print("|---" * (7 if watched else 5) + "|")
     for task, modes in fps.items():
-        plain, viewer = statistics.mean(modes["plain"]), statistics.mean(modes["viewer"])
-        runs = len(modes["plain"])
-        print(f"| {task} | {runs} | {plain / 1e6:.3f} M | {viewer / 1e6:.3f} M | {100 * (viewer / plain - 1):+.1f} % |")
+        plain = statistics.mean(modes["plain"])
+        cells = [task, str(len(modes["plain"])), f"{plain / 1e6:.3f} M"]
+        for mode in ("viewer", "watched") if watched else ("viewer",):
+            value = statistics.mean(modes[mode])
+            cells += [f"{value / 1e6:.3f} M", f"{100 * (value / plain - 1):+.1f} %"]
+        print("| " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +18,7 @@ import phalanx
 from helpers import unused_port
 from phalanx.cli import main
 
+ROOT = Path(__file__).resolve().parents[2]
 CPU = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4"]
 
 
@@ -116,3 +120,26 @@ def test_bad_viewer_flags_are_one_line(flags: list[str], message: str, tmp_path:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message.replace("BUSY", busy) in err, err
     assert not (run / "config.json").exists()
+
+
+def test_a_page_without_a_browser_receives_the_replay() -> None:
+    """tools/viewer_client.py, the open page of the viewer's cost measurement on a machine with no
+    browser, connects as viser's web client does and receives the scene and the replayed poses."""
+    from phalanx.training.registry import make
+    from phalanx.viewer.training_view import TrainingView
+
+    env = make("cartpole", num_envs=2, device="cpu")
+    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=50)
+    client = [sys.executable, str(ROOT / "tools" / "viewer_client.py"), "--port", str(view.port), "--seconds", "4"]
+    try:
+        page = subprocess.Popen(client, stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # connected: the replay below is sent to it
+        for t in range(50):
+            env.step(torch.zeros(2, env.action_dim))
+            view.step(t)
+        view.iteration({"iteration": 1})
+        out, _ = page.communicate(timeout=30)
+        received = json.loads(out)
+        assert received["seconds"] > 1 and received["messages"] > 20 and received["bytes"] > 10_000, received
+    finally:
+        view.close()
