@@ -145,7 +145,7 @@ def test_training_shows_on_the_page_and_goes_on_when_the_page_closes(browser, tm
     command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--device", "cpu", "--num-envs", "16"]
     command += ["--num-steps-per-env", "8", "--max-iterations", "100000", "--run-dir", str(run), "--logger", "none"]
     with _served(browser, [*command, "--viewer", "--viewer-port"], tmp_path / "train.log") as (page, server):
-        page.get_by_text(re.compile(r"iteration \d+, [\d,]+ env steps/s")).wait_for(timeout=60_000)
+        page.get_by_text(re.compile(r"iteration \d+/\d+, [\d,]+ env steps/s, .*, ETA")).wait_for(timeout=60_000)
         page.wait_for_timeout(2000)  # the scene's meshes arrive and are drawn
         _shows_carts(page, _artifacts(tmp_path) / "train-cartpole.png")
         page.close()  # its websocket closes

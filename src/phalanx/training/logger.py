@@ -82,7 +82,6 @@ class RunLogger:
         the env step alone and with policy inference), frames, the episodes' mean reward and length
         once an episode has ended, and the task's metrics and curriculum levels."""
         done = m["iteration"] + 1
-        left_s = m["time_s"] / done * (max_iterations - done)
         episodes = (
             f"reward {m['mean_reward']:.2f}, episode length {m['mean_episode_length']:.1f}"
             if "mean_reward" in m
@@ -92,7 +91,7 @@ class RunLogger:
         return " | ".join(
             [
                 f"iteration {done}/{max_iterations}",
-                f"{_duration(m['time_s'])}, ETA {_duration(left_s)}",
+                f"{duration(m['time_s'])}, ETA {duration(time_left_s(m, max_iterations))}",
                 f"fps {m['fps_total']:,.0f} (step {m['fps_step']:,.0f}, with policy {m['fps_step_inference']:,.0f})",
                 f"{m['frames']:,} frames",
                 episodes,
@@ -109,7 +108,13 @@ class RunLogger:
             self._wandb.finish()
 
 
-def _duration(seconds: float) -> str:
+def time_left_s(m: dict[str, Any], max_iterations: int) -> float:
+    """Seconds of training left at the pace of the iterations so far, after the iteration of `m`."""
+    done = m["iteration"] + 1
+    return m["time_s"] / done * (max_iterations - done)
+
+
+def duration(seconds: float) -> str:
     """7.2 s, 3 min 05 s, 2 h 07 min."""
     if seconds < 60:
         return f"{seconds:.1f} s"

@@ -157,9 +157,8 @@ def _watch(cfg: TrainCfg, trainer: Trainer, console: Console):
     from phalanx.viewer.address import announce
     from phalanx.viewer.training_view import TrainingView
 
-    view = TrainingView(
-        trainer.env, f"phalanx train {cfg.task}", cfg.viewer_host, cfg.viewer_port, cfg.num_steps_per_env
-    )
+    title = f"phalanx train {cfg.task}"
+    view = TrainingView(trainer.env, title, cfg.viewer_host, cfg.viewer_port, cfg.num_steps_per_env, cfg.max_iterations)
     announce(console, cfg.viewer_host, view.port, "phalanx train --viewer")
     return view
 
