@@ -29,11 +29,12 @@ def read(path: Path) -> list[dict]:
         return [json.loads(line) for line in file if line.strip()]
 
 
-def trailing_mean(values: list[float], n: int) -> list[float]:
-    """The mean of each value and the n - 1 before it, NaN left out (NaN where all are)."""
+def trailing_mean(values: list[float | None], n: int) -> list[float]:
+    """The mean of each value and the n - 1 before it, NaN and null (not finite) left out (NaN where
+    all are)."""
     out = []
     for i in range(len(values)):
-        window = [v for v in values[max(0, i - n + 1) : i + 1] if v == v]
+        window = [v for v in values[max(0, i - n + 1) : i + 1] if v is not None and v == v]
         out.append(sum(window) / len(window) if window else float("nan"))
     return out
 

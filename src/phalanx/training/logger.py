@@ -65,7 +65,7 @@ class RunLogger:
     def log(self, metrics: dict[str, Any]) -> None:
         if self._jsonl is not None:
             try:
-                self._jsonl.write(json.dumps(metrics) + "\n")
+                self._jsonl.write(json.dumps(_json_safe(metrics), allow_nan=False) + "\n")
                 self._jsonl.flush()
             except OSError as error:
                 raise_if_out_of_space(error, Path(self._jsonl.name))
@@ -106,6 +106,14 @@ class RunLogger:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
+    """`metrics` with null for each value that is not a finite number: JSON has no NaN or infinity
+    (Python would write `NaN` and `Infinity`, which other readers refuse). A loss term can be
+    infinite where it is only logged: PPO's surrogate while a student distils, its ratio taken
+    at the teacher's actions."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in metrics.items()}
 
 
 def time_left_s(m: dict[str, Any], max_iterations: int) -> float:
