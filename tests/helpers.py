@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import time
+import weakref
 from pathlib import Path
 
 import mujoco
@@ -16,6 +18,19 @@ import phalanx
 
 def make_cpu(task, num_envs: int = 8, seed: int = 0, **kwargs):
     return phalanx.make(task, num_envs=num_envs, device="cpu", seed=seed, verbose=False, **kwargs)
+
+
+def signal_in_a_weakref_callback(sig: int) -> None:
+    """`sig` raised where Python drops the raise ("Exception ignored in ..."), as when the signal
+    lands in a weakref callback of importlib's module locks."""
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    ref = weakref.ref(owner, lambda _: signal.raise_signal(sig))
+    del owner  # the callback runs now, and what it raises is printed and dropped
+    assert ref() is None
 
 
 def unused_port() -> int:

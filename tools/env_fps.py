@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import statistics
 import sys
 import time
@@ -94,19 +95,21 @@ def main() -> None:
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
     rows = [bench_task(task, n, args.steps, args.repeats) for task in args.tasks for n in args.num_envs]
-    flags = sys.argv[1:]
-    if "--out" in flags:
-        del flags[flags.index("--out") : flags.index("--out") + 2]
+    flags = " ".join(sys.argv[1:])  # the command as run, without where its results went
+    flags = re.sub(r"\s*--out[= ]\S+", "", flags).strip()
     bench = {
         "kind": "physics",
         "task": ",".join(args.tasks),
-        "command": " ".join(["python tools/env_fps.py", *flags]),
+        "command": f"python tools/env_fps.py {flags}".strip(),
         "date": date.today().isoformat(),
         "device": "cuda:0",
         "machine": machine_info(),
         "results": rows,
     }
-    print(table("physics", [(bench, "")]))
+    print(table("physics", [(bench, args.out or "(not written)")]))
+    for r in rows:
+        if r["invalid_env_resets"]:
+            print(f"note: {r['task']}, {r['num_envs']} envs: {r['invalid_env_resets']}")
     if args.out:
         write_text_atomic(Path(args.out), json.dumps(bench, indent=2) + "\n")
 

@@ -38,6 +38,9 @@ def main() -> None:
         plain = statistics.mean(modes["plain"])
         cells = [task, str(len(modes["plain"])), f"{plain / 1e6:.3f} M"]
         for mode in ("viewer", "watched") if watched else ("viewer",):
+            if not modes[mode]:
+                cells += ["-", "-"]
+                continue
             value = statistics.mean(modes[mode])
             cells += [f"{value / 1e6:.3f} M", f"{100 * (value / plain - 1):+.1f} %"]
         print("| " + " | ".join(cells) + " |")

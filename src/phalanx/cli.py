@@ -329,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stops_raised():
             status = _run(command, _task_files(rest), console)
-            raise_swallowed_stop()
+            if status == 0:  # not a stop training handled itself (a repeat of its signal may come late)
+                raise_swallowed_stop()
             return status
     except ConfigError as error:
         print(f"phalanx {command}: error: {error.as_flag()}", file=sys.stderr)

@@ -255,3 +255,16 @@ def test_the_commit_says_when_the_measured_code_is_not_the_commits(tmp_path: Pat
     assert git_commit(tmp_path) == "abc1234"
     monkeypatch.delenv("PHALANX_COMMIT")
     assert git_commit(tmp_path.parent / "no-checkout-here") == "unknown"
+
+
+def test_compare_takes_a_null_metric_as_not_reached() -> None:
+    """metrics.jsonl writes a value that is not finite as null: the threshold is not reached there."""
+    from phalanx.bench.options import CompareCfg
+    from phalanx.bench.trainers import summarize
+
+    cfg = CompareCfg(task="cartpole", metric="mean_reward", threshold=10.0, warmup=0)
+    fps = {"fps_step": 2.0, "fps_step_inference": 2.0, "fps_total": 1.0}
+    rows = [{"iteration": 0, "from_launch_s": 5.0, "mean_reward": None} | fps]
+    rows.append({"iteration": 1, "from_launch_s": 6.0, "mean_reward": 12.0} | fps)
+    summary = summarize(cfg, "phalanx", rows, None)
+    assert summary["to_threshold_iteration"] == 1 and summary["to_threshold_from_launch_s"] == 6.0

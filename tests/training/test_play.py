@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 import torch
 
-from helpers import make_cpu
+from helpers import make_cpu, signal_in_a_weakref_callback
 from phalanx.cli import main
 from phalanx.training.play import untrained_policy
 
@@ -38,3 +40,22 @@ def test_play_policy_runs_without_a_checkpoint(capsys) -> None:
 def test_play_policy_refusals(flags: list[str], message: str, capsys) -> None:
     assert main([*PLAY, *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the raise the callback drops
+def test_a_stop_swallowed_while_play_starts_stops_it_at_its_first_step(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """SIGTERM landing where Python drops the raise (a weakref callback) while the env is built:
+    play stops before its first step, one line, 143, instead of playing its whole rollout."""
+    from phalanx.training import play
+
+    steps = []
+    run_episodes = play.run_episodes
+
+    def counting(env, act, *args):
+        signal_in_a_weakref_callback(signal.SIGTERM)
+        return run_episodes(env, lambda obs: steps.append(1) or act(obs), *args)
+
+    monkeypatch.setattr(play, "run_episodes", counting)
+    assert main(["play", "cartpole", "--policy", "zero", "--device", "cpu", "--num-envs", "4", "--steps", "50"]) == 143
+    assert capsys.readouterr().err.strip() == "phalanx play: stopped by SIGTERM"
+    assert not steps

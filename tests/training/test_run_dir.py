@@ -8,12 +8,12 @@ import signal
 import subprocess
 import sys
 import time
-import weakref
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from helpers import signal_in_a_weakref_callback
 from phalanx.cli import main
 from phalanx.core.errors import ConfigError
 from phalanx.training.run_dir import RunDir
@@ -195,19 +195,6 @@ def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
     assert main([*command[3:], "--seed", "42"]) == 0  # the next run in that directory is not refused
 
 
-def _signal_in_a_weakref_callback(sig: int) -> None:
-    """`sig` raised where Python drops the raise ("Exception ignored in ..."), as when the signal
-    lands in a weakref callback of importlib's module locks."""
-
-    class Owner:
-        pass
-
-    owner = Owner()
-    ref = weakref.ref(owner, lambda _: signal.raise_signal(sig))
-    del owner  # the callback runs now, and what it raises is printed and dropped
-    assert ref() is None
-
-
 DROPPED = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the raise a callback drops
 
 
@@ -221,7 +208,7 @@ def test_a_stop_swallowed_during_start_up_still_stops_before_the_run_directory_c
     print_term_tables = term_tables.print_term_tables
 
     def swallowing(env) -> None:
-        _signal_in_a_weakref_callback(sig)
+        signal_in_a_weakref_callback(sig)
         print_term_tables(env)
 
     monkeypatch.setattr(term_tables, "print_term_tables", swallowing)
@@ -245,7 +232,7 @@ def test_a_stop_swallowed_just_before_training_saves_like_one_during_it(
 
     def swallowing(self, *args) -> None:
         begin(self, *args)
-        _signal_in_a_weakref_callback(signal.SIGTERM)
+        signal_in_a_weakref_callback(signal.SIGTERM)
 
     monkeypatch.setattr(Run, "begin", swallowing)
     assert _train(tmp_path, "--max-iterations", "2") == 143

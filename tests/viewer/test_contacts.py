@@ -29,12 +29,12 @@ BOX = f"""
 
 def test_a_resting_box_is_held_up_by_its_weight_and_only_the_first_envs_are_read() -> None:
     """A box settled on the floor: the forces on it sum to its weight, straight up (equilibrium,
-    to the solver's tolerance), at points on the floor under it; of 3 envs, k = 2 are read."""
+    to the solver's tolerance), at points on the floor under it; of 3 envs, the 2 shown are read."""
     sim = Simulator(mujoco.MjModel.from_xml_string(BOX), 3, "cpu", SimCfg(decimation=10))
     sim.qpos[2, 0] = 1.0  # the third box stands elsewhere: none of its contacts may show
     for _ in range(50):  # 1 s
         sim.step()
-    points, forces, envs = ContactForces(sim, k=2, limit=256).read()
+    points, forces, envs = ContactForces(sim, k=3, limit=256).read(shown=2)
     assert set(envs.tolist()) == {0, 1}
     weight = MASS * 9.81
     for env in (0, 1):
@@ -42,7 +42,7 @@ def test_a_resting_box_is_held_up_by_its_weight_and_only_the_first_envs_are_read
         np.testing.assert_allclose(total, [0.0, 0.0, weight], atol=0.01 * weight)
         mine = points[envs == env]
         assert np.all(np.abs(mine[:, :2]) <= 0.1 + 1e-3) and np.all(np.abs(mine[:, 2]) < 0.01)
-    fewest = ContactForces(sim, k=2, limit=3).read()[1]
+    fewest = ContactForces(sim, k=3, limit=3).read(shown=2)[1]
     sizes = np.linalg.norm(forces, axis=1)
     np.testing.assert_allclose(np.sort(np.linalg.norm(fewest, axis=1)), np.sort(sizes)[-3:])
     assert torch.isfinite(sim.qpos).all()
@@ -72,6 +72,8 @@ def test_the_view_draws_the_contact_forces_when_the_page_asks() -> None:
     try:
         viewer.contacts_box.value = True
         _run(env, act, viewer, cfg, 2, None, None, Console(quiet=True))
+        one_step = ViewCfg(task="anymal-flat", steps=1, realtime=False)  # its first frame is drawn after its step
+        _run(env, act, viewer, one_step, 2, None, None, Console(quiet=True))
         drawn = viewer._arrows.batched_positions[:, 2] > HIDDEN[2] / 2
         assert drawn.sum() >= 4  # the feet of both envs (at least two each)
         rises = []  # each arrow's direction's z: its rotation matrix's (z, x) entry
@@ -81,7 +83,7 @@ def test_the_view_draws_the_contact_forces_when_the_page_asks() -> None:
             rises.append(rotation[6])
         assert np.mean(rises) > 0.5  # mostly upward
         viewer.contacts_box.value = False
-        _run(env, act, viewer, ViewCfg(task="anymal-flat", steps=1, realtime=False), 2, None, None, Console(quiet=True))
+        _run(env, act, viewer, one_step, 2, None, None, Console(quiet=True))
         assert not np.any(viewer._arrows.batched_positions[:, 2] > HIDDEN[2] / 2)
     finally:
         viewer.stop()

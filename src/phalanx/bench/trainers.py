@@ -125,7 +125,7 @@ def run_trainer(cfg: CompareCfg, trainer: str, device: str, run_dir: Path, gpus:
 def summarize(cfg: CompareCfg, trainer: str, rows: list[dict[str, Any]], memory_mib: float | None) -> dict[str, Any]:
     metric, threshold = cfg.metric, cfg.threshold
     timed = rows[cfg.warmup + 1 :] or rows[-1:]
-    reached = next((r for r in rows if r.get(metric, float("-inf")) >= threshold), None)
+    reached = next((r for r in rows if r.get(metric) is not None and r[metric] >= threshold), None)  # null: not finite
     return {
         "trainer": trainer,
         "valid": True,

@@ -49,10 +49,11 @@ def stops_raised() -> Iterator[None]:
     """SIGTERM, and SIGINT where Python's Ctrl-C handler is in place (a background job keeps it
     ignored), raise and are recorded inside; the handlers before are put back after."""
     _received.clear()
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _raise_stop)}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_stop)
+    previous = {}
     try:
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _raise_stop)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_stop)
         yield
     finally:
         for sig, handler in previous.items():

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from phalanx.core.errors import ConfigError
+from phalanx.core.stops import raise_swallowed_stop
 from phalanx.envs.cfg import TaskCfg
 from phalanx.envs.task_env import TaskEnv
 from phalanx.sim.video import EnvRecorder
@@ -122,6 +123,7 @@ def run_episodes(
     episodes = Episodes(metrics={name: [] for name in env.cfg.metrics})
     obs = env.reset()
     for _ in range(steps):
+        raise_swallowed_stop()
         if recorder is not None:
             recorder.capture(None if image_group is None else obs[image_group][recorder.env_id])
         obs, _, _, _, extras = env.step(act(obs))

@@ -282,8 +282,8 @@ def _prepare(
             ) from None
         dist.broadcast_module(trainer.policy)
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
+    raise_swallowed_stop()  # before the barrier: the other ranks then wait in it, not in a collective
     dist.barrier(device)  # every rank is ready: only now does the run directory change
-    raise_swallowed_stop()
     if run is not None:
         run.begin(trainer.iteration, to_data(cfg), dist.world_size, trainer.model_files)
     return trainer

@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 
 from phalanx.core.errors import ConfigError, check_int
+from phalanx.core.stops import raise_swallowed_stop
 from phalanx.envs.markers import Marker
 from phalanx.flags import parse_flags, task_and_flags
 from phalanx.viewer.address import announce, check_port, check_serving
@@ -107,6 +108,7 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
     steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
     start = time.monotonic()
     while cfg.steps is None or steps < cfg.steps:
+        raise_swallowed_stop()  # a stop swallowed in start-up (importing viser, building the env)
         if viewer.take_reset():
             obs, sim_time, start = env.reset(), 0.0, time.monotonic()
         if not viewer.paused or viewer.take_step():
@@ -121,7 +123,7 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
                 sim_time, host_array(sim.qpos[:k]), host_array(sim.mocap_pos[:k]), host_array(sim.mocap_quat[:k])
             )
             viewer.markers(command_markers(env, k))
-            drawn = contacts.read() if viewer.contacts_box.value else NO_CONTACTS
+            drawn = contacts.read(int(viewer.shown_slider.value)) if viewer.contacts_box.value else NO_CONTACTS
             viewer.contact_forces(*drawn, contacts.weight)
             if images:
                 viewer.image(policy_view(obs[images[0]][0]))

@@ -27,9 +27,9 @@ class ContactForces:
         self.weight = float(sim.mjm.body_subtreemass[0] * np.linalg.norm(sim.mjm.opt.gravity)) or 1.0
         """One env's weight (N): the page draws a force of this size 0.5 m long."""
 
-    def read(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(M, 3) contact points, (M, 3) forces (N) and (M,) env indices of the first `k` envs'
-        contacts with a force to draw, at most `limit` (the largest), on the host."""
+    def read(self, shown: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(M, 3) contact points, (M, 3) forces (N) and (M,) env indices of the first `shown` (at
+        most `k`) envs' contacts with a force to draw, at most `limit` (the largest), on the host."""
         sim = self.sim
 
         def decode() -> None:
@@ -42,7 +42,7 @@ class ContactForces:
         env = wp.to_torch(sim.data.contact.worldid)[:count]
         point = wp.to_torch(sim.data.contact.pos)[:count]
         size = force.norm(dim=1)
-        keep = torch.nonzero((env < self.k) & (size > MIN_FORCE * self.weight)).squeeze(1)
+        keep = torch.nonzero((env < min(shown, self.k)) & (size > MIN_FORCE * self.weight)).squeeze(1)
         keep = keep[size[keep].argsort(descending=True)[: self.limit]]
         return (
             point[keep].cpu().double().numpy(),
