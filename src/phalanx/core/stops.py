@@ -24,16 +24,21 @@ _received: list[int] = []
 """The signals `_raise_stop` raised since `stops_raised` began (a raise that arrived is the last)."""
 
 
+def _stop(signum: int) -> BaseException:
+    """What a stop by `signum` raises: Ctrl-C's KeyboardInterrupt for SIGINT, else `Stopped`."""
+    return KeyboardInterrupt() if signum == signal.SIGINT else Stopped(signum)
+
+
 def _raise_stop(signum: int, frame: object) -> None:
     _received.append(signum)
-    raise KeyboardInterrupt if signum == signal.SIGINT else Stopped(signum)
+    raise _stop(signum)
 
 
 def raise_swallowed_stop() -> None:
     """Raises a stop whose first raise something swallowed. Any stop recorded is one: one that
     arrived ends the command before it reaches here."""
     if _received:
-        raise KeyboardInterrupt if _received[-1] == signal.SIGINT else Stopped(_received[-1])
+        raise _stop(_received[-1])
 
 
 def swallowed_stop() -> int:

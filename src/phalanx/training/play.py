@@ -18,9 +18,10 @@ from phalanx.sim.video import EnvRecorder
 from phalanx.training.export import deployed_policy
 
 Act = Callable[[dict[str, torch.Tensor]], torch.Tensor]
+"""A policy: observations (by group) to actions."""
 
 
-def load_actor(state: dict[str, Any], env: TaskEnv) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+def load_actor(state: dict[str, Any], env: TaskEnv) -> Act:
     """The checkpoint's deterministic policy (the module `phalanx export` writes): the env's
     observation groups -> mean actions."""
     policy = deployed_policy(state, env.observation_spec, env.action_dim).to(env.device)
@@ -84,7 +85,7 @@ def set_low_level_checkpoint(cfg: TaskCfg, task: str, checkpoint: str | None) ->
         cfg.actions.low_level.checkpoint = checkpoint
 
 
-def untrained_policy(kind: str, env: TaskEnv, seed: int) -> Callable[[dict[str, torch.Tensor]], torch.Tensor]:
+def untrained_policy(kind: str, env: TaskEnv, seed: int) -> Act:
     """`kind` 'zero': every action 0 (each actuator at its offset); 'random': each action uniform in
     [-1, 1], drawn anew every step from a generator seeded with `seed`."""
     shape = (env.num_envs, env.action_dim)
@@ -112,7 +113,7 @@ class Episodes:
 
 def run_episodes(
     env: TaskEnv,
-    act: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    act: Act,
     steps: int,
     recorder: EnvRecorder | None = None,
     image_group: str | None = None,

@@ -25,7 +25,7 @@ class ContactForces:
             self._ids = wp.array(np.arange(n, dtype=np.int32), dtype=wp.int32)
             self._force = wp.zeros(n, dtype=wp.spatial_vector)
         self.weight = float(sim.mjm.body_subtreemass[0] * np.linalg.norm(sim.mjm.opt.gravity)) or 1.0
-        """One env's weight (N): the page draws a force of this size 0.5 m long."""
+        """One env's weight (N): the page draws a force of this size half the model's extent long."""
 
     def read(self, shown: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(M, 3) contact points, (M, 3) forces (N) and (M,) env indices of the first `shown` (at
