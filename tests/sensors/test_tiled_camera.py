@@ -152,6 +152,26 @@ def test_an_image_group_beside_the_policy_vector() -> None:
     assert len({bytes(image[i].numpy()) for i in range(4)}) == 4, "each env's cart and pole are where its own are"
 
 
+@pytest.mark.parametrize("data_type", ["rgb", ["rgb", "depth", "segmentation"], "depth", ["depth", "rgb"]])
+def test_a_video_shows_the_policys_colour_image_in_colour(data_type) -> None:
+    """What the policy sees, as a video or the viewer shows it: the RGB channels in colour when an
+    image group starts with them (as uint8 alone, as floats in [0, 1] stacked with depth and
+    segmentation), else the first channel in gray."""
+    from phalanx.sim.video import policy_view
+
+    term = dataclasses.replace(RGB, params={**RGB.params, "data_type": data_type})
+    env = make_cpu(_cartpole_seeing(image={"eye": term}), num_envs=1)
+    colour = observations.colour_first(env.cfg.observations["image"])
+    assert colour == (data_type == "rgb" or data_type[0] == "rgb")
+    shown = policy_view(env.obs["image"][0], colour)
+    assert shown.shape == (24, 32, 3) and shown.dtype == np.uint8
+    gray = (shown[..., 0] == shown[..., 1]).all() and (shown[..., 1] == shown[..., 2]).all()
+    assert gray != colour
+    if colour:
+        alone = make_cpu(_cartpole_seeing(image={"eye": RGB}), num_envs=1).obs["image"][0].numpy()
+        np.testing.assert_allclose(shown.astype(int), alone.astype(int), atol=1)  # 255 * (rgb / 255)
+
+
 def _rgb_every(every: int) -> ObsTermCfg:
     return dataclasses.replace(RGB, params={**RGB.params, "every": every})
 

@@ -88,7 +88,8 @@ def test_the_page_shows_the_rollouts_markers_and_images(task: str) -> None:
         for t in range(2):
             env.step(torch.rand(2, env.action_dim) * 2 - 1)
             view.step(t)
-        markers, image = command_markers(env, 2), policy_view(env.obs["image"][0]) if task == "cartpole-rgb" else None
+        markers = command_markers(env, 2)
+        image = policy_view(env.obs["image"][0], True) if task == "cartpole-rgb" else None
         view.iteration({"iteration": 1})
         _played(view, 2)
         assert set(view.viewer._markers) == set(markers) and (markers or task == "cartpole-rgb")

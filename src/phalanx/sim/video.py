@@ -50,10 +50,10 @@ class EnvRecorder:
         self._qpos = wp.to_torch(self.data.qpos)
         self._mocap = (wp.to_torch(self.data.mocap_pos), wp.to_torch(self.data.mocap_quat))
 
-    def capture(self, beside: torch.Tensor | None = None) -> None:
+    def capture(self, beside: torch.Tensor | None = None, colour: bool = False) -> None:
         """Renders the env's current state and keeps the frame (a host copy: for play, not
-        training); `beside`, an (H, W, C) image of that env (what its policy sees), goes to the
-        frame's right, enlarged (`policy_view`)."""
+        training); `beside`, an (H, W, C) image of that env (what its policy sees; `colour`: its
+        first channels are RGB), goes to the frame's right, enlarged (`policy_view`)."""
         self._qpos[0].copy_(self.sim.qpos[self.env_id])
         self._mocap[0][0].copy_(self.sim.mocap_pos[self.env_id])
         self._mocap[1][0].copy_(self.sim.mocap_quat[self.env_id])
@@ -63,7 +63,7 @@ class EnvRecorder:
             mjw.render(self.model, self.data, self.context)
             mjw.get_rgb(self.context, 0, self._rgb)
         frame = (self._rgb.numpy()[0].clip(0.0, 1.0) * 255).astype(np.uint8)
-        self.frames.append(frame if beside is None else side_by_side(frame, policy_view(beside)))
+        self.frames.append(frame if beside is None else side_by_side(frame, policy_view(beside, colour)))
 
     def write(self, path: str | Path, fps: float) -> Path:
         """Encodes the frames as H.264 mp4, through a temp file and a rename."""
@@ -74,12 +74,14 @@ class EnvRecorder:
         return Path(path)
 
 
-def policy_view(image: torch.Tensor) -> np.ndarray:
-    """An (H, W, C) observation image as RGB uint8: of stacked frames the newest (the first
-    channels), RGB as it is, a float image (depth) as gray from black (0) to white (its maximum)."""
+def policy_view(image: torch.Tensor, colour: bool) -> np.ndarray:
+    """An (H, W, C) observation image as RGB uint8: with `colour`, its first three channels (of
+    stacked frames the newest; floats in [0, 1], as a camera's RGB stacked with other data types);
+    else its first channel as gray from black (0) to white (its maximum), e.g. depth."""
     image = image.detach().cpu()
-    if image.dtype == torch.uint8 and image.shape[-1] >= 3:
-        return image[..., :3].numpy()
+    if colour:
+        rgb = image[..., :3]
+        return (rgb if rgb.dtype == torch.uint8 else (rgb.float().clamp(0.0, 1.0) * 255).to(torch.uint8)).numpy()
     gray = image[..., 0].float().clamp(min=0.0)  # segmentation's -1 (nothing hit): black
     gray = (gray / gray.max().clamp(min=1e-6) * 255).to(torch.uint8)
     return gray[..., None].expand(*gray.shape, 3).numpy()

@@ -13,6 +13,7 @@ import torch
 from phalanx.core.errors import ConfigError
 from phalanx.core.stops import raise_swallowed_stop
 from phalanx.envs.cfg import TaskCfg
+from phalanx.envs.mdp.observations import colour_first
 from phalanx.envs.task_env import TaskEnv
 from phalanx.sim.video import EnvRecorder
 from phalanx.training.export import deployed_policy
@@ -122,11 +123,12 @@ def run_episodes(
     reads every step: for evaluation, not training). The recorder's frames show, beside the
     scene, the `image_group` observation the policy acts on."""
     episodes = Episodes(metrics={name: [] for name in env.cfg.metrics})
+    colour = image_group is not None and colour_first(env.cfg.observations[image_group])
     obs = env.reset()
     for _ in range(steps):
         raise_swallowed_stop()
         if recorder is not None:
-            recorder.capture(None if image_group is None else obs[image_group][recorder.env_id])
+            recorder.capture(None if image_group is None else obs[image_group][recorder.env_id], colour)
         obs, _, _, _, extras = env.step(act(obs))
         episode = extras["episode"]
         done = episode["done"]

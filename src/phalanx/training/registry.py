@@ -93,8 +93,9 @@ class LearningResult:
         return value >= self.threshold if self.direction == ">=" else value <= self.threshold
 
     def describe(self) -> str:
-        """e.g. "metrics/success >= 0.9 in 600 s"."""
-        return f"{self.metric} {self.direction} {self.threshold:g} in {self.budget_s:g} s"
+        """e.g. "metrics/success >= 0.9 in 600 s", or "... in 1200 s, taught by shadow-cube"."""
+        taught = "" if self.teacher is None else f", taught by {self.teacher}"
+        return f"{self.metric} {self.direction} {self.threshold:g} in {self.budget_s:g} s{taught}"
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ def view(args: list[str], console: Console) -> None:
 def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, policy, console: Console) -> None:
     """Steps the envs (in real time unless --no-realtime) and shows them until --steps or Ctrl-C,
     following pause, step and reset, and a newer checkpoint."""
+    from phalanx.envs.mdp.observations import colour_first
     from phalanx.sim.video import policy_view
     from phalanx.viewer.contacts import ContactForces
     from phalanx.viewer.server import MAX_ARROWS
@@ -105,6 +106,7 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
     sim, obs = env.sim, env.obs
     contacts = ContactForces(sim, k, MAX_ARROWS)
     images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
+    colour = bool(images) and colour_first(env.cfg.observations[images[0]])
     steps, sim_time, shown_at, curves_at = 0, 0.0, 0.0, 0.0
     start = time.monotonic()
     while cfg.steps is None or steps < cfg.steps:
@@ -126,7 +128,7 @@ def _run(env, act, viewer, cfg: ViewCfg, k: int, newest: NewestPolicy | None, po
             drawn = contacts.read(int(viewer.shown_slider.value)) if viewer.contacts_box.value else NO_CONTACTS
             viewer.contact_forces(*drawn, contacts.weight)
             if images:
-                viewer.image(policy_view(obs[images[0]][0]))
+                viewer.image(policy_view(obs[images[0]][0], colour))
             shown_at = now
         if now - curves_at >= CURVES_S:
             viewer.draw_curves()

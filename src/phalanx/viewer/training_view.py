@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from phalanx.envs.mdp.observations import colour_first
 from phalanx.envs.task_env import TaskEnv
 from phalanx.sim.video import policy_view
 from phalanx.training.logger import duration, time_left_s
@@ -64,6 +65,7 @@ class TrainingView:
         self.env, self.sim, self.k, self.step_dt = env, env.sim, min(env.num_envs, MAX_SHOWN), env.step_dt
         self.ring = StepRing(steps, self.sim.qpos.device)
         self.images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
+        self.colour = bool(self.images) and colour_first(env.cfg.observations[self.images[0]])
         qpos = host_array(self.sim.qpos[: self.k])
         self.viewer = Viewer(self.sim.mjm, title, qpos, host, port, shown, steps=False, x_label="iteration")
         self.status = self.viewer.server.gui.add_markdown("starting")
@@ -125,7 +127,7 @@ class TrainingView:
                 )
                 self.viewer.markers(self._markers(rollout, t))
                 if images is not None:
-                    self.viewer.image(policy_view(images[t]))
+                    self.viewer.image(policy_view(images[t], self.colour))
                 time.sleep(self.step_dt)
             self._free.set()
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import torch
 
-from phalanx.envs.cfg import Term
+from phalanx.envs.cfg import ObsTermCfg, Term
 from phalanx.envs.mdp import state
 from phalanx.envs.mdp.math import quat_apply_inverse, roll_from_quat, wrap_to_pi, yaw_from_quat
 
@@ -162,6 +163,16 @@ class camera_image(Term):  # noqa: N801 (terms are named like functions)
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         if self.every > 1:
             self.camera.load_state_dict(state)
+
+
+def colour_first(terms: Mapping[str, ObsTermCfg]) -> bool:
+    """Whether an image observation group's first channels are RGB: its first term a camera whose
+    first data type is "rgb" (how a video or the viewer shows what the policy sees)."""
+    term = next(iter(terms.values()), None)
+    if term is None or term.func is not camera_image:
+        return False
+    data_type = term.params.get("data_type", "rgb")
+    return (data_type if isinstance(data_type, str) else data_type[0]) == "rgb"
 
 
 def _as_float(image: torch.Tensor, data_type: str) -> torch.Tensor:
