@@ -3,6 +3,7 @@ exit status 2, and (where it can be known then) refused before any env is built.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,13 @@ def test_a_video_that_could_not_be_written(checkpoint: Path, tmp_path: Path, no_
         "a directory": (folder, f"--video: {folder} is a directory"),
     }[where]
     assert message in _run(["play", "cartpole", "--checkpoint", str(checkpoint), "--video", str(video)], capsys)
+
+
+def test_a_video_without_its_encoder(checkpoint: Path, tmp_path: Path, no_env, capsys, monkeypatch) -> None:
+    """Refused before the rollout (which a missing encoder failed after, with a traceback)."""
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # as if not installed
+    err = _run(["play", "cartpole", "--checkpoint", str(checkpoint), "--video", str(tmp_path / "play.mp4")], capsys)
+    assert "--video: an .mp4 needs imageio-ffmpeg, which is not installed: pip install imageio-ffmpeg" in err
 
 
 def test_a_play_logger_without_a_video(checkpoint: Path, no_env, capsys) -> None:

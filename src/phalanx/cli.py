@@ -308,6 +308,11 @@ def _check_video_path(video: Path) -> None:
         probe_writable(video.parent)
     except OSError as error:
         raise ConfigError(f"cannot write into {video.parent} ({error.strerror})", "video") from None
+    try:
+        import imageio_ffmpeg  # noqa: F401 (imageio's H.264 writer; without it imageio picks another that fails)
+    except ImportError:
+        missing = "an .mp4 needs imageio-ffmpeg, which is not installed: pip install imageio-ffmpeg"
+        raise ConfigError(missing, "video") from None
 
 
 def main(argv: list[str] | None = None) -> int:
