@@ -3,6 +3,7 @@
 python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py MODE OUT_DIR [DEVICE]
 
 DEVICE 'cuda' trains on cuda:LOCAL_RANK with NCCL and the trainer's CUDA graphs; default cpu (gloo).
+With a cartpole run in OUT_DIR/teacher, the policy trained is its student (`--teacher`).
 
 python -m torch.distributed.run --nproc_per_node 2 tests/dist_worker.py cli WHAT -- TRAIN_FLAGS
 
@@ -26,7 +27,10 @@ import warp as wp
 from rich.console import Console
 
 from phalanx.dist import StallWatchdog, init_distributed
+from phalanx.rl.cfg import DistillCfg
+from phalanx.training import registry
 from phalanx.training.registry import make, train_cfg
+from phalanx.training.teacher import load_teacher, with_teacher_observations
 from phalanx.training.trainer import Trainer
 
 
@@ -45,8 +49,13 @@ def train(
     cfg.num_steps_per_env = 8
     cfg.empirical_normalization = True  # its statistics are merged over ranks too
     num_envs = 16 if device == "cpu" else 512
-    env = make("cartpole", num_envs=num_envs, device=device, seed=cfg.seed + ctx.rank, verbose=False)
-    trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True), dist=ctx)
+    env_cfg, teacher = registry.env_cfg("cartpole"), None
+    if (out / "teacher").is_dir():  # a student: 2 iterations of imitation (the teacher's share), then PPO
+        teacher = load_teacher(str(out / "teacher"), env_cfg, registry.term_packages())
+        env_cfg = with_teacher_observations(env_cfg, teacher)
+        cfg.distill = DistillCfg(iterations=2, mix_iterations=2)
+    env = make(env_cfg, num_envs=num_envs, device=device, seed=cfg.seed + ctx.rank, verbose=False)
+    trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True), dist=ctx, teacher=teacher)
     with StallWatchdog(ctx, trainer.progress, timeout_s=5, startup_timeout_s=60):
         for i in range(iterations):
             if die_after is not None and ctx.rank == 1 and i == die_after:
@@ -59,6 +68,8 @@ def train(
         **{f"obs_norm.{k}": v for k, v in trainer.ppo.obs_norm.state_dict().items()},
     }
     torch.save({name: tensor.cpu() for name, tensor in state.items()}, out / f"params{ctx.rank}.pt")
+    if teacher is not None:  # what the teacher did on this rank's last rollout
+        torch.save(trainer.ppo.storage.teacher_actions.cpu(), out / f"taught{ctx.rank}.pt")
 
 
 def grads(ctx, out: Path) -> None:

@@ -38,6 +38,22 @@ def test_parameters_stay_bit_identical_across_ranks(tmp_path: Path) -> None:
         assert torch.equal(tensor, b[name]), name
 
 
+def test_a_student_stays_bit_identical_across_ranks(tmp_path: Path) -> None:
+    """Distillation on two ranks: each rank's envs visit their own states, where the teacher
+    acts differently, yet the imitation and PPO updates leave both ranks' students equal."""
+    from phalanx.cli import main
+
+    teacher = ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8", "--max-iterations", "1"]
+    assert main(["train", "cartpole", *teacher, "--logger", "none", "--run-dir", str(tmp_path / "teacher")]) == 0
+    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, "train", str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    a, b = (torch.load(tmp_path / f"params{r}.pt") for r in (0, 1))
+    for name, tensor in a.items():
+        assert torch.equal(tensor, b[name]), name
+    taught = [torch.load(tmp_path / f"taught{r}.pt") for r in (0, 1)]
+    assert taught[0].abs().sum() > 0 and not torch.equal(taught[0], taught[1])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 def test_nccl_collectives_inside_the_trainer_graphs(tmp_path: Path) -> None:
