@@ -12,6 +12,8 @@
 # shadow-cube checkpoint is about 11 MB, so a call runs at most 7 jobs.
 #   TASK=shadow-cube SECS=540 JOBS="h1:0:512 h2:1,2:512 v1:3:2048" bash tools/study_gpu.sh
 #   TASK=shadow-cube SECS=540 JOBS="v2:0,1:1024 h4:0,1,2,3:512" ...   (no GPU in two jobs at once)
+#   TASK=shadow-cube-vision TRAIN_ARGS="--teacher .device/teacher" ...  (students of a carried
+#   shadow-cube run: its checkpoints/model_last.pt and config.json in .device/teacher)
 set -uo pipefail
 out=${OUT:-bench-out}
 root=/tmp/study
