@@ -1,0 +1,205 @@
+"""Convex centroidal MPC of a legged robot, batched (Di Carlo et al. 2018, the MIT Cheetah 3's):
+the ground reaction forces over a horizon of N control intervals that best track a reference of
+the body's state, as one QP per robot in `BatchedQP`'s form, so that thousands of robots solve at
+once on the GPU (or one by one on the CPU with `HostQP`, the same QPs).
+
+The body's state x (12): roll, pitch, yaw; the center of mass's position; the angular velocity and
+the linear velocity, both in world axes. Over an interval of `dt` (forward Euler),
+
+    x+ = A x + B_t f_t + d,   A = I + dt [[0, 0, Rz' , 0], [0, 0, 0, I], 0, 0],
+    B_t = dt [0; 0; I_w^-1 [r_1]x ... I_w^-1 [r_k]x; I/m ... I/m],   d = dt [0; 0; 0; g],
+
+linearized about the current yaw (Rz: the rotation by it; I_w = Rz I_body Rz': the inertia in world
+axes), with r_i foot i relative to the center of mass at interval t. The QP is condensed: the
+forces of every interval are its only variables (3 k N), the predicted states X = Gamma F + X_free
+(X_free: where the body goes with no force), and
+
+    minimize  sum_t |x_t - x_ref,t|^2_Q + w |f_t - f_ref,t|^2
+    subject to  |f_x|, |f_y| <= mu f_z,  0 <= f_z <= f_max (0 for a foot in the air at interval t)
+
+with f_ref,t each foot on the ground at interval t carrying an equal share of the weight (so a
+body at rest on the reference holds still at every interval, to the horizon's end, where the last
+forces move no state the cost weighs much). Every row bounds one interval's forces, so every robot
+has the same constraint matrix (the fast case of `BatchedQP`). It is always feasible (f = 0
+satisfies every row): a robot with no foot on the ground over the horizon gets zero forces, never
+a failed solve. The variables are the forces in units of the robot's weight (`forces` turns a
+solution into newtons): in newtons H's entries are of order 1e-4 for a 40 kg robot, and proxsuite
+did not converge; in weights they are of order one whatever the robot's mass.
+
+Why `BatchedQP`'s dense ADMM still fits a QP of 120 variables and 200 rows (N = 10, four feet):
+the constraint matrix is shared and block diagonal, and H is dense anyway (every force moves every
+later state); the ADMM matrix is inverted once per step size (O(n^3) per robot, batched), each
+step is then matrix-vector products. Its one-thread-per-problem Warp kernel holds an n x n matrix
+per thread, made for the 12-variable force QP: MPC solves with the torch backend.
+"""
+
+# The control literature's names (A, B, H, Q, X) read better here than PEP 8's.
+# ruff: noqa: N803, N806, E741
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from phalanx.control.force_qp import ForceDistributionQP, skew
+from phalanx.core.errors import ConfigError
+
+STATE = 12
+"""Roll, pitch, yaw; position; angular velocity; linear velocity."""
+CHEETAH_WEIGHTS = (0.25, 0.25, 10.0, 2.0, 2.0, 50.0, 0.0, 0.0, 0.3, 0.2, 0.2, 0.1)
+"""The MIT Cheetah 3 MPC's state weights (roll, pitch, yaw, x, y, z, angular and linear velocity)."""
+
+
+@dataclass(frozen=True)
+class MPCCfg:
+    horizon: int = 10
+    """Control intervals predicted (N)."""
+    dt: float = 0.025
+    """Length of one interval (s)."""
+    state_weights: tuple[float, ...] = CHEETAH_WEIGHTS
+    """Q's diagonal, one weight per state (see `STATE`)."""
+    force_weight: float = 1e-5
+    """w: the weight of |f - f_ref|^2 (f_ref: the weight shared by the feet on the ground), which
+    spreads the load and keeps the QP strictly convex."""
+
+    def check(self) -> None:
+        """Raises ConfigError naming the first invalid field (`mpc.FIELD`)."""
+        if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1:
+            raise ConfigError(f"must be a whole number of intervals >= 1, got {self.horizon!r}", "mpc.horizon")
+        if not self.dt > 0:
+            raise ConfigError(f"must be a positive interval (s), got {self.dt!r}", "mpc.dt")
+        weights = tuple(self.state_weights)
+        if len(weights) != STATE or not all(w >= 0 for w in weights):
+            raise ConfigError(
+                f"must be {STATE} weights >= 0 (roll, pitch, yaw, x, y, z, angular, linear velocity), got {weights!r}",
+                "mpc.state_weights",
+            )
+        if not self.force_weight > 0:
+            raise ConfigError(
+                f"must be > 0 (it keeps the QP strictly convex), got {self.force_weight!r}", "mpc.force_weight"
+            )
+
+
+class CentroidalMPC:
+    """Builds the MPC's QP of each of B robots with `num_feet` feet (k), from constants made once,
+    so a call is graph-safe device work: mass (kg), principal `inertia` in the base's frame (kg m^2),
+    friction pyramids of slope `mu`, normal forces up to `f_max` (N), gravity `gravity` (m/s^2)
+    along -z."""
+
+    def __init__(
+        self,
+        cfg: MPCCfg,
+        num_feet: int,
+        mass: float,
+        inertia: tuple[float, float, float],
+        mu: float,
+        f_max: float,
+        gravity: float = 9.81,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ):
+        cfg.check()
+        self.cfg, self.k, self.mass, self.f_max, self.weight = cfg, num_feet, mass, f_max, mass * gravity
+        kw = {"dtype": dtype, "device": device}
+        N, n = cfg.horizon, 3 * num_feet
+        self.inertia = torch.diag(torch.tensor(inertia, **kw))
+        self.d = torch.zeros(STATE, **kw)
+        self.d[11] = -gravity * cfg.dt
+        self.Q = torch.tensor(cfg.state_weights, **kw).repeat(N)
+        self.R = cfg.force_weight * self.weight**2 * torch.eye(n * N, **kw)  # w |f|^2 in weights
+        self.A = torch.block_diag(*[ForceDistributionQP(num_feet, mu, f_max, dtype=dtype, device=device).A] * N)
+        self.f_max_share = f_max / self.weight
+        # Gamma's block (row interval r, force interval j) is A^(r - j) B_j where j <= r.
+        r, j = torch.meshgrid(torch.arange(N, device=device), torch.arange(N, device=device), indexing="ij")
+        self._power, self._causal = (r - j).clamp(min=0), (j <= r).to(dtype)
+
+    @property
+    def num_variables(self) -> int:
+        return 3 * self.k * self.cfg.horizon
+
+    @property
+    def num_constraints(self) -> int:
+        return 5 * self.k * self.cfg.horizon
+
+    def dynamics(self, x0: torch.Tensor, feet: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A (B, 12, 12) and B_t (B, N, 12, 3k) of the discrete dynamics about state `x0` (B, 12),
+        with `feet` (B, N, k, 3) relative to the center of mass at each interval (world axes, m)."""
+        Bsz, N, k, _ = feet.shape
+        dt = self.cfg.dt
+        yaw = x0[:, 2]
+        c, s, zero, one = yaw.cos(), yaw.sin(), torch.zeros_like(yaw), torch.ones_like(yaw)
+        Rz = torch.stack((c, -s, zero, s, c, zero, zero, zero, one), -1).unflatten(-1, (3, 3))
+        A = torch.eye(STATE, dtype=x0.dtype, device=x0.device).repeat(Bsz, 1, 1)
+        A[:, 0:3, 6:9] = dt * Rz.mT
+        A[:, 3:6, 9:12] += dt * torch.eye(3, dtype=x0.dtype, device=x0.device)
+        inverse = torch.linalg.inv(Rz @ self.inertia @ Rz.mT)  # (B, 3, 3)
+        B = torch.zeros(Bsz, N, STATE, 3 * k, dtype=x0.dtype, device=x0.device)
+        B[:, :, 6:9] = dt * (inverse[:, None, None] @ skew(feet)).permute(0, 1, 3, 2, 4).reshape(Bsz, N, 3, 3 * k)
+        B[:, :, 9:12] = (dt / self.mass) * torch.eye(3, dtype=x0.dtype, device=x0.device).repeat(1, k)
+        return A, B
+
+    def predict(self, x0: torch.Tensor, feet: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gamma (B, 12N, 3kN) and X_free (B, 12N): the predicted states X = Gamma F + X_free of
+        the forces F (B, 3kN), interval after interval."""
+        A, B = self.dynamics(x0, feet)
+        Bsz, N = B.shape[:2]
+        powers = [torch.eye(STATE, dtype=A.dtype, device=A.device).expand_as(A)]
+        free = [x0]
+        for _ in range(N):
+            powers.append(A @ powers[-1])
+            free.append((A @ free[-1][..., None]).squeeze(-1) + self.d)
+        M = torch.einsum("bpxy,bjyz->bjpxz", torch.stack(powers[:N], 1), B)  # M[j, p] = A^p B_j
+        columns = torch.arange(N, device=A.device).expand(N, N)
+        gamma = M[:, columns, self._power] * self._causal[None, :, :, None, None]  # (B, r, j, 12, 3k)
+        return gamma.permute(0, 1, 3, 2, 4).reshape(Bsz, N * STATE, -1), torch.cat(free[1:], dim=1)
+
+    def __call__(
+        self, x0: torch.Tensor, feet: torch.Tensor, stance: torch.Tensor, reference: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The QP of each robot: `x0` (B, 12) its state now, `feet` (B, N, k, 3) each foot relative
+        to the center of mass at each interval (world axes, m), `stance` (B, N, k) bool: the foot
+        is on the ground during the interval, `reference` (B, N, 12) the states to track at the end
+        of each interval. Returns H (B, 3kN, 3kN), g (B, 3kN), A (5kN, 3kN), shared, l and u
+        (B, 5kN): per interval, 4k friction rows then k normal-force rows; the variables are the
+        forces in weights (`forces`)."""
+        gamma, free = self.predict(x0, feet)
+        gamma = self.weight * gamma  # the states' change per weight of force
+        QG = self.Q[:, None] * gamma
+        H = 2.0 * (gamma.mT @ QG + self.R)
+        Bsz, N, k = stance.shape
+        share = stance / stance.sum(-1, keepdim=True).clamp(min=1)  # (B, N, k): f_ref's z, in weights
+        f_ref = torch.stack((torch.zeros_like(share), torch.zeros_like(share), share), -1).to(H.dtype)
+        g = 2.0 * (QG.mT @ (free - reference.flatten(1))[..., None]).squeeze(-1)
+        g = g - 2.0 * (self.R.diagonal() * f_ref.flatten(1))
+        upper = torch.where(stance, self.f_max_share, 0.0).to(H.dtype)
+        l = torch.cat(
+            (torch.full((Bsz, N, 4 * k), -float("inf"), dtype=H.dtype, device=H.device), torch.zeros_like(upper)), -1
+        )
+        u = torch.cat((torch.zeros_like(l[..., : 4 * k]), upper), -1)
+        return H, g, self.A, l.flatten(1), u.flatten(1)
+
+    def forces(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, N, k, 3) the forces (N) of solutions `x` (B, 3kN) of this MPC's QPs."""
+        return (self.weight * x).unflatten(-1, (self.cfg.horizon, self.k, 3))
+
+
+def reference(x0: torch.Tensor, command: torch.Tensor, height: float, cfg: MPCCfg) -> torch.Tensor:
+    """(B, N, 12) the states a velocity `command` (B, 3: forward and lateral speed in the base's
+    heading frame, m/s, and yaw rate, rad/s) asks for over the horizon from `x0` (B, 12): level at
+    `height` (m), the yaw and the position integrated from now, the commanded velocities."""
+    N, dt = cfg.horizon, cfg.dt
+    t = dt * torch.arange(1, N + 1, dtype=x0.dtype, device=x0.device)  # (N,)
+    yaw = x0[:, 2:3] + command[:, 2:3] * t  # (B, N)
+    heading = x0[:, 2:3]
+    c, s = heading.cos(), heading.sin()
+    vx = c * command[:, 0:1] - s * command[:, 1:2]
+    vy = s * command[:, 0:1] + c * command[:, 1:2]
+    ref = torch.zeros(x0.shape[0], N, STATE, dtype=x0.dtype, device=x0.device)
+    ref[..., 2] = yaw
+    ref[..., 3] = x0[:, 3:4] + vx * t
+    ref[..., 4] = x0[:, 4:5] + vy * t
+    ref[..., 5] = height
+    ref[..., 8] = command[:, 2:3]
+    ref[..., 9], ref[..., 10] = vx.expand(-1, N), vy.expand(-1, N)
+    return ref
