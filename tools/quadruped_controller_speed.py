@@ -4,7 +4,10 @@ graph and replayed, per batch size, with the share of its force QP (the same QP 
 alone). No simulator.
 
     python tools/quadruped_controller_speed.py [--batches 1024,4096,16384] [--qp-iterations 25]
-        [--qp-backend torch|warp] [--out F]
+        [--qp-backend torch|warp] [--mpc] [--out F]
+
+With --mpc the body's forces come from the centroidal MPC (`MPCCfg`'s defaults; its own solver,
+the torch backend): "body controller" is then the MPC's QP built and solved.
 
 The robots stand in a trot-ready pose (feet about 0.35 x 0.22 m around the center of mass, 0.5
 m below it) with a little noise per robot; the command asks for the weight plus a small
@@ -22,6 +25,7 @@ import torch
 
 from phalanx.bench.physics import captured_seconds
 from phalanx.control.body import BodyCfg, yaw_rotation
+from phalanx.control.mpc import MPCCfg
 from phalanx.control.qp import QPSettings
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.core.files import write_text_atomic
@@ -41,6 +45,7 @@ def robots(batch: int, device: torch.device, seed: int = 0) -> tuple[QuadrupedSt
         rotation=torch.eye(3).expand(batch, 3, 3),
         angular_velocity=0.05 * torch.randn(batch, 3, generator=g),
         com=com,
+        com_velocity=0.05 * torch.randn(batch, 3, generator=g),
         feet=feet,
         feet_velocity=0.05 * torch.randn(batch, 4, 3, generator=g),
         anchors=anchors.expand(batch, 4, 3, 3),
@@ -53,6 +58,9 @@ def robots(batch: int, device: torch.device, seed: int = 0) -> tuple[QuadrupedSt
         frequency=torch.full((batch,), 2.0),
         footholds=footholds,
         target_rotation=yaw_rotation(torch.zeros(batch)),
+        velocity=torch.zeros(batch, 2),
+        yaw_rate=torch.zeros(batch),
+        height=torch.full((batch,), 0.55),
     )
 
     def moved(fields: dict) -> dict:
@@ -66,26 +74,32 @@ def main() -> None:
     parser.add_argument("--batches", default="1024,4096,16384")
     parser.add_argument("--qp-iterations", type=int, default=25)
     parser.add_argument("--qp-backend", default="torch")
+    parser.add_argument("--mpc", action="store_true", help="forces from the centroidal MPC instead of the force QP")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     device = torch.device("cuda")
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
         qp = QPSettings(iterations=args.qp_iterations, backend=args.qp_backend)
-        cfg = QuadrupedCfg(dataclasses.replace(BODY, qp=qp))
+        cfg = QuadrupedCfg(dataclasses.replace(BODY, qp=qp), mpc=MPCCfg() if args.mpc else None)
         controller = QuadrupedController(cfg, batch, 4, device)
         state, command = robots(batch, device)
         step_s = captured_seconds(lambda c=controller, s=state, m=command: c.step(s, m, 0.005), device)
         out = controller.step(state, command, 0.005)
-        body = controller.body
-        wrench_args = (state.rotation, command.com_acceleration, torch.zeros_like(command.com_acceleration))
-        feet = state.feet - state.com[:, None]
-        qp_s = captured_seconds(lambda b=body, w=wrench_args, f=feet, st=out.stance: b.forces(*w, f, st), device)
+        if args.mpc:
+            solve = (state, command, command.frequency, out.stance)
+            qp_s = captured_seconds(lambda c=controller, a=solve: c.mpc_forces(*a), device)
+        else:
+            body = controller.body
+            wrench_args = (state.rotation, command.com_acceleration, torch.zeros_like(command.com_acceleration))
+            feet = state.feet - state.com[:, None]
+            qp_s = captured_seconds(lambda b=body, w=wrench_args, f=feet, st=out.stance: b.forces(*w, f, st), device)
         torch.cuda.synchronize(device)
         row = {
             "batch": batch,
             "qp_iterations": args.qp_iterations,
             "qp_backend": args.qp_backend,
+            "body_controller": "mpc" if args.mpc else "qp",
             "controller_step_ms": 1e3 * step_s,
             "controller_steps_per_s": batch / step_s,
             "body_controller_ms": 1e3 * qp_s,

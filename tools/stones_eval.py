@@ -5,9 +5,10 @@ m from where it started (past the 1 m spawn platform and 2 m of stones) before f
 distance counts until it falls or the episode ends, at most the 4 m to its tile's edge.
 
     python tools/stones_eval.py TASK [--checkpoint P] [--num-envs N] [--out FILE.json]
-        [--video FILE.mp4 --video-level K]
+        [--video FILE.mp4 --video-level K] [--body-controller qp|mpc]
 
-Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic controller.
+Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic controller
+(with `--body-controller mpc`, over the centroidal MPC).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="write the per-level results here as JSON")
     parser.add_argument("--video", default=None, help="record env --video-level (it stands on that level) to this .mp4")
     parser.add_argument("--video-level", type=int, default=0)
+    parser.add_argument("--body-controller", default=None, help="qp or mpc: the quadruped controller's body controller")
     args = parser.parse_args()
     if args.video is not None and not args.video.endswith(".mp4"):
         parser.error(f"--video: must name an .mp4 file, got {args.video!r}")
@@ -49,6 +51,8 @@ def main() -> None:
     )
     cfg = play_env_cfg(args.task, trained)
     cfg.terrain_command = None  # levels stay where they are put
+    if args.body_controller is not None:
+        cfg.actions.controller.params["body_controller"] = args.body_controller
     cfg.commands["base_velocity"].params.update(
         lin_vel_x=(args.speed, args.speed), lin_vel_y=(0.0, 0.0), ang_vel_z=(0.0, 0.0), heading=None, standing=0.0
     )

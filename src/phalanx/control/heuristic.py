@@ -67,7 +67,10 @@ def heuristic_command(
     """The command for robots whose center of mass is at `com` (B, 3) moving at `com_velocity`
     (B, 3), hips at `hips` (B, k, 3), to move at `command_velocity` (B, 2) (world, m/s) facing
     `heading` (B,) (rad) with the fixed gait of `clock` (the controller's), `cfg.height` above
-    `ground` (m: a number, or (B, k) under the footholds)."""
+    `ground` (m: a number, or (B, k) under the footholds). For an MPC (`QuadrupedCfg.mpc`) it
+    also gives the reference: the commanded velocity, the heading held (yaw rate 0), that height.
+    Its acceleration is a PD for the force QP; with an MPC, which tracks the reference itself, the
+    caller leaves it out."""
     if isinstance(ground, torch.Tensor) and ground.dim() != 2:
         raise ValueError(f"heuristic_command: ground must be a number or (B, k), got shape {tuple(ground.shape)}")
     batch = com.shape[0]
@@ -88,4 +91,7 @@ def heuristic_command(
         frequency=frequency,
         footholds=footholds,
         target_rotation=yaw_rotation(heading),
+        velocity=command_velocity,
+        yaw_rate=torch.zeros_like(com[:, 0]),
+        height=floor + cfg.height + torch.zeros_like(com[:, 0]),
     )

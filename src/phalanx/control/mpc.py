@@ -14,7 +14,7 @@ axes), with r_i foot i relative to the center of mass at interval t. The QP is c
 forces of every interval are its only variables (3 k N), the predicted states X = Gamma F + X_free
 (X_free: where the body goes with no force), and
 
-    minimize  sum_t |x_t - x_ref,t|^2_Q + w |f_t - f_ref,t|^2
+    minimize  sum_t |x_t - x_ref,t|^2_Q + w |(f_t - f_ref,t) / (m g)|^2
     subject to  |f_x|, |f_y| <= mu f_z,  0 <= f_z <= f_max (0 for a foot in the air at interval t)
 
 with f_ref,t each foot on the ground at interval t carrying an equal share of the weight (so a
@@ -47,8 +47,10 @@ from phalanx.core.errors import ConfigError
 
 STATE = 12
 """Roll, pitch, yaw; position; angular velocity; linear velocity."""
-CHEETAH_WEIGHTS = (0.25, 0.25, 10.0, 2.0, 2.0, 50.0, 0.0, 0.0, 0.3, 0.2, 0.2, 0.1)
-"""The MIT Cheetah 3 MPC's state weights (roll, pitch, yaw, x, y, z, angular and linear velocity)."""
+STATE_WEIGHTS = (10.0, 10.0, 10.0, 2.0, 2.0, 50.0, 0.0, 0.0, 0.3, 0.2, 0.2, 0.1)
+"""Q's diagonal by default: the MIT Cheetah MPC's weights with roll and pitch raised from 0.25
+to 10, as a torque-controlled ANYmal's pitch diverged with theirs (tests/control, the walk in
+MuJoCo C)."""
 
 
 @dataclass(frozen=True)
@@ -57,16 +59,20 @@ class MPCCfg:
     """Control intervals predicted (N)."""
     dt: float = 0.025
     """Length of one interval (s)."""
-    state_weights: tuple[float, ...] = CHEETAH_WEIGHTS
+    state_weights: tuple[float, ...] = STATE_WEIGHTS
     """Q's diagonal, one weight per state (see `STATE`)."""
-    force_weight: float = 1e-5
-    """w: the weight of |f - f_ref|^2 (f_ref: the weight shared by the feet on the ground), which
-    spreads the load and keeps the QP strictly convex."""
+    iterations: int = 50
+    """ADMM steps per solve (`BatchedQP`, warm-started from the last solve)."""
+    force_weight: float = 0.1
+    """w: the weight of |f - f_ref|^2, forces in units of the robot's weight (f_ref: the weight
+    shared by the feet on the ground), which spreads the load and keeps the QP strictly convex."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`mpc.FIELD`)."""
         if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1:
             raise ConfigError(f"must be a whole number of intervals >= 1, got {self.horizon!r}", "mpc.horizon")
+        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1:
+            raise ConfigError(f"must be a whole number of ADMM steps >= 1, got {self.iterations!r}", "mpc.iterations")
         if not self.dt > 0:
             raise ConfigError(f"must be a positive interval (s), got {self.dt!r}", "mpc.dt")
         weights = tuple(self.state_weights)
@@ -103,11 +109,11 @@ class CentroidalMPC:
         self.cfg, self.k, self.mass, self.f_max, self.weight = cfg, num_feet, mass, f_max, mass * gravity
         kw = {"dtype": dtype, "device": device}
         N, n = cfg.horizon, 3 * num_feet
-        self.inertia = torch.diag(torch.tensor(inertia, **kw))
+        self.inverse_inertia = torch.diag(1.0 / torch.tensor(inertia, **kw))
         self.d = torch.zeros(STATE, **kw)
         self.d[11] = -gravity * cfg.dt
         self.Q = torch.tensor(cfg.state_weights, **kw).repeat(N)
-        self.R = cfg.force_weight * self.weight**2 * torch.eye(n * N, **kw)  # w |f|^2 in weights
+        self.R = cfg.force_weight * torch.eye(n * N, **kw)
         self.A = torch.block_diag(*[ForceDistributionQP(num_feet, mu, f_max, dtype=dtype, device=device).A] * N)
         self.f_max_share = f_max / self.weight
         # Gamma's block (row interval r, force interval j) is A^(r - j) B_j where j <= r.
@@ -133,7 +139,7 @@ class CentroidalMPC:
         A = torch.eye(STATE, dtype=x0.dtype, device=x0.device).repeat(Bsz, 1, 1)
         A[:, 0:3, 6:9] = dt * Rz.mT
         A[:, 3:6, 9:12] += dt * torch.eye(3, dtype=x0.dtype, device=x0.device)
-        inverse = torch.linalg.inv(Rz @ self.inertia @ Rz.mT)  # (B, 3, 3)
+        inverse = Rz @ self.inverse_inertia @ Rz.mT  # (B, 3, 3): I_w^-1, no solve (graph-safe)
         B = torch.zeros(Bsz, N, STATE, 3 * k, dtype=x0.dtype, device=x0.device)
         B[:, :, 6:9] = dt * (inverse[:, None, None] @ skew(feet)).permute(0, 1, 3, 2, 4).reshape(Bsz, N, 3, 3 * k)
         B[:, :, 9:12] = (dt / self.mass) * torch.eye(3, dtype=x0.dtype, device=x0.device).repeat(1, k)
@@ -184,22 +190,42 @@ class CentroidalMPC:
         return (self.weight * x).unflatten(-1, (self.cfg.horizon, self.k, 3))
 
 
-def reference(x0: torch.Tensor, command: torch.Tensor, height: float, cfg: MPCCfg) -> torch.Tensor:
-    """(B, N, 12) the states a velocity `command` (B, 3: forward and lateral speed in the base's
-    heading frame, m/s, and yaw rate, rad/s) asks for over the horizon from `x0` (B, 12): level at
-    `height` (m), the yaw and the position integrated from now, the commanded velocities."""
-    N, dt = cfg.horizon, cfg.dt
-    t = dt * torch.arange(1, N + 1, dtype=x0.dtype, device=x0.device)  # (N,)
-    yaw = x0[:, 2:3] + command[:, 2:3] * t  # (B, N)
-    heading = x0[:, 2:3]
-    c, s = heading.cos(), heading.sin()
-    vx = c * command[:, 0:1] - s * command[:, 1:2]
-    vy = s * command[:, 0:1] + c * command[:, 1:2]
-    ref = torch.zeros(x0.shape[0], N, STATE, dtype=x0.dtype, device=x0.device)
-    ref[..., 2] = yaw
-    ref[..., 3] = x0[:, 3:4] + vx * t
-    ref[..., 4] = x0[:, 4:5] + vy * t
-    ref[..., 5] = height
-    ref[..., 8] = command[:, 2:3]
-    ref[..., 9], ref[..., 10] = vx.expand(-1, N), vy.expand(-1, N)
+def reference(
+    x0: torch.Tensor,
+    velocity: torch.Tensor,
+    yaw_rate: torch.Tensor,
+    height: torch.Tensor,
+    cfg: MPCCfg,
+    acceleration: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """(B, N, 12) the states a command asks for over the horizon from `x0` (B, 12): moving at
+    `velocity` (B, 2, world, m/s) and turning at `yaw_rate` (B,, rad/s), level, the center of mass
+    at `height` (B,, m); the yaw and the position integrated from now. `acceleration` (B, 3, world,
+    m/s^2) bends it: the velocity grows by a t, the height by a_z t^2 / 2 (a high-level policy's
+    correction)."""
+    t = cfg.dt * torch.arange(1, cfg.horizon + 1, dtype=x0.dtype, device=x0.device)  # (N,)
+    ref = torch.zeros(x0.shape[0], cfg.horizon, STATE, dtype=x0.dtype, device=x0.device)
+    v = velocity[:, None].expand(-1, cfg.horizon, 2)
+    z = height[:, None].expand(-1, cfg.horizon)
+    if acceleration is not None:
+        v = v + acceleration[:, None, :2] * t[:, None]
+        z = z + 0.5 * acceleration[:, None, 2] * t**2
+    ref[..., 2] = x0[:, 2:3] + yaw_rate[:, None] * t
+    ref[..., 3:5] = x0[:, None, 3:5] + torch.cumsum(v, dim=1) * cfg.dt
+    ref[..., 5] = z
+    ref[..., 8] = yaw_rate[:, None]
+    ref[..., 9:11] = v
+    if acceleration is not None:
+        ref[..., 11] = acceleration[:, None, 2] * t
     return ref
+
+
+def body_state(rotation: torch.Tensor, angular_velocity: torch.Tensor, com: torch.Tensor, velocity: torch.Tensor):
+    """(B, 12) the MPC's state of bodies at `rotation` (B, 3, 3, base to world), turning at
+    `angular_velocity` (B, 3, world), their centers of mass at `com` moving at `velocity` (B, 3):
+    roll, pitch and yaw (Z-Y-X Euler angles) first."""
+    R = rotation
+    roll = torch.atan2(R[:, 2, 1], R[:, 2, 2])
+    pitch = -torch.asin(R[:, 2, 0].clamp(-1.0, 1.0))
+    yaw = torch.atan2(R[:, 1, 0], R[:, 0, 0])
+    return torch.cat((torch.stack((roll, pitch, yaw), -1), com, angular_velocity, velocity), dim=-1)

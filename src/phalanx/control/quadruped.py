@@ -1,7 +1,10 @@
 """The low level of a two-level quadruped controller (Da and Xie), batched: from a high-level
 command (a center-of-mass acceleration, a gait frequency, footholds) to joint torques, through
 the gait clock, the body controller for the standing feet and swing trajectories for the
-others. Pure tensors: the caller reads the robot's state from its simulator."""
+others. The standing feet's forces come from the force QP of the commanded accelerations (Da and
+Xie's instant QP), or from a centroidal MPC over a horizon (`QuadrupedCfg.mpc`, the baseline
+their RL policy is compared with). Pure tensors: the caller reads the robot's state from its
+simulator."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ import torch
 from phalanx.control.body import BodyCfg, BodyController, attitude_pd
 from phalanx.control.gait import TROT, GaitClock
 from phalanx.control.legs import joint_torques, leg_jacobians
-from phalanx.control.qp import QPSolution
+from phalanx.control.mpc import CentroidalMPC, MPCCfg, body_state, reference
+from phalanx.control.qp import BatchedQP, QPSettings, QPSolution
 from phalanx.control.swing import swing_trajectory
 
 
@@ -33,6 +37,13 @@ class QuadrupedCfg:
     """Stiffness of the base's attitude control (rad/s^2 per rad), added to the commanded turn."""
     attitude_kd: float = 30.0
     """Its damping (rad/s^2 per rad/s)."""
+    mpc: MPCCfg | None = None
+    """With it, the standing feet's forces are the first interval's of a centroidal MPC that
+    tracks the command's velocity, yaw rate and height (`phalanx.control.mpc`), solved at every
+    step with the gait's stance schedule over its horizon and the swinging feet landing on their
+    footholds. The command's center-of-mass acceleration then bends the MPC's reference (see
+    `mpc.reference`); its target rotation and angular acceleration go unused: the MPC holds the
+    base level and turns it at the yaw rate. None: the force QP of the commanded accelerations."""
 
 
 @dataclass
@@ -45,6 +56,8 @@ class QuadrupedState:
     """(B, 3) the base's angular velocity (rad/s)."""
     com: torch.Tensor
     """(B, 3) the center of mass (m)."""
+    com_velocity: torch.Tensor
+    """(B, 3) its velocity (m/s)."""
     feet: torch.Tensor
     """(B, k, 3) the feet's positions (m)."""
     feet_velocity: torch.Tensor
@@ -70,6 +83,12 @@ class QuadrupedCommand:
     """(B, 3, 3) the base orientation the attitude control turns toward (e.g. level, heading)."""
     angular_acceleration: torch.Tensor | None = None
     """(B, 3) an extra turn of the base (rad/s^2, world); None: none."""
+    velocity: torch.Tensor | None = None
+    """(B, 2) the horizontal velocity to move at (m/s, world): the MPC's reference (needed with one)."""
+    yaw_rate: torch.Tensor | None = None
+    """(B,) the rate to turn at (rad/s): the MPC's reference (needed with one)."""
+    height: torch.Tensor | None = None
+    """(B,) the height to hold the center of mass at (m, world z): the MPC's reference (needed with one)."""
 
 
 @dataclass
@@ -81,7 +100,7 @@ class QuadrupedOutput:
     stance: torch.Tensor
     """(B, k) bool: the feet the gait has standing."""
     qp: QPSolution
-    """The force QP's solution (residuals, infeasibility flags)."""
+    """The force QP's or the MPC's solution (residuals, infeasibility flags)."""
 
 
 class QuadrupedController:
@@ -93,6 +112,12 @@ class QuadrupedController:
         self.cfg = cfg
         self.clock = GaitClock(num_envs, cfg.offsets, cfg.duty, device)
         self.body = BodyController(cfg.body, num_envs, num_feet, device)
+        self.mpc, self.mpc_qp = None, None
+        if cfg.mpc is not None:
+            b = cfg.body
+            self.mpc = CentroidalMPC(cfg.mpc, num_feet, b.mass, b.inertia, b.mu, b.f_max, b.gravity, device=device)
+            settings = QPSettings(iterations=cfg.mpc.iterations, backend="torch")
+            self.mpc_qp = BatchedQP(num_envs, self.mpc.num_variables, self.mpc.num_constraints, settings, device=device)
         self.liftoff = torch.zeros(num_envs, num_feet, 3, device=device)
         self._fresh = torch.ones(num_envs, dtype=torch.bool, device=device)  # lift-off points to take
 
@@ -101,12 +126,15 @@ class QuadrupedController:
         start, lift-off points taken at their next step."""
         self.clock.reset(mask)
         self.body.reset(mask)
+        if self.mpc_qp is not None:
+            self.mpc_qp.reset(mask)
         self._fresh |= mask
 
     def _state(self) -> dict[str, torch.Tensor]:
-        qp = self.body.qp
-        return {"phase": self.clock.phase, "liftoff": self.liftoff, "fresh": self._fresh,
-                "qp_x": qp.x, "qp_y": qp.y, "qp_rho": qp.rho}  # fmt: skip
+        qp, mpc = self.body.qp, self.mpc_qp
+        state = {"phase": self.clock.phase, "liftoff": self.liftoff, "fresh": self._fresh,
+                 "qp_x": qp.x, "qp_y": qp.y, "qp_rho": qp.rho}  # fmt: skip
+        return state if mpc is None else state | {"mpc_x": mpc.x, "mpc_y": mpc.y, "mpc_rho": mpc.rho}
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Copies of every robot's controller state: gait phases, lift-off points, QP warm starts."""
@@ -126,6 +154,24 @@ class QuadrupedController:
         self.liftoff.copy_(torch.where(take[..., None], state.feet, self.liftoff))
         self._fresh.zero_()
         stance = self.clock.stance()
+        if self.mpc is not None:
+            forces, solution = self.mpc_forces(state, command, frequency, stance)
+        else:
+            forces, solution = self._qp_forces(state, command, stance)
+        rate = self.clock.swing_rate(frequency)[:, None]  # (B, 1): every foot of a robot alike
+        target, target_velocity = swing_trajectory(
+            self.liftoff, command.footholds, self.clock.swing_progress(), cfg.swing_height, rate
+        )
+        swing = cfg.swing_kp * (target - state.feet) + cfg.swing_kd * (target_velocity - state.feet_velocity)
+        push = torch.where(stance[..., None], -forces, swing)
+        torques = joint_torques(leg_jacobians(state.anchors, state.axes, state.feet), push)
+        return QuadrupedOutput(torques.flatten(1), forces, stance, solution)
+
+    def _qp_forces(
+        self, state: QuadrupedState, command: QuadrupedCommand, stance: torch.Tensor
+    ) -> tuple[torch.Tensor, QPSolution]:
+        """The force QP's forces for the commanded accelerations, the attitude control's turn added."""
+        cfg = self.cfg
         turn = attitude_pd(
             state.rotation,
             state.angular_velocity,
@@ -136,14 +182,24 @@ class QuadrupedController:
         )
         if command.angular_acceleration is not None:
             turn = turn + command.angular_acceleration
-        forces, solution = self.body.forces(
-            state.rotation, command.com_acceleration, turn, state.feet - state.com[:, None], stance
-        )
-        rate = self.clock.swing_rate(frequency)[:, None]  # (B, 1): every foot of a robot alike
-        target, target_velocity = swing_trajectory(
-            self.liftoff, command.footholds, self.clock.swing_progress(), cfg.swing_height, rate
-        )
-        swing = cfg.swing_kp * (target - state.feet) + cfg.swing_kd * (target_velocity - state.feet_velocity)
-        push = torch.where(stance[..., None], -forces, swing)
-        torques = joint_torques(leg_jacobians(state.anchors, state.axes, state.feet), push)
-        return QuadrupedOutput(torques.flatten(1), forces, stance, solution)
+        return self.body.forces(state.rotation, command.com_acceleration, turn, state.feet - state.com[:, None], stance)
+
+    def mpc_forces(
+        self, state: QuadrupedState, command: QuadrupedCommand, frequency: torch.Tensor, stance: torch.Tensor
+    ) -> tuple[torch.Tensor, QPSolution]:
+        """The MPC's forces of its first interval: over its horizon each foot stands as the gait
+        clock, run on at `frequency`, has it; a foot standing now stays where it is, a swinging
+        one lands on its foothold; positions relative to the reference's center of mass."""
+        if command.velocity is None or command.yaw_rate is None or command.height is None:
+            raise ValueError("QuadrupedController with an MPC: the command needs velocity, yaw_rate and height")
+        mpc = self.mpc
+        horizon, dt = mpc.cfg.horizon, mpc.cfg.dt
+        x0 = body_state(state.rotation, state.angular_velocity, state.com, state.com_velocity)
+        ref = reference(x0, command.velocity, command.yaw_rate, command.height, mpc.cfg, command.com_acceleration)
+        ahead = frequency[:, None] * dt * torch.arange(horizon, dtype=x0.dtype, device=x0.device)  # (B, N) cycles
+        phases = torch.remainder(self.clock.foot_phase()[:, None] + ahead[..., None], 1.0)  # (B, N, k)
+        planned = phases < self.clock.duty
+        where = torch.where(stance[..., None], state.feet, command.footholds)  # (B, k, 3)
+        feet = where[:, None] - ref[:, :, None, 3:6]
+        solution = self.mpc_qp.solve(*mpc(x0, feet, planned, ref))
+        return mpc.forces(solution.x)[:, 0] * stance[..., None], solution

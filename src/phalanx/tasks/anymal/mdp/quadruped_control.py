@@ -16,10 +16,14 @@ import torch
 from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
+from phalanx.control.mpc import MPCCfg
 from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionController
+
+BODY_CONTROLLERS = ("qp", "mpc")
+"""Where the standing feet's forces come from (`quadruped_control`'s `body_controller`)."""
 
 if TYPE_CHECKING:
     import mujoco
@@ -70,6 +74,13 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     control step, the poses are recomputed from the state (after resets); later control steps
     read the poses of the physics step before, as MuJoCo's step leaves them.
 
+    `body_controller` says where the standing feet's forces come from: "qp", the force QP of
+    the commanded accelerations (Da and Xie's instant QP, the default), or "mpc", a centroidal
+    MPC over a horizon of 0.25 s (`QuadrupedCfg.mpc`, `MPCCfg`'s defaults; solved batched on the
+    env's device with the torch backend), the heuristic's velocity, heading and height its
+    reference and the policy's acceleration correction bending it (its angular correction then
+    goes unused).
+
     `qp_solver` says where the force QP is solved (`BodyCfg.qp_solver`): "device" (batched, the
     default) or "host" (per robot on the CPU with proxsuite, to compare with a CPU-side
     controller; only in an env that does not capture its step: `capture=False`). `qp_backend` says
@@ -94,7 +105,13 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         qp_solver: str = "device",
         qp_backend: str = "auto",
         qp_block_dim: int = QPSettings.block_dim,
+        body_controller: str = "qp",
     ):
+        if body_controller not in BODY_CONTROLLERS:
+            raise ConfigError(
+                f"must be one of {', '.join(map(repr, BODY_CONTROLLERS))}, got {body_controller!r}",
+                "env.actions.controller.params.body_controller",
+            )
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
         check_block_dim(qp_block_dim, "env.actions.controller.params.qp_block_dim")
@@ -124,7 +141,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         body, height = standing_body(sim.mjm, root, feet)
         qp = dataclasses.replace(body.qp, backend=qp_backend, block_dim=qp_block_dim)
         body = dataclasses.replace(body, qp_solver=qp_solver, qp=qp)
-        self.controller = QuadrupedController(QuadrupedCfg(body), env.num_envs, len(legs), env.device)
+        mpc = MPCCfg() if body_controller == "mpc" else None
+        self.controller = QuadrupedController(QuadrupedCfg(body, mpc=mpc), env.num_envs, len(legs), env.device)
         self.heuristic = HeuristicCfg(height=height, frequency=frequency)
         self.command = command
         self.command_layout = [
@@ -175,7 +193,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         legs = (leg_jacobians(anchors, axes, feet) @ sim.qvel[:, self._dofs, None]).squeeze(-1)
         velocity = sim.qvel[:, None, d : d + 3] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
         com = sim.subtree_com[:, self._root]
-        return QuadrupedState(rotation, omega, com, feet, velocity + legs, anchors, axes)
+        com_velocity = sim.qvel[:, d : d + 3]  # the base's: close enough
+        return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes)
 
     def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor) -> QuadrupedCommand:
         sim = env.sim
@@ -191,7 +210,11 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         )  # fmt: skip
         turn = torch.cat((torch.zeros_like(asked[:, :2]), asked[:, 2:]), dim=-1) * self.controller.cfg.attitude_kd
         c = correction
-        out.com_acceleration = out.com_acceleration + (heading @ c[:, 0:3, None]).squeeze(-1)
+        asked_acceleration = (heading @ c[:, 0:3, None]).squeeze(-1)
+        if self.controller.mpc is not None:  # it tracks the reference itself: the policy's acceleration bends it
+            out.com_acceleration, out.yaw_rate = asked_acceleration, asked[:, 2]
+        else:
+            out.com_acceleration = out.com_acceleration + asked_acceleration
         out.angular_acceleration = turn + (heading @ c[:, 3:6, None]).squeeze(-1)
         out.frequency = out.frequency + c[:, 6]
         shift = heading[:, None, :2, :2] @ c[:, 7:].view(-1, robot.feet.shape[1], 2, 1)
