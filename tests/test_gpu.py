@@ -96,6 +96,22 @@ def test_anymal_qp_with_the_qp_kernel_steps_in_the_captured_step_as_uncaptured()
     assert envs[0].stepper.captured and not envs[1].stepper.captured
 
 
+def test_anymal_qp_over_the_mpc_steps_in_the_captured_step_as_uncaptured() -> None:
+    """The centroidal MPC (its QP built and solved by torch ops) inside the captured env step:
+    no host read breaks the capture, and captured steps agree with uncaptured ones (eager both)."""
+    cfg = phalanx.env_cfg("anymal-qp")
+    cfg.actions.controller.params["body_controller"] = "mpc"
+    make = functools.partial(phalanx.make, cfg, num_envs=64, device="cuda", seed=5, verbose=False, compile=False)
+    envs = [make(capture=True), make(capture=False)]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for _ in range(3):
+        action = torch.rand(64, envs[0].action_dim, device="cuda", generator=g) * 2 - 1
+        (obs_c, rew_c, *_), (obs_e, rew_e, *_) = (env.step(action) for env in envs)
+        torch.testing.assert_close(obs_c["policy"], obs_e["policy"], atol=1e-3, rtol=1e-3)
+        torch.testing.assert_close(rew_c, rew_e, atol=1e-3, rtol=1e-3)
+    assert envs[0].stepper.captured and not envs[1].stepper.captured
+
+
 def test_a_camera_rendering_every_other_step_inside_the_captured_step() -> None:
     """The render sits behind a conditional node of the env's CUDA graph: captured and eager
     stepping see the same images, new ones at even steps only."""

@@ -2,16 +2,17 @@
 # The centroidal MPC baseline of issue #60 against the instant force QP, on one GPU: the
 # controller alone (tools/quadruped_controller_speed.py, the body controller's share), anymal-qp's
 # training throughput at 4096 envs, the heuristic high level over each on flat ground
-# (tools/zero_actions.py: tracking errors) and per stones level (tools/stones_eval.py). Every
+# (tools/zero_actions.py: tracking errors) and per stones level (tools/stones_eval.py), after the
+# GPU test of the MPC inside a captured env step. Every
 # result and log is packed into $OUT/mpc.tgz after each step: a call cut short still returns what
 # the finished steps measured. A device call runs at most 10 minutes: STEPS picks the steps.
-#   STEPS="controller throughput" bash tools/mpc_gpu.sh; STEPS="flat stones" bash tools/mpc_gpu.sh
+#   STEPS="gpu-test controller throughput" bash tools/mpc_gpu.sh; STEPS="flat stones" bash tools/mpc_gpu.sh
 set -uo pipefail
 work=/tmp/mpc-gpu
 out=${OUT:-bench-out}
 mkdir -p "$work" "$out"
 export PYTHONUNBUFFERED=1
-steps=" ${STEPS:-controller throughput flat stones} "
+steps=" ${STEPS:-gpu-test controller throughput flat stones} "
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv | tee "$work/gpu.txt"
 run() {  # NAME SECONDS COMMAND...: its output in NAME.log, its exit status in status.txt
   local name=$1 limit=$2
@@ -21,6 +22,9 @@ run() {  # NAME SECONDS COMMAND...: its output in NAME.log, its exit status in s
   tar czf "$out/mpc.tgz.tmp" -C "$work" . && mv "$out/mpc.tgz.tmp" "$out/mpc.tgz"
 }
 want() { [[ $steps == *" $1 "* ]]; }
+if want gpu-test; then
+  run gpu-test 240 python3 -m pytest -q -m gpu tests/test_gpu.py -k "mpc"
+fi
 for body in qp mpc; do
   flag=$([ $body = mpc ] && echo --mpc)
   if want controller; then
