@@ -40,7 +40,7 @@ for body in qp mpc; do
   fi
   if want stones; then
     run "stones-$body" 300 python3 tools/stones_eval.py anymal-stones-qp --body-controller $body \
-      --out "$work/stones-$body.json"
+      --label "heuristic over the $(tr a-z A-Z <<<$body)" --out "$work/stones-$body.json"
   fi
 done
 rm -rf "$work"/throughput-*/cache

@@ -4,8 +4,11 @@ curriculum), in the task's play variant, for one episode. An env succeeds when i
 m from where it started (past the 1 m spawn platform and 2 m of stones) before falling; its
 distance counts until it falls or the episode ends, at most the 4 m to its tile's edge.
 
-    python tools/stones_eval.py TASK [--checkpoint P] [--num-envs N] [--out FILE.json]
+    python tools/stones_eval.py TASK [--checkpoint P] [--label NAME] [--num-envs N] [--out DIR/bench.json]
         [--video FILE.mp4 --video-level K] [--body-controller qp|mpc]
+
+--out writes the results as a bench.json whose table (`bench-table stones` in the docs, through
+`phalanx bench docs`) has a row per level and a column per policy, named by --label.
 
 Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic controller
 (with `--body-controller mpc`, over the centroidal MPC).
@@ -15,9 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
+from datetime import date
 
 import torch
 
+from phalanx.bench.machine import machine_info
 from phalanx.core.files import write_text_atomic
 from phalanx.envs.mdp import state
 from phalanx.envs.stored_cfg import env_cfg_from_data
@@ -37,7 +44,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="env steps (default: one episode's length)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="write the per-level results here as JSON")
+    parser.add_argument("--out", default=None, help="write the per-level results here, as a bench.json")
+    parser.add_argument("--label", default=None, help="the policy's name in the table (default: its checkpoint)")
     parser.add_argument("--video", default=None, help="record env --video-level (it stands on that level) to this .mp4")
     parser.add_argument("--video-level", type=int, default=0)
     parser.add_argument("--body-controller", default=None, help="qp or mpc: the quadruped controller's body controller")
@@ -105,8 +113,26 @@ def main() -> None:
     if recorder is not None:
         print(f"video of level {args.video_level}: {recorder.write(args.video, fps=1.0 / env.step_dt)}")
     if args.out:
-        result = {"task": args.task, "policy": who, "speed": args.speed, "goal": args.goal, "levels": rows}
-        write_text_atomic(args.out, json.dumps(result))
+        flags = shlex.join(_without_out(sys.argv[1:]))  # the command, not where it wrote
+        label = args.label or who
+        config = {"policy": who, "speed": args.speed, "goal": args.goal, "body_controller": args.body_controller}
+        bench = {"kind": "stones", "task": args.task, "command": f"python tools/stones_eval.py {flags}"}
+        bench |= {"date": date.today().isoformat(), "device": str(env.device), "machine": machine_info()}
+        bench |= {"config": config, "results": [row | {"policy": label} for row in rows]}
+        write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
+
+
+def _without_out(argv: list[str]) -> list[str]:
+    """`argv` without its --out and the value it gave (--out F or --out=F)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip or arg.startswith("--out="):
+            skip = False
+            continue
+        skip = arg == "--out"
+        if not skip:
+            kept.append(arg)
+    return kept
 
 
 if __name__ == "__main__":

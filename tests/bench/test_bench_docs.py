@@ -161,6 +161,32 @@ def test_a_physics_table_puts_the_env_beside_the_physics_per_env_step(tmp_path) 
     assert note in text
 
 
+def test_a_stones_table_puts_each_policy_beside_the_others_per_level(tmp_path) -> None:
+    """tools/stones_eval.py's results, one bench.json per policy: a row per level, a column per
+    policy and run; a level one policy was not evaluated on shows "-"."""
+    raw = tmp_path / "results" / "stones"
+    raw.mkdir(parents=True)
+    for name, levels, date in [("heuristic", 2, "2026-11-29"), ("over the MPC", 1, "2026-11-30")]:
+        rows = [
+            {"level": k, "envs": 400, "success": 0.5 / (k + 1), "distance_m": 3.0 - k, "fell": 0.1 * k}
+            for k in range(levels)
+        ]
+        bench = {
+            "kind": "stones",
+            "task": "anymal-stones-qp",
+            "command": f"python tools/stones_eval.py anymal-stones-qp --label {name}",
+        }
+        bench |= {"date": date, "device": "cuda:0", "machine": MACHINE, "results": [r | {"policy": name} for r in rows]}
+        (raw / f"{name}.json").write_text(json.dumps(bench))
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table stones: results/stones/*.json -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| level | heuristic (A) | over the MPC (B) |" in text, text
+    assert "| 0 | 0.50, 3.00 m, 0.00 | 0.50, 3.00 m, 0.00 |" in text
+    assert "| 1 | 0.25, 2.00 m, 0.10 | - |" in text
+
+
 def test_runs_of_two_machines_are_two_runs(tmp_path) -> None:
     """Without GPU UUIDs (a CPU run), the same command, date and commit on two hosts are two runs,
     not repeats of one."""

@@ -341,6 +341,21 @@ def _physics(runs: list[Run]) -> Rows:
     )
 
 
+def _stones(runs: list[Run]) -> Rows:
+    """Per stepping-stones level (rows), each evaluated policy (a column per policy and run,
+    `tools/stones_eval.py`): success, mean distance and share fallen."""
+    policies = [(run, policy, rs) for run in runs for policy, rs in _grouped(run, lambda b, r: r["policy"]).items()]
+    levels = sorted({r["level"] for _, _, rs in policies for r in rs})
+    rows = []
+    for level in levels:
+        cells = []
+        for _, _, rs in policies:
+            r = next((r for r in rs if r["level"] == level), None)
+            cells.append("-" if r is None else f"{r['success']:.2f}, {r['distance_m']:.2f} m, {r['fell']:.2f}")
+        rows.append([str(level), *cells])
+    return ["level", *[f"{policy} ({run.label})" for run, policy, _ in policies]], rows
+
+
 TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
     "learn": (("learn",), _learn),
     "throughput": (("throughput", "envs"), _throughput),
@@ -350,4 +365,5 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
     "compare": (("compare",), _compare),
     "scaling": (("scaling",), _scaling),
     "physics": (("physics",), _physics),
+    "stones": (("stones",), _stones),
 }
