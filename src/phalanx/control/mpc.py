@@ -7,7 +7,7 @@ The body's state x (12): roll, pitch, yaw; the center of mass's position; the an
 the linear velocity, both in world axes. Over an interval of `dt` (forward Euler),
 
     x+ = A x + B_t f_t + d,   A = I + dt [[0, 0, Rz' , 0], [0, 0, 0, I], 0, 0],
-    B_t = dt [0; 0; I_w^-1 [r_1]x ... I_w^-1 [r_k]x; I/m ... I/m],   d = dt [0; 0; 0; g],
+    B_t = dt [0; 0; I_w^-1 [r_1]x ... I_w^-1 [r_k]x; I/m ... I/m],   d = dt [0; 0; 0; (0, 0, -g)],
 
 linearized about the current yaw (Rz: the rotation by it; I_w = Rz I_body Rz': the inertia in world
 axes), with r_i foot i relative to the center of mass at interval t. The QP is condensed: the
