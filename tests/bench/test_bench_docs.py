@@ -194,11 +194,13 @@ def test_runs_of_two_machines_are_two_runs(tmp_path) -> None:
     for name, host in [("cartpole-1.json", "a"), ("cartpole-2.json", "b")]:
         bench = json.loads((tmp_path / "results" / "tp" / name).read_text())
         bench["machine"] = {**MACHINE, "gpu_uuids": [], "gpu": None, "host": host, "gpu_count": 0}
+        bench["machine"] |= {"cpu": "AMD EPYC", "cpu_count": 2}
         bench["device"] = "cpu"
         (tmp_path / "results" / "tp" / name).write_text(json.dumps(bench))
     assert main(["bench", "docs", str(page)]) == 0
     text = page.read_text()
     assert "| cartpole | cpu | 4,096 | 3.62 M |" in text and "| cartpole | cpu | 4,096 | 3.61 M |" in text
+    assert "2026-11-29, commit abc1234, CPU AMD EPYC (2 cores); [raw results](results/tp/)" in text
 
 
 def test_the_docs_show_what_their_raw_results_give(capsys) -> None:

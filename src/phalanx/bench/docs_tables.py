@@ -86,14 +86,16 @@ def _gpus(bench: dict[str, Any]) -> list[str]:
 
 
 def _note(run: Run) -> str:
+    """ "- A: `COMMAND`; DATE, commit C, 1 x NVIDIA H200 (GPU-...); [raw results](...)": where it
+    ran, a CPU run's CPU (model and cores) instead of GPUs."""
     bench, machine = run.benches[0], run.benches[0]["machine"]
-    uuids = ", ".join(uuid[:12] for uuid in _gpus(bench))
-    uuids = uuids or ("UUID not recorded" if bench["device"].startswith("cuda") else bench["device"])
     links = ", ".join(f"[raw results]({link})" for link in run.links)
-    return (
-        f"- {run.label}: `{_command(bench)}`; {bench['date']}, commit {machine['commit']}, "
-        f"{machine['gpu_count']} x {machine['gpu']} ({uuids}); {links}"
-    )
+    if bench["device"].startswith("cuda"):
+        uuids = ", ".join(uuid[:12] for uuid in _gpus(bench)) or "UUID not recorded"
+        where = f"{machine['gpu_count']} x {machine['gpu']} ({uuids})"
+    else:
+        where = f"CPU {machine.get('cpu', 'unknown')} ({machine.get('cpu_count', '?')} cores)"
+    return f"- {run.label}: `{_command(bench)}`; {bench['date']}, commit {machine['commit']}, {where}; {links}"
 
 
 def _gpu(bench: dict[str, Any]) -> str:
