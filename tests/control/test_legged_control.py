@@ -186,11 +186,10 @@ def _trot(seconds: float, frequency: float) -> tuple[np.ndarray, np.ndarray, flo
     heights, tilts, slip, lift = [], [], 0.0, 0.0
     for _ in range(round(seconds / dt)):
         state = _state(model, data)
-        com_velocity = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's: close enough
         footholds = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None].clone()
         footholds[..., 2] = ground
         command = QuadrupedCommand(
-            com_acceleration=100.0 * (height - state.com) * torch.tensor([0.0, 0.0, 1.0]) - 20.0 * com_velocity,
+            com_acceleration=100.0 * (height - state.com) * torch.tensor([0.0, 0.0, 1.0]) - 20.0 * state.com_velocity,
             frequency=torch.tensor([frequency]),
             footholds=footholds,
             target_rotation=yaw_rotation(torch.zeros(1)),
@@ -253,10 +252,9 @@ def _walk(seconds: float, velocity: tuple[float, float], mpc: MPCCfg | None = No
     positions, tilts = [], []
     for _ in range(round(seconds / dt)):
         state = _state(model, data)
-        com_velocity = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's
         hips = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None]
         command = heuristic_command(
-            cfg, controller.clock, state.com, com_velocity, hips, torch.tensor([velocity]), torch.zeros(1), ground
+            cfg, controller.clock, state.com, state.com_velocity, hips, torch.tensor([velocity]), torch.zeros(1), ground
         )
         if mpc is not None:  # the MPC tracks the heuristic's reference: no acceleration of its own
             command.com_acceleration = torch.zeros(1, 3)

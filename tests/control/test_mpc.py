@@ -171,11 +171,13 @@ def test_the_body_state_reads_the_euler_angles_back() -> None:
 @pytest.mark.parametrize(
     "cfg, message",
     [
-        (MPCCfg(horizon=0), "mpc.horizon: must be a whole number of intervals >= 1, got 0"),
-        (MPCCfg(dt=0.0), "mpc.dt: must be a positive interval (s), got 0.0"),
+        (MPCCfg(horizon=0), "mpc.horizon: must be a positive integer, got 0"),
+        (MPCCfg(iterations=True), "mpc.iterations: must be a positive integer, got True"),
+        (MPCCfg(dt=0.0), "mpc.dt: must be a finite number > 0 s, got 0.0"),
+        (MPCCfg(dt=float("inf")), "mpc.dt: must be a finite number > 0 s, got inf"),
         (MPCCfg(state_weights=(1.0,) * 11), "mpc.state_weights: must be 12 weights >= 0"),
         (MPCCfg(state_weights=(-1.0,) + (1.0,) * 11), "mpc.state_weights: must be 12 weights >= 0"),
-        (MPCCfg(force_weight=0.0), "mpc.force_weight: must be > 0 (it keeps the QP strictly convex), got 0.0"),
+        (MPCCfg(force_weight=0.0), "mpc.force_weight: must be a finite number > 0, got 0.0"),
     ],
 )
 def test_bad_mpc_settings_name_the_field(cfg: MPCCfg, message: str) -> None:

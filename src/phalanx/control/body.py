@@ -13,7 +13,7 @@ import torch
 from phalanx.control.force_qp import ForceDistributionQP
 from phalanx.control.host_qp import HostQP
 from phalanx.control.qp import BatchedQP, QPSettings, QPSolution
-from phalanx.core.errors import ConfigError
+from phalanx.core.errors import check_choice
 
 QP_SOLVERS = ("device", "host")
 """Where the force QP is solved (`BodyCfg.qp_solver`)."""
@@ -46,8 +46,7 @@ class BodyCfg:
 
 def check_qp_solver(value: str, field: str) -> None:
     """Raises ConfigError naming `field` unless `value` is one of `QP_SOLVERS`."""
-    if value not in QP_SOLVERS:
-        raise ConfigError(f"must be one of {', '.join(map(repr, QP_SOLVERS))}, got {value!r}", field)
+    check_choice(field, value, QP_SOLVERS)
 
 
 class BodyController:

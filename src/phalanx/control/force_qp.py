@@ -21,6 +21,15 @@ def skew(p: torch.Tensor) -> torch.Tensor:
     return torch.stack((zero, -z, y, z, zero, -x, -y, x, zero), dim=-1).unflatten(-1, (3, 3))
 
 
+def force_bounds(stance: torch.Tensor, f_max: float, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """l and u (..., 5k) of the rows of `ForceDistributionQP.A` for feet standing where `stance`
+    (..., k) is True: the 4k friction rows at most 0, then 0 <= f_z <= `f_max` (0 for a foot in
+    the air, so that its pyramid holds it at f = 0)."""
+    upper = torch.where(stance, f_max, 0.0).to(dtype)
+    friction = torch.zeros(*stance.shape[:-1], 4 * stance.shape[-1], dtype=dtype, device=stance.device)
+    return torch.cat((friction - float("inf"), torch.zeros_like(upper)), -1), torch.cat((friction, upper), -1)
+
+
 class ForceDistributionQP:
     """Builds the QP of each of B robots with `num_feet` feet (k), from constants made once, so a
     call is graph-safe device work. Friction pyramids of slope `mu`, normal forces up to `f_max`
@@ -62,11 +71,7 @@ class ForceDistributionQP:
         S = self.weights
         H = 2.0 * (G.mT @ (S[:, None] * G) + self.regularization)
         g = -2.0 * (G.mT @ (S * wrench)[..., None]).squeeze(-1)
-        l = torch.cat(
-            (torch.full((B, 4 * k), -float("inf"), dtype=H.dtype, device=H.device), torch.zeros_like(g[:, :k])), 1
-        )
-        u = torch.cat((torch.zeros_like(l[:, : 4 * k]), torch.where(stance, self.f_max, 0.0).to(H.dtype)), dim=1)
-        return H, g, self.A, l, u
+        return H, g, self.A, *force_bounds(stance, self.f_max, H.dtype)
 
 
 def force_distribution_qp(

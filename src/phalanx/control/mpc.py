@@ -42,8 +42,9 @@ from dataclasses import dataclass
 
 import torch
 
-from phalanx.control.force_qp import ForceDistributionQP, skew
-from phalanx.core.errors import ConfigError
+from phalanx.control.body import yaw_rotation
+from phalanx.control.force_qp import ForceDistributionQP, force_bounds, skew
+from phalanx.core.errors import ConfigError, check_int, check_positive
 
 STATE = 12
 """Roll, pitch, yaw; position; angular velocity; linear velocity."""
@@ -69,22 +70,16 @@ class MPCCfg:
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`mpc.FIELD`)."""
-        if isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1:
-            raise ConfigError(f"must be a whole number of intervals >= 1, got {self.horizon!r}", "mpc.horizon")
-        if isinstance(self.iterations, bool) or not isinstance(self.iterations, int) or self.iterations < 1:
-            raise ConfigError(f"must be a whole number of ADMM steps >= 1, got {self.iterations!r}", "mpc.iterations")
-        if not self.dt > 0:
-            raise ConfigError(f"must be a positive interval (s), got {self.dt!r}", "mpc.dt")
+        check_int("mpc.horizon", self.horizon)
+        check_int("mpc.iterations", self.iterations)
+        check_positive("mpc.dt", self.dt, " s")
         weights = tuple(self.state_weights)
         if len(weights) != STATE or not all(w >= 0 for w in weights):
             raise ConfigError(
                 f"must be {STATE} weights >= 0 (roll, pitch, yaw, x, y, z, angular, linear velocity), got {weights!r}",
                 "mpc.state_weights",
             )
-        if not self.force_weight > 0:
-            raise ConfigError(
-                f"must be > 0 (it keeps the QP strictly convex), got {self.force_weight!r}", "mpc.force_weight"
-            )
+        check_positive("mpc.force_weight", self.force_weight)  # > 0: it keeps the QP strictly convex
 
 
 class CentroidalMPC:
@@ -134,8 +129,7 @@ class CentroidalMPC:
         Bsz, N, k, _ = feet.shape
         dt = self.cfg.dt
         yaw = x0[:, 2]
-        c, s, zero, one = yaw.cos(), yaw.sin(), torch.zeros_like(yaw), torch.ones_like(yaw)
-        Rz = torch.stack((c, -s, zero, s, c, zero, zero, zero, one), -1).unflatten(-1, (3, 3))
+        Rz = yaw_rotation(yaw)
         A = torch.eye(STATE, dtype=x0.dtype, device=x0.device).repeat(Bsz, 1, 1)
         A[:, 0:3, 6:9] = dt * Rz.mT
         A[:, 3:6, 9:12] += dt * torch.eye(3, dtype=x0.dtype, device=x0.device)
@@ -173,16 +167,11 @@ class CentroidalMPC:
         gamma = self.weight * gamma  # the states' change per weight of force
         QG = self.Q[:, None] * gamma
         H = 2.0 * (gamma.mT @ QG + self.R)
-        Bsz, N, k = stance.shape
         share = stance / stance.sum(-1, keepdim=True).clamp(min=1)  # (B, N, k): f_ref's z, in weights
         f_ref = torch.stack((torch.zeros_like(share), torch.zeros_like(share), share), -1).to(H.dtype)
         g = 2.0 * (QG.mT @ (free - reference.flatten(1))[..., None]).squeeze(-1)
-        g = g - 2.0 * (self.R.diagonal() * f_ref.flatten(1))
-        upper = torch.where(stance, self.f_max_share, 0.0).to(H.dtype)
-        l = torch.cat(
-            (torch.full((Bsz, N, 4 * k), -float("inf"), dtype=H.dtype, device=H.device), torch.zeros_like(upper)), -1
-        )
-        u = torch.cat((torch.zeros_like(l[..., : 4 * k]), upper), -1)
+        g = g - 2.0 * self.cfg.force_weight * f_ref.flatten(1)
+        l, u = force_bounds(stance, self.f_max_share, H.dtype)
         return H, g, self.A, l.flatten(1), u.flatten(1)
 
     def forces(self, x: torch.Tensor) -> torch.Tensor:

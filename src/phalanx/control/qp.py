@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from phalanx.core.compiling import compiled
-from phalanx.core.errors import ConfigError
+from phalanx.core.errors import ConfigError, check_choice
 
 BACKENDS = ("auto", "torch", "warp")
 """The ways a solve can run (`QPSettings.backend`)."""
@@ -93,8 +93,7 @@ class QPSettings:
 
 def check_backend(value: str, field: str) -> None:
     """Raises ConfigError naming `field` unless `value` is one of `BACKENDS`."""
-    if value not in BACKENDS:
-        raise ConfigError(f"must be one of {', '.join(map(repr, BACKENDS))}, got {value!r}", field)
+    check_choice(field, value, BACKENDS)
 
 
 def check_block_dim(value: int, field: str) -> None:

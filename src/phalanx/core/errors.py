@@ -31,6 +31,12 @@ def check_int(field: str, value: Any, minimum: int = 1) -> None:
         raise ConfigError(f"must be {allowed}, got {value!r}", field)
 
 
+def check_choice(field: str, value: Any, allowed: tuple[str, ...]) -> None:
+    """Raises ConfigError unless `value` is one of `allowed`."""
+    if value not in allowed:
+        raise ConfigError(f"must be one of {', '.join(map(repr, allowed))}, got {value!r}", field)
+
+
 SEED_LIMIT = 2**63
 """Seeds are integers in [0, 2^63): the job's ranks add their index, and torch's generators take 64 bits."""
 

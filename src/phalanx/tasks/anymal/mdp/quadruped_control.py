@@ -19,7 +19,7 @@ from phalanx.control.legs import leg_jacobians
 from phalanx.control.mpc import MPCCfg
 from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
-from phalanx.core.errors import ConfigError
+from phalanx.core.errors import ConfigError, check_choice
 from phalanx.envs.cfg import ActionController
 
 BODY_CONTROLLERS = ("qp", "mpc")
@@ -107,11 +107,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         qp_block_dim: int = QPSettings.block_dim,
         body_controller: str = "qp",
     ):
-        if body_controller not in BODY_CONTROLLERS:
-            raise ConfigError(
-                f"must be one of {', '.join(map(repr, BODY_CONTROLLERS))}, got {body_controller!r}",
-                "env.actions.controller.params.body_controller",
-            )
+        check_choice("env.actions.controller.params.body_controller", body_controller, BODY_CONTROLLERS)
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
         check_block_dim(qp_block_dim, "env.actions.controller.params.qp_block_dim")
@@ -191,21 +187,20 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         # A foot's velocity: the base's motion at the foot, plus its own leg's joints'.
         lever = feet - sim.xpos[:, self._root, None]
         legs = (leg_jacobians(anchors, axes, feet) @ sim.qvel[:, self._dofs, None]).squeeze(-1)
-        velocity = sim.qvel[:, None, d : d + 3] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
-        com = sim.subtree_com[:, self._root]
         com_velocity = sim.qvel[:, d : d + 3]  # the base's: close enough
+        velocity = com_velocity[:, None] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
+        com = sim.subtree_com[:, self._root]
         return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes)
 
     def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor) -> QuadrupedCommand:
         sim = env.sim
-        d = sim.root_dofadr
         yaw = torch.atan2(robot.rotation[:, 1, 0], robot.rotation[:, 0, 0])
         heading = yaw_rotation(yaw)  # (B, 3, 3) base yaw frame -> world
         asked = env.command(self.command)  # (B, 3) forward, lateral (m/s), yaw rate (rad/s)
         velocity = (heading[:, :2, :2] @ asked[:, :2, None]).squeeze(-1)
         ground = self._ground(env, robot.feet[..., :2])
         out = heuristic_command(
-            self.heuristic, self.controller.clock, robot.com, sim.qvel[:, d : d + 3],
+            self.heuristic, self.controller.clock, robot.com, robot.com_velocity,
             sim.xpos[:, self._hips], velocity, yaw, ground,
         )  # fmt: skip
         turn = torch.cat((torch.zeros_like(asked[:, :2]), asked[:, 2:]), dim=-1) * self.controller.cfg.attitude_kd
