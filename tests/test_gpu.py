@@ -87,13 +87,19 @@ def test_anymal_qp_with_the_qp_kernel_steps_in_the_captured_step_as_uncaptured()
     make = functools.partial(phalanx.make, "anymal-qp", num_envs=64, device="cuda", seed=5, verbose=False, compile=True)
     envs = [make(capture=True), make(capture=False)]
     assert envs[0].low_level.controller.body.qp.backend == "warp", "the default on a GPU"
+    _steps_alike_captured_and_not(*envs)
+
+
+def _steps_alike_captured_and_not(captured, uncaptured) -> None:
+    """3 steps of random actions: the captured env's observations and rewards are the uncaptured
+    one's to 1e-3, and it did capture its step."""
     g = torch.Generator(device="cuda").manual_seed(0)
     for _ in range(3):
-        action = torch.rand(64, envs[0].action_dim, device="cuda", generator=g) * 2 - 1
-        (obs_c, rew_c, *_), (obs_e, rew_e, *_) = (env.step(action) for env in envs)
+        action = torch.rand(captured.num_envs, captured.action_dim, device="cuda", generator=g) * 2 - 1
+        (obs_c, rew_c, *_), (obs_e, rew_e, *_) = (env.step(action) for env in (captured, uncaptured))
         torch.testing.assert_close(obs_c["policy"], obs_e["policy"], atol=1e-3, rtol=1e-3)
         torch.testing.assert_close(rew_c, rew_e, atol=1e-3, rtol=1e-3)
-    assert envs[0].stepper.captured and not envs[1].stepper.captured
+    assert captured.stepper.captured and not uncaptured.stepper.captured
 
 
 def test_anymal_qp_over_the_mpc_steps_in_the_captured_step_as_uncaptured() -> None:
@@ -102,14 +108,7 @@ def test_anymal_qp_over_the_mpc_steps_in_the_captured_step_as_uncaptured() -> No
     cfg = phalanx.env_cfg("anymal-qp")
     cfg.actions.controller.params["body_controller"] = "mpc"
     make = functools.partial(phalanx.make, cfg, num_envs=64, device="cuda", seed=5, verbose=False, compile=False)
-    envs = [make(capture=True), make(capture=False)]
-    g = torch.Generator(device="cuda").manual_seed(0)
-    for _ in range(3):
-        action = torch.rand(64, envs[0].action_dim, device="cuda", generator=g) * 2 - 1
-        (obs_c, rew_c, *_), (obs_e, rew_e, *_) = (env.step(action) for env in envs)
-        torch.testing.assert_close(obs_c["policy"], obs_e["policy"], atol=1e-3, rtol=1e-3)
-        torch.testing.assert_close(rew_c, rew_e, atol=1e-3, rtol=1e-3)
-    assert envs[0].stepper.captured and not envs[1].stepper.captured
+    _steps_alike_captured_and_not(make(capture=True), make(capture=False))
 
 
 def test_a_camera_rendering_every_other_step_inside_the_captured_step() -> None:
