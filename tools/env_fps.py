@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import re
 import statistics
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 import torch
 import warp as wp
 
 from phalanx.bench.docs_tables import table
-from phalanx.bench.machine import machine_info
+from phalanx.bench.machine import tool_bench
 from phalanx.bench.physics import physics_steps_per_s, seconds_per_call
 from phalanx.core.files import write_text_atomic
 
@@ -95,17 +93,7 @@ def main() -> None:
     args = parser.parse_args()
     wp.config.log_level = wp.LOG_WARNING
     rows = [bench_task(task, n, args.steps, args.repeats) for task in args.tasks for n in args.num_envs]
-    flags = " ".join(sys.argv[1:])  # the command as run, without where its results went
-    flags = re.sub(r"\s*--out[= ]\S+", "", flags).strip()
-    bench = {
-        "kind": "physics",
-        "task": ",".join(args.tasks),
-        "command": f"python tools/env_fps.py {flags}".strip(),
-        "date": date.today().isoformat(),
-        "device": "cuda:0",
-        "machine": machine_info(),
-        "results": rows,
-    }
+    bench = tool_bench("physics", ",".join(args.tasks), "env_fps.py", sys.argv[1:], "cuda:0", results=rows)
     print(table("physics", [(bench, args.out or "(not written)")]))
     for r in rows:
         if r["invalid_env_resets"]:

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
-from datetime import date
 
 import torch
 
-from phalanx.bench.machine import machine_info
+from phalanx.bench.machine import tool_bench
 from phalanx.core.files import write_text_atomic
 from phalanx.envs.mdp import state
 from phalanx.envs.stored_cfg import env_cfg_from_data
@@ -113,26 +111,13 @@ def main() -> None:
     if recorder is not None:
         print(f"video of level {args.video_level}: {recorder.write(args.video, fps=1.0 / env.step_dt)}")
     if args.out:
-        flags = shlex.join(_without_out(sys.argv[1:]))  # the command, not where it wrote
         label = args.label or who
         config = {"policy": who, "speed": args.speed, "goal": args.goal, "body_controller": args.body_controller}
-        bench = {"kind": "stones", "task": args.task, "command": f"python tools/stones_eval.py {flags}"}
-        bench |= {"date": date.today().isoformat(), "device": str(env.device), "machine": machine_info()}
-        bench |= {"config": config, "results": [row | {"policy": label} for row in rows]}
+        results = [row | {"policy": label} for row in rows]
+        bench = tool_bench(
+            "stones", args.task, "stones_eval.py", sys.argv[1:], str(env.device), config=config, results=results
+        )
         write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
-
-
-def _without_out(argv: list[str]) -> list[str]:
-    """`argv` without its --out and the value it gave (--out F or --out=F)."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip or arg.startswith("--out="):
-            skip = False
-            continue
-        skip = arg == "--out"
-        if not skip:
-            kept.append(arg)
-    return kept
 
 
 if __name__ == "__main__":

@@ -208,3 +208,13 @@ def test_the_docs_show_what_their_raw_results_give(capsys) -> None:
     assert main(["bench", "docs", str(ROOT / "docs"), "--check"]) == 0, "run `phalanx bench docs` after adding results"
     checked = capsys.readouterr().out
     assert "benchmarks.md" in checked and "tasks/arms.md" in checked, "every page with a table, found in docs/"
+
+
+def test_a_tools_bench_names_its_command_as_run_without_where_it_wrote() -> None:
+    """`tool_bench`: the command quoted as a shell reruns it, --out and its file left out."""
+    from phalanx.bench.machine import tool_bench
+
+    argv = ["anymal-stones-qp", "--out", "a/bench.json", "--label", "over the MPC", "--out=b.json", "--seed", "1"]
+    bench = tool_bench("stones", "anymal-stones-qp", "stones_eval.py", argv, "cpu", results=[])
+    assert bench["command"] == "python tools/stones_eval.py anymal-stones-qp --label 'over the MPC' --seed 1"
+    assert bench["kind"] == "stones" and bench["results"] == [] and {"date", "machine", "device"} <= set(bench)

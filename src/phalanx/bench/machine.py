@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
+import shlex
 import socket
 import subprocess
 from pathlib import Path
@@ -77,3 +79,27 @@ def machine_info() -> dict[str, Any]:
         "versions": versions(),
         "commit": git_commit(),
     }
+
+
+def tool_bench(kind: str, task: str, script: str, argv: list[str], device: str, **fields: Any) -> dict[str, Any]:
+    """The bench.json of a contributor tool (`python tools/SCRIPT ARGV`) for `phalanx bench docs`:
+    its command as run, quoted, without --out and the file it named (where the results went, not
+    what ran), today's date, `device`, the machine, then `fields` (results, config, ...)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:  # the file --out named
+            skip = False
+        elif arg == "--out":
+            skip = True
+        elif not arg.startswith("--out="):
+            kept.append(arg)
+    command = shlex.join(["python", f"tools/{script}", *kept])
+    today = datetime.date.today().isoformat()
+    return {
+        "kind": kind,
+        "task": task,
+        "command": command,
+        "date": today,
+        "device": device,
+        "machine": machine_info(),
+    } | fields
