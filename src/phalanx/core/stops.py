@@ -6,6 +6,7 @@ would carry on. `raise_swallowed_stop`, called where start-up moves on, raises i
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,6 +35,18 @@ def _raise_stop(signum: int, frame: object) -> None:
     raise _stop(signum)
 
 
+def _quiet_stops(previous):
+    """An unraisable hook that leaves out the stops `_raise_stop` raised where Python drops what is
+    raised (each is recorded and raised again: its "Exception ignored ..." traceback would break the
+    one line a stop prints) and hands anything else to `previous`."""
+
+    def hook(unraisable) -> None:
+        if not (_received and isinstance(unraisable.exc_value, (Stopped, KeyboardInterrupt))):
+            previous(unraisable)
+
+    return hook
+
+
 def raise_swallowed_stop() -> None:
     """Raises a stop whose first raise something swallowed. Any stop recorded is one: one that
     arrived ends the command before it reaches here."""
@@ -54,7 +67,8 @@ def stops_raised() -> Iterator[None]:
     """SIGTERM, and SIGINT where Python's Ctrl-C handler is in place (a background job keeps it
     ignored), raise and are recorded inside; the handlers before are put back after."""
     _received.clear()
-    previous = {}
+    previous, hook = {}, sys.unraisablehook
+    sys.unraisablehook = _quiet_stops(hook)
     try:
         previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _raise_stop)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -63,4 +77,5 @@ def stops_raised() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = hook
         _received.clear()
