@@ -109,6 +109,10 @@ def test_height_at_is_the_surface_mujoco_casts_rays_at() -> None:
         hit[k] = 10.0 - distance
     expected = torch.tensor(hit, dtype=torch.float32)
     torch.testing.assert_close(scene.height_at(torch.tensor(xy, dtype=torch.float32)), expected, atol=2e-4, rtol=0)
+    # A diverged env's NaN or infinite position reads an edge's height instead of indexing out of
+    # the grid (on CUDA, a device-side assert that ends the process).
+    wild = torch.tensor([[float("nan"), 1.0], [1.0, float("nan")], [float("inf"), -float("inf")]])
+    assert scene.height_at(wild).isfinite().all()
 
 
 def test_height_scan_equals_mujoco_warps_plain_ray_cast_anywhere() -> None:

@@ -72,10 +72,11 @@ class TerrainScene:
     def height_at(self, xy: torch.Tensor) -> torch.Tensor:
         """(...) height (m) of the terrain's surface at the world points `xy` (..., 2): the surface
         MuJoCo collides with, each grid cell split into two triangles by its diagonal from (x0, y0)
-        to (x1, y1). Points off the grid read the nearest edge."""
+        to (x1, y1). Points off the grid read the nearest edge; a NaN point (of an env whose
+        physics diverged, reset after this step) reads the corner at the grid's origin."""
         h = self.terrain.cfg.horizontal_scale
         nx, ny = self.heights.shape
-        g = xy / h
+        g = torch.nan_to_num(xy / h, nan=0.0)  # NaN would index out of bounds (clamp keeps NaN)
         i = g[..., 0].floor().clamp(0, nx - 2)
         j = g[..., 1].floor().clamp(0, ny - 2)
         u, v = (g[..., 0] - i).clamp(0, 1), (g[..., 1] - j).clamp(0, 1)
