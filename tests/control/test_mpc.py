@@ -194,8 +194,9 @@ def test_skew_is_the_cross_product() -> None:
 
 def test_anymal_qp_walks_on_the_mpc_and_refuses_an_unknown_body_controller() -> None:
     """anymal-qp with body_controller="mpc": on zero actions (the heuristic's reference) the robots
-    walk without falling, the MPC's warm starts are part of the env's state, and a name that is not
-    a body controller is refused naming the param."""
+    walk without falling, the MPC solves once per env step (`MPCCfg.every` = the 4 control steps of
+    one), the MPC's warm starts are part of the env's state, and a name that is not a body
+    controller is refused naming the param."""
     from helpers import make_cpu
     from phalanx.training.registry import env_cfg
 
@@ -204,10 +205,13 @@ def test_anymal_qp_walks_on_the_mpc_and_refuses_an_unknown_body_controller() -> 
     env = make_cpu(cfg, num_envs=2)
     controller = env.low_level.controller
     assert controller.mpc is not None and controller.mpc_qp.n == 120
+    solve, solves = controller.mpc_qp.solve, []
+    controller.mpc_qp.solve = lambda *qp: solves.append(1) or solve(*qp)
     zeros = torch.zeros(2, env.action_dim)
     for _ in range(10):
         obs, _, terminated, truncated, _ = env.step(zeros)
         assert torch.isfinite(obs["policy"]).all() and not (terminated | truncated).any()
+    assert len(solves) == 10 and env.cfg.actions.controller.decimation == controller.mpc.cfg.every
     state = controller.state_dict()
     assert torch.equal(state["mpc_x"], controller.mpc_qp.x) and state["mpc_x"].abs().max() > 0.1
     cfg.actions.controller.params["body_controller"] = "nmpc"

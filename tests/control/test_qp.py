@@ -279,3 +279,17 @@ def test_the_backends_agree_on_every_step_schedule() -> None:
             ours, theirs = (solver.solve(H, g * (1 + 0.01 * step), A, l, u) for solver in solvers)
             assert (ours.primal_infeasible == theirs.primal_infeasible).all(), settings
             assert torch.allclose(ours.x, theirs.x, atol=1e-7) and torch.allclose(ours.y, theirs.y, atol=1e-7), settings
+
+
+@pytest.mark.parametrize("n", [12, 120, 125])
+def test_spd_inverse_by_blocks_inverts_to_rounding(n: int) -> None:
+    """Blocks of 32 columns (an MPC's 120 x 120 matrices, and sizes that leave a partial block)
+    invert as exactly as one column at a time: K^-1 K = I to float64 rounding. A singular float32
+    matrix of at most one block's columns gets a finite inverse."""
+    gen = torch.Generator().manual_seed(n)
+    X = torch.randn(4, n, 2 * n, generator=gen, dtype=torch.float64)
+    K = X @ X.mT / n + 1e-3 * torch.eye(n, dtype=torch.float64)
+    torch.testing.assert_close(spd_inverse(K) @ K, torch.eye(n, dtype=torch.float64).expand_as(K), atol=1e-10, rtol=0)
+    if n <= 32:
+        singular = (X[:, :, :3] @ X[:, :, :3].mT).float()  # rank 3
+        assert torch.isfinite(spd_inverse(singular)).all()

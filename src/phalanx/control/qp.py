@@ -253,15 +253,34 @@ def residuals(H, g, A, l, u, x, y) -> tuple[torch.Tensor, torch.Tensor]:
     return (Ax - Ax.clamp(l, u)).abs().amax(-1), (_mv(H, x) + g + _mv(A.mT, y)).abs().amax(-1)
 
 
-def spd_inverse(K: torch.Tensor) -> torch.Tensor:
+def spd_inverse(K: torch.Tensor, block: int = 32) -> torch.Tensor:
     """(B, n, n) inverses of symmetric positive definite matrices by Gauss-Jordan elimination
-    without pivoting (stable for them, like Cholesky): n steps of a few elementwise kernels, which
-    a CUDA graph can capture (torch's batched Cholesky and inverse read status back to the host).
-    A pivot that rounding made tiny or negative (a nearly singular K in float32) is raised to
-    eps x the largest diagonal entry: the inverse is then inaccurate but finite."""
+    without pivoting (stable for them, like Cholesky), which a CUDA graph can capture (torch's
+    batched Cholesky and inverse read status back to the host). Columns are eliminated `block` at
+    a time: each block's pivot block (SPD, a Schur complement of K) is inverted column by column,
+    and the rest of the matrix is updated by one batched matrix product, so an MPC's 120 x 120
+    matrices take n / block passes over the matrix instead of n. A pivot that rounding made tiny
+    or negative (a nearly singular K in float32) is raised to eps x the largest diagonal entry:
+    up to `block` columns the inverse is then inaccurate but finite (the force QP's K, whose H
+    may be singular); larger matrices must be well conditioned (the MPC's: its force weight
+    bounds H's eigenvalues from below)."""
     n = K.shape[-1]
     info = torch.finfo(K.dtype)
     floor = info.eps * K.diagonal(dim1=-2, dim2=-1).amax(-1).clamp_min(info.tiny)[:, None, None]
+    if n <= block:
+        return _gauss_jordan(K, floor)
+    M = torch.cat((K, torch.eye(n, dtype=K.dtype, device=K.device).expand_as(K)), dim=-1)  # (B, n, 2n)
+    for j in range(0, n, block):
+        J = slice(j, min(j + block, n))
+        rows = _gauss_jordan(M[:, J, J], floor) @ M[:, J]  # the block's rows, unit pivot block
+        M = M - M[:, :, J] @ rows  # the block's columns out of every row (its own rows become 0) ...
+        M[:, J] = rows  # ... and its rows put back
+    return M[:, :, n:]
+
+
+def _gauss_jordan(K: torch.Tensor, floor: torch.Tensor) -> torch.Tensor:
+    """`spd_inverse` of small matrices, one column at a time: n steps of a few elementwise kernels."""
+    n = K.shape[-1]
     M = torch.cat((K, torch.eye(n, dtype=K.dtype, device=K.device).expand_as(K)), dim=-1)  # (B, n, 2n)
     for j in range(n):
         pivot = M[:, j : j + 1] / M[:, j : j + 1, j : j + 1].clamp_min(floor)  # row j, unit diagonal
