@@ -64,7 +64,7 @@ def verdict_table(results: list[dict[str, Any]]) -> str:
         first = next((r for r in runs if "metric" in r), None)
         seeds = [r for r in runs if not r["cold_run"]]
         times = ", ".join(
-            (_s(r.get("reached_s")) if r["reached"] else "no") + ("c" if r["caches"] == "cold" else "") + after(r)
+            _reached(r) + after(r)
             for r in seeds
         )
         cold = next((r for r in runs if r["cold_run"]), None)
@@ -170,13 +170,20 @@ def plot_task(run_dir: Path, task: str, runs: list[dict[str, Any]]) -> Path | No
     return path
 
 
+def _reached(r: dict[str, Any]) -> str:
+    """A run's seconds from launch to its threshold, or "no"; "c" after it where its caches were
+    cold ("no c": missed on cold caches)."""
+    cold = r["caches"] == "cold"
+    if r["reached"]:
+        return f"{r['reached_s']:.0f}" + ("c" if cold else "")
+    return "no c" if cold else "no"
+
+
 def from_launch(runs: list[dict[str, Any]]) -> str:
     """Each run's seconds from launch to its threshold ("no": missed), its start-up in brackets,
-    "c" where its caches were cold."""
+    "c" where its caches were cold ("no c": missed on cold caches)."""
     texts = []
     for r in runs:
         startup = "-" if r["startup_s"] is None else f"{r['startup_s']:.0f}"
-        cold = "c" if r["caches"] == "cold" else ""
-        reached = f"{r['reached_s']:.0f}" if r["reached"] else "no"
-        texts.append(f"{reached}{cold} ({startup}){after(r)}")
+        texts.append(f"{_reached(r)} ({startup}){after(r)}")
     return ", ".join(texts) or "-"
