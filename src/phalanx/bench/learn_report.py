@@ -63,10 +63,7 @@ def verdict_table(results: list[dict[str, Any]]) -> str:
         runs = by_task(results)[task]
         first = next((r for r in runs if "metric" in r), None)
         seeds = [r for r in runs if not r["cold_run"]]
-        times = ", ".join(
-            _reached(r) + after(r)
-            for r in seeds
-        )
+        times = ", ".join(_reached(r) + after(r) for r in seeds)
         cold = next((r for r in runs if r["cold_run"]), None)
         cold_text = "-" if cold is None else (f"{cold['reached_s']:.0f}" if cold["reached"] else cold["status"])
         rows.append(
