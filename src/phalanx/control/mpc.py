@@ -64,11 +64,12 @@ class MPCCfg:
     """Q's diagonal, one weight per state (see `STATE`)."""
     iterations: int = 50
     """ADMM steps per solve (`BatchedQP`, warm-started from the last solve)."""
-    every: int = 4
-    """Control steps per solve: the MPC plans at the first of every `every` steps of an env step
-    and its first interval's forces hold over the others (standing feet only). 4 on anymal-qp's
-    200 Hz control solves at its 50 Hz env rate, near the 40 Hz of the intervals (the MIT Cheetah
-    3 solved at 30 Hz under a 1 kHz leg control)."""
+    every: int = 1
+    """Control steps per solve: the MPC plans at the first of every `every` control steps of an
+    env step and its first interval's forces hold on the standing feet over the others. Holding
+    them delays the attitude feedback: at 4 (anymal-qp's 50 Hz env rate) the base rocks in a
+    limit cycle at the solve rate and the robots fall (tests/control/test_legged_control.py
+    bounds the rocking at the default)."""
     force_weight: float = 0.1
     """w: the weight of |f - f_ref|^2, forces in units of the robot's weight (f_ref: the weight
     shared by the feet on the ground), which spreads the load and keeps the QP strictly convex."""
