@@ -7,9 +7,7 @@ alone). No simulator.
         [--qp-backend torch|warp] [--mpc] [--out F]
 
 With --mpc the body's forces come from the centroidal MPC (`MPCCfg`'s defaults; its own solver,
-the torch backend): "body controller" is then the MPC's QP built and solved, "controller step"
-a step that solves it, "held step" one that holds its forces, and "env step" anymal-qp's 4
-control steps, one in every `MPCCfg.every` solving.
+the torch backend): "body controller" is then the MPC's QP built and solved.
 
 The robots stand in a trot-ready pose (feet about 0.35 x 0.22 m around the center of mass, 0.5
 m below it) with a little noise per robot; the command asks for the weight plus a small
@@ -88,8 +86,7 @@ def main() -> None:
         state, command = robots(batch, device)
         step_s = captured_seconds(lambda c=controller, s=state, m=command: c.step(s, m, 0.005), device)
         out = controller.step(state, command, 0.005)
-        if args.mpc:  # a step that holds the last solve's forces (MPCCfg.every)
-            held_s = captured_seconds(lambda c=controller, s=state, m=command: c.step(s, m, 0.005, False), device)
+        if args.mpc:
             solve = (state, command, command.frequency, out.stance)
             qp_s = captured_seconds(lambda c=controller, a=solve: c.mpc_forces(*a), device)
         else:
@@ -110,10 +107,6 @@ def main() -> None:
             "torques_finite": bool(torch.isfinite(out.torques).all()),
             "qp_primal_residual_max_N": float(out.qp.primal_residual.max()),
         }
-        if args.mpc:
-            every, solves = cfg.mpc.every, -(-4 // cfg.mpc.every)  # solves in anymal-qp's 4 control steps
-            row |= {"mpc_every": every, "held_step_ms": 1e3 * held_s,
-                    "env_step_ms": 1e3 * (solves * step_s + (4 - solves) * held_s)}  # fmt: skip
         rows.append(row)
         print(json.dumps(row))
     if args.out:

@@ -242,9 +242,8 @@ def _walk(
     seconds: float, velocity: tuple[float, float], mpc: MPCCfg | None = None
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """The heuristic high level over `QuadrupedController` in MuJoCo C, commanded to move at
-    `velocity` (m/s, world) facing +x, the forces from the force QP (or from `mpc`, solved every
-    `mpc.every` steps). Returns the base's positions (T, 3) and tilts (T,) (rad) and its largest
-    roll or pitch rate (rad/s)."""
+    `velocity` (m/s, world) facing +x, the forces from the force QP (or from `mpc`). Returns the
+    base's positions (T, 3) and tilts (T,) (rad) and its largest roll or pitch rate (rad/s)."""
     model = _anymal_with_motors()
     data = _standing(model)
     dt = model.opt.timestep
@@ -253,7 +252,7 @@ def _walk(
     cfg = HeuristicCfg(height=float(data.subtree_com[1][2]) - ground)
     thighs = [model.body(f"{foot}_THIGH").id for foot in FEET]
     positions, tilts, rocking = [], [], 0.0
-    for step in range(round(seconds / dt)):
+    for _ in range(round(seconds / dt)):
         state = _state(model, data)
         rocking = max(rocking, state.angular_velocity[0, :2].abs().max().item())
         hips = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None]
@@ -262,8 +261,7 @@ def _walk(
         )
         if mpc is not None:  # the MPC tracks the heuristic's reference: no acceleration of its own
             command.com_acceleration = torch.zeros(1, 3)
-        replan = mpc is None or step % mpc.every == 0
-        data.ctrl[:] = controller.step(state, command, dt, replan).torques[0].numpy()
+        data.ctrl[:] = controller.step(state, command, dt).torques[0].numpy()
         mujoco.mj_step(model, data)
         positions.append(data.qpos[:3].copy())
         tilts.append(math.acos(min(1.0, data.xmat[1][8])))
@@ -280,10 +278,10 @@ def test_the_heuristic_high_level_walks_a_torque_controlled_anymal_as_commanded(
 
 
 def test_the_centroidal_mpc_walks_a_torque_controlled_anymal_as_commanded() -> None:
-    """The same walk with the MPC's forces (its defaults: solved at every 5 ms step, 0.25 s
-    ahead): the speed it is asked for, within 20 % (the force QP's PD walks 20 % slow), level and
-    at its height, and steady: the base rolls and pitches at under 1.5 rad/s (holding the forces
-    over 4 steps rocks it at twice that)."""
+    """The same walk with the MPC's forces (solved at every 5 ms step, 0.25 s ahead): the speed
+    it is asked for, within 20 % (the force QP's PD walks 20 % slow), level and at its height, and
+    steady: the base rolls and pitches at under 1.5 rad/s (holding the forces over 4 steps rocks
+    it at twice that)."""
     positions, tilts, rocking = _walk(4.0, (0.5, 0.0), MPCCfg())
     assert rocking < 1.5, rocking
     last_second = positions[-200:]

@@ -194,8 +194,8 @@ def test_skew_is_the_cross_product() -> None:
 
 def test_anymal_qp_walks_on_the_mpc_and_refuses_an_unknown_body_controller() -> None:
     """anymal-qp with body_controller="mpc": on zero actions (the heuristic's reference) the robots
-    walk without falling, the MPC solves at every control step (`MPCCfg.every`, 4 per env step),
-    the MPC's warm starts are part of the env's state, and a name that is not a body
+    walk without falling, the MPC solves at every control step (4 per env step), the MPC's warm
+    starts are part of the env's state, and a name that is not a body
     controller is refused naming the param."""
     from helpers import make_cpu
     from phalanx.training.registry import env_cfg
@@ -211,7 +211,7 @@ def test_anymal_qp_walks_on_the_mpc_and_refuses_an_unknown_body_controller() -> 
     for _ in range(10):
         obs, _, terminated, truncated, _ = env.step(zeros)
         assert torch.isfinite(obs["policy"]).all() and not (terminated | truncated).any()
-    assert len(solves) == 10 * env.cfg.actions.controller.decimation // controller.mpc.cfg.every == 40
+    assert len(solves) == 10 * env.cfg.actions.controller.decimation == 40
     state = controller.state_dict()
     assert torch.equal(state["mpc_x"], controller.mpc_qp.x) and state["mpc_x"].abs().max() > 0.1
     cfg.actions.controller.params["body_controller"] = "nmpc"

@@ -64,12 +64,6 @@ class MPCCfg:
     """Q's diagonal, one weight per state (see `STATE`)."""
     iterations: int = 50
     """ADMM steps per solve (`BatchedQP`, warm-started from the last solve)."""
-    every: int = 1
-    """Control steps per solve: the MPC plans at the first of every `every` control steps of an
-    env step and its first interval's forces hold on the standing feet over the others. Holding
-    them delays the attitude feedback: at 4 (anymal-qp's 50 Hz env rate) the base rocks in a
-    limit cycle at the solve rate and the robots fall (tests/control/test_legged_control.py
-    bounds the rocking at the default)."""
     force_weight: float = 0.1
     """w: the weight of |f - f_ref|^2, forces in units of the robot's weight (f_ref: the weight
     shared by the feet on the ground), which spreads the load and keeps the QP strictly convex."""
@@ -78,7 +72,6 @@ class MPCCfg:
         """Raises ConfigError naming the first invalid field (`mpc.FIELD`)."""
         check_int("mpc.horizon", self.horizon)
         check_int("mpc.iterations", self.iterations)
-        check_int("mpc.every", self.every)
         check_positive("mpc.dt", self.dt, " s")
         weights = tuple(self.state_weights)
         if len(weights) != STATE or not all(w >= 0 for w in weights):

@@ -39,9 +39,10 @@ class QuadrupedCfg:
     """Its damping (rad/s^2 per rad/s)."""
     mpc: MPCCfg | None = None
     """With it, the standing feet's forces are the first interval's of a centroidal MPC that
-    tracks the command's velocity, yaw rate and height (`phalanx.control.mpc`), solved at the
-    steps the caller asks to replan (`step`; every `mpc.every` steps in anymal-qp) with the gait's
-    stance schedule over its horizon and the swinging feet landing on their footholds. The
+    tracks the command's velocity, yaw rate and height (`phalanx.control.mpc`), solved at every
+    step (held over an env's 4 control steps, its forces rock the base in a limit cycle at the
+    solve rate) with the gait's stance schedule over its horizon and the swinging feet landing on
+    their footholds. The
     command's center-of-mass acceleration then bends the MPC's reference (see `mpc.reference`);
     its target rotation and angular acceleration go unused: the MPC holds the base level and
     turns it at the yaw rate. None: the force QP of the commanded accelerations."""
@@ -119,9 +120,6 @@ class QuadrupedController:
             self.mpc = CentroidalMPC(cfg.mpc, num_feet, b.mass, b.inertia, b.mu, b.f_max, b.gravity, device=device)
             settings = QPSettings(iterations=cfg.mpc.iterations, backend="torch")
             self.mpc_qp = BatchedQP(num_envs, self.mpc.num_variables, self.mpc.num_constraints, settings, device=device)
-            self._planned = torch.zeros(num_envs, num_feet, 3, device=device)
-            """(B, k, 3) the last solve's first-interval forces (N, world), held until the next."""
-            self._plan: QPSolution | None = None
         self.liftoff = torch.zeros(num_envs, num_feet, 3, device=device)
         self._fresh = torch.ones(num_envs, dtype=torch.bool, device=device)  # lift-off points to take
 
@@ -149,10 +147,8 @@ class QuadrupedController:
         for name, value in self._state().items():
             value.copy_(state[name])
 
-    def step(self, state: QuadrupedState, command: QuadrupedCommand, dt: float, replan: bool = True) -> QuadrupedOutput:
-        """Advances the gait clocks by `dt` (s) at the commanded frequencies and returns the torques.
-        With an MPC, `replan` False holds its last solve's forces on the feet standing now (the
-        first step after `__init__` must replan); the force QP solves at every step."""
+    def step(self, state: QuadrupedState, command: QuadrupedCommand, dt: float) -> QuadrupedOutput:
+        """Advances the gait clocks by `dt` (s) at the commanded frequencies and returns the torques."""
         cfg = self.cfg
         frequency = command.frequency.clamp(min=0.0)
         lifted = self.clock.advance(frequency, dt)
@@ -161,10 +157,7 @@ class QuadrupedController:
         self._fresh.zero_()
         stance = self.clock.stance()
         if self.mpc is not None:
-            if replan or self._plan is None:
-                planned, self._plan = self.mpc_forces(state, command, frequency, stance)
-                self._planned.copy_(planned)
-            forces, solution = self._planned * stance[..., None], self._plan
+            forces, solution = self.mpc_forces(state, command, frequency, stance)
         else:
             forces, solution = self._qp_forces(state, command, stance)
         rate = self.clock.swing_rate(frequency)[:, None]  # (B, 1): every foot of a robot alike
@@ -196,10 +189,9 @@ class QuadrupedController:
     def mpc_forces(
         self, state: QuadrupedState, command: QuadrupedCommand, frequency: torch.Tensor, stance: torch.Tensor
     ) -> tuple[torch.Tensor, QPSolution]:
-        """The MPC's forces of its first interval (every foot's, N, world): over its horizon each
-        foot stands as the gait clock, run on at `frequency`, has it; a foot standing now stays
-        where it is, a swinging one lands on its foothold; positions relative to the reference's
-        center of mass."""
+        """The MPC's forces of its first interval: over its horizon each foot stands as the gait
+        clock, run on at `frequency`, has it; a foot standing now stays where it is, a swinging
+        one lands on its foothold; positions relative to the reference's center of mass."""
         if command.velocity is None or command.yaw_rate is None or command.height is None:
             raise ValueError("QuadrupedController with an MPC: the command needs velocity, yaw_rate and height")
         mpc = self.mpc
@@ -212,4 +204,4 @@ class QuadrupedController:
         where = torch.where(stance[..., None], state.feet, command.footholds)  # (B, k, 3)
         feet = where[:, None] - ref[:, :, None, 3:6]
         solution = self.mpc_qp.solve(*mpc(x0, feet, planned, ref))
-        return mpc.forces(solution.x)[:, 0], solution
+        return mpc.forces(solution.x)[:, 0] * stance[..., None], solution

@@ -170,11 +170,9 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         correction = self.scales * command
         decimation = env.cfg.actions.controller.decimation
         self.infeasible.zero_()
-        mpc = self.controller.cfg.mpc
-        for i in range(decimation):
+        for _ in range(decimation):
             robot = self._state(env)
-            replan = mpc is None or i % mpc.every == 0
-            out = self.controller.step(robot, self._command(env, robot, correction), self.dt, replan)
+            out = self.controller.step(robot, self._command(env, robot, correction), self.dt)
             sim.ctrl[:, self.actuator_ids] = out.torques
             self.infeasible += out.qp.primal_infeasible.float() / decimation
             sim.step()
