@@ -41,7 +41,7 @@ from rich.table import Table
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.files import probe_writable
-from phalanx.core.stops import Stopped, raise_swallowed_stop, stops_raised
+from phalanx.core.stops import Stopped, forget_stop_in_exec, raise_swallowed_stop, stops_raised
 from phalanx.flags import parse_flags, task_and_flags
 
 COMMANDS = ("list", "train", "play", "view", "export", "bench")
@@ -344,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         stop = _stop_within(error)
         if stop is None:
             raise
+        forget_stop_in_exec()  # the status below is the one the process ends with
         return _stopped(command, stop)
 
 

@@ -195,6 +195,22 @@ def test_a_stop_during_start_up_is_one_line_and_leaves_the_run_directory_usable(
     assert main([*command[3:], "--seed", "42"]) == 0  # the next run in that directory is not refused
 
 
+def test_a_stop_raised_in_code_exec_ran_still_exits_with_its_status(tmp_path: Path) -> None:
+    """dataclasses build their methods with `exec`: a Ctrl-C landing in one, caught, must not make
+    `python -m phalanx` end by SIGINT instead of its status 130."""
+    (tmp_path / "stop_in_exec.py").write_text(
+        "import sys\n"
+        "from phalanx import cli\n"
+        "def run(command, rest, console):\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "cli._run = run\n"
+        "sys.exit(cli.main(['list']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(tmp_path), os.environ.get("PYTHONPATH"))))}
+    done = subprocess.run([sys.executable, "-m", "stop_in_exec"], capture_output=True, text=True, env=env, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "phalanx list: stopped by SIGINT\n")
+
+
 DROPPED = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the raise a callback drops
 
 

@@ -47,6 +47,14 @@ def _quiet_stops(previous):
     return hook
 
 
+def forget_stop_in_exec() -> None:
+    """Clears CPython's record of a KeyboardInterrupt that left code `exec` ran from a string
+    (dataclasses and namedtuple build their methods so): under `python -m`, how torchrun starts
+    ranks, that record makes the interpreter end itself by SIGINT after it exits, whatever status
+    it exits with, though the stop was caught. Each `exec` of a string clears it as it starts."""
+    exec("")
+
+
 def raise_swallowed_stop() -> None:
     """Raises a stop whose first raise something swallowed. Any stop recorded is one: one that
     arrived ends the command before it reaches here."""
