@@ -106,11 +106,13 @@ def test_a_memory_table_gives_what_each_env_more_costs(tmp_path) -> None:
     [
         ("results/tp/*.json tasks=nope", "throughput", "no result of nope in the throughput table's sources"),
         ("results/nothing/*.json", "throughput", "'results/nothing/*.json' matches no file"),
-        ("results/tp/*.json", "plots", "no table of kind 'plots'; the kinds: learn, throughput"),
+        ("results/tp/*.json", "plots", "no table of kind 'plots'; the kinds: learn, milestones, throughput"),
         ("results/tp/ant.json", "learn", "is a `bench throughput` result, not one for a learn table"),
         ("results/tp", "throughput", "results/tp/bench.json is not readable JSON"),
         ("/abs/*.json", "throughput", "'/abs/*.json' is absolute; name raw results relative to the page"),
         ("tasks=ant", "throughput", "the throughput table's marker names no raw results"),
+        ("results/tp/*.json levels=5", "throughput", "a throughput table takes no option 'levels'; its options: tasks"),
+        ("results/tp/*.json", "milestones", "a milestones table needs `levels=...` in its marker"),
     ],
 )
 def test_a_bad_marker_is_one_line(tmp_path, capsys, sources: str, kind: str, message: str) -> None:
@@ -185,6 +187,28 @@ def test_a_stones_table_puts_each_policy_beside_the_others_per_level(tmp_path) -
     assert "| level | heuristic (A) | over the MPC (B) |" in text, text
     assert "| 0 | 0.50, 3.00 m, 0.00 | 0.50, 3.00 m, 0.00 |" in text
     assert "| 1 | 0.25, 2.00 m, 0.10 | - |" in text
+
+
+def test_a_milestones_table_gives_when_each_run_first_reached_each_level(tmp_path) -> None:
+    """From the learning suite's curves: the first point at or past each level, the suite's own
+    time at the threshold (the thinned curve may have dropped that point), "-" where never."""
+    raw = tmp_path / "results" / "learn"
+    raw.mkdir(parents=True)
+    curve = [[60.0, 0.0], [100.0, 4.0], [150.0, 6.0], [200.0, 9.0], [250.0, 8.0]]
+    result = {"task": "shadow-cube", "seed": 0, "caches": "warm", "status": "reached", "reached": True}
+    result |= {"metric": "metrics/consecutive_successes", "direction": ">=", "threshold": 10.0, "reached_s": 262.4}
+    result |= {"startup_s": 58.6, "curve": curve}
+    missed = result | {"seed": 1, "status": "missed", "reached": False, "reached_s": None, "curve": curve[:3]}
+    bench = {"kind": "learn", "task": "shadow-cube", "command": "phalanx bench learn shadow-cube --seeds 2"}
+    bench |= {"date": "2026-11-29", "device": "cuda", "machine": MACHINE, "results": [result, missed]}
+    (raw / "bench.json").write_text(json.dumps(bench))
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table milestones: results/learn levels=5,10 -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| task | metric | seed | caches | 5: s from launch | 10: s from launch | start-up (s) | run |" in text
+    assert "| shadow-cube | metrics/consecutive_successes (>=) | 0 | warm | 150 | 262 | 59 | A |" in text
+    assert "| shadow-cube | metrics/consecutive_successes (>=) | 1 | warm | 150 | - | 59 | A |" in text
 
 
 def test_runs_of_two_machines_are_two_runs(tmp_path) -> None:

@@ -1,8 +1,8 @@
 """`phalanx bench docs PAGE`: rebuilds each table of a docs page from the raw results it names.
 
 A table is written between two markers; the first names its kind and its raw results, as paths or
-globs relative to the page (a folder stands for its bench.json), and may keep some tasks only
-(`tasks=cartpole,ant`):
+globs relative to the page (a folder stands for its bench.json), and options: `tasks=cartpole,ant`
+keeps some tasks only, `levels=5,10,20` gives a milestones table its levels:
 
     <!-- bench-table throughput: results/throughput-h200-2026-11-29/*.json -->
     ...the generated table and its notes...
@@ -42,13 +42,13 @@ def rebuilt(page: Path) -> str:
 
     def block(m: re.Match[str]) -> str:
         words = m["sources"].split()
-        tasks = [w.removeprefix("tasks=").split(",") for w in words if w.startswith("tasks=")]
-        patterns = [w for w in words if not w.startswith("tasks=")]
+        options = dict(w.split("=", 1) for w in words if "=" in w)
+        patterns = [w for w in words if "=" not in w]
         if not patterns:
             raise ConfigError(f"bench docs: {page}: the {m['kind']} table's marker names no raw results")
         paths = _paths(page, patterns)
         sources = [(read_bench(path, "bench docs"), _link(path, page)) for path in paths]
-        return f"{m['begin']}\n{table(m['kind'], sources, tasks[0] if tasks else None)}\n\n{m['end']}"
+        return f"{m['begin']}\n{table(m['kind'], sources, options)}\n\n{m['end']}"
 
     return BLOCK.sub(block, text)
 

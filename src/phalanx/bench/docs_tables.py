@@ -30,12 +30,22 @@ from phalanx.bench.tool_tables import stones
 from phalanx.core.errors import ConfigError
 
 
-def table(kind: str, sources: list[tuple[dict[str, Any], str]], tasks: list[str] | None = None) -> str:
+def table(kind: str, sources: list[tuple[dict[str, Any], str]], options: dict[str, str] | None = None) -> str:
     """The markdown table of `kind` from `sources` (bench.json contents, each with the link to its
-    raw results), with a note per run under it; with `tasks`, of those tasks' results only."""
+    raw results), with a note per run under it. `options`: `tasks` (comma-separated) keeps those
+    tasks' results only; the others go to the kind's rows (`levels` of a milestones table)."""
     if kind not in TABLES:
         raise ConfigError(f"bench docs: no table of kind {kind!r}; the kinds: {', '.join(TABLES)}")
-    kinds, rows = TABLES[kind]
+    kinds, rows, allowed = TABLES[kind]
+    options = dict(options or {})
+    tasks = options.pop("tasks").split(",") if "tasks" in options else None
+    for name in options:
+        if name not in allowed:
+            takes = ", ".join(["tasks", *allowed])
+            raise ConfigError(f"bench docs: a {kind} table takes no option {name!r}; its options: {takes}")
+    for name in allowed:
+        if name not in options:
+            raise ConfigError(f"bench docs: a {kind} table needs `{name}=...` in its marker")
     for bench, link in sources:
         if bench["kind"] not in kinds:
             raise ConfigError(f"bench docs: {link} is a `bench {bench['kind']}` result, not one for a {kind} table")
@@ -45,7 +55,7 @@ def table(kind: str, sources: list[tuple[dict[str, Any], str]], tasks: list[str]
         if not sources:
             raise ConfigError(f"bench docs: no result of {', '.join(tasks)} in the {kind} table's sources")
     runs = runs_of(sources)
-    columns, body = rows(runs)
+    columns, body = rows(runs, **options)
     return "\n".join([markdown_table(columns, body), "", *[note(run) for run in runs]])
 
 
@@ -217,7 +227,45 @@ def _learn(runs: list[Run]) -> Rows:
     return columns + ["fps total", "run"], rows
 
 
-# a table's kind: the `phalanx bench` kinds whose results it takes, and its columns and rows
+def _milestones(runs: list[Run], levels: str) -> Rows:
+    """Per learning-suite run (task, seed, caches), the seconds from launch at which its curve (the
+    metric's moving mean, as the suite judges it, thinned to at most `learn_job.CURVE_POINTS` points) first
+    reached each of `levels` (comma-separated, in the metric's units and direction); "-" where it
+    never did. At the task's threshold, the time the suite recorded (thinning may drop that point).
+    A run stops at its threshold: levels past it are not reached."""
+    try:
+        marks = [float(level) for level in levels.split(",")]
+    except ValueError:
+        raise ConfigError(f"bench docs: a milestones table's levels are numbers, got levels={levels!r}") from None
+    columns = ["task", "metric", "seed", "caches", *[f"{mark:g}: s from launch" for mark in marks], "start-up (s)"]
+    rows = []
+    for run in runs:
+        for bench in run.benches:
+            for r in bench["results"]:
+                if r["status"] == "not run" or not r.get("curve"):
+                    continue
+                times = [
+                    r["reached_s"]
+                    if r.get("reached") and mark == r["threshold"]
+                    else _first_at(r["curve"], mark, r["direction"])
+                    for mark in marks
+                ]
+                rows.append(
+                    [r["task"], f"{r['metric']} ({r['direction']})", str(r["seed"]), r["caches"]]
+                    + ["-" if t is None else f"{t:.0f}" for t in times]
+                    + [values_cell([r.get("startup_s")], digits=0), run.label]
+                )
+    return columns + ["run"], rows
+
+
+def _first_at(curve: list[list[float]], mark: float, direction: str) -> float | None:
+    """The first time of `curve` ([seconds, value] points) whose value reaches `mark`."""
+    for t, value in curve:
+        if value is not None and (value >= mark if direction == ">=" else value <= mark):
+            return t
+    return None
+
+
 def _physics(runs: list[Run]) -> Rows:
     """The env step (random actions, no policy) against MuJoCo Warp stepping the same model alone,
     M env steps/s (`tools/env_fps.py`): the physics limit (zero controls) and with random controls
@@ -246,14 +294,17 @@ def _physics(runs: list[Run]) -> Rows:
     )
 
 
-TABLES: dict[str, tuple[tuple[str, ...], Callable[[list[Run]], Rows]]] = {
-    "learn": (("learn",), _learn),
-    "throughput": (("throughput", "envs"), _throughput),
-    "phases": (("throughput", "envs"), _phases),
-    "memory": (("envs",), _memory),
-    "startup": (("startup",), _startup),
-    "compare": (("compare",), _compare),
-    "scaling": (("scaling",), _scaling),
-    "physics": (("physics",), _physics),
-    "stones": (("stones",), stones),
+TABLES: dict[str, tuple[tuple[str, ...], Callable[..., Rows], tuple[str, ...]]] = {
+    "learn": (("learn",), _learn, ()),
+    "milestones": (("learn",), _milestones, ("levels",)),
+    "throughput": (("throughput", "envs"), _throughput, ()),
+    "phases": (("throughput", "envs"), _phases, ()),
+    "memory": (("envs",), _memory, ()),
+    "startup": (("startup",), _startup, ()),
+    "compare": (("compare",), _compare, ()),
+    "scaling": (("scaling",), _scaling, ()),
+    "physics": (("physics",), _physics, ()),
+    "stones": (("stones",), stones, ()),
 }
+"""A table's kind: the `phalanx bench` (or tool) result kinds it takes, its columns and rows (from
+the runs, and the marker's options), and the options its marker must give (besides `tasks`)."""
