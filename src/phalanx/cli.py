@@ -33,7 +33,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from rich.console import Console
 from rich.table import Table
@@ -43,6 +43,10 @@ from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.files import probe_writable
 from phalanx.core.stops import Stopped, forget_stop_in_exec, raise_swallowed_stop, stops_raised
 from phalanx.flags import parse_flags, task_and_flags
+
+if TYPE_CHECKING:
+    from phalanx.envs.task_env import TaskEnv
+    from phalanx.training.play import Episodes, Played
 
 COMMANDS = ("list", "train", "play", "view", "export", "bench")
 
@@ -77,6 +81,9 @@ class PlayCfg:
     policy: str | None = None
     """'zero' or 'random' (uniform in [-1, 1]) actions in place of a trained policy: a look at a
     registered task before training, without --checkpoint."""
+    out: str | None = None
+    """Write the episodes' means here as JSON, with the command, date, machine and commit (a
+    bench.json: `phalanx bench docs` builds the docs' play tables from it)."""
 
 
 @dataclass
@@ -227,7 +234,10 @@ def play(args: list[str], console: Console) -> None:
     if not 0 <= cfg.video_env < cfg.num_envs:
         raise ConfigError(f"--video-env: must be an env index in [0, {cfg.num_envs - 1}], got {cfg.video_env}")
     if cfg.video is not None:
-        _check_video_path(Path(cfg.video))
+        _check_writable_file(Path(cfg.video), "video", ".mp4")
+        _check_video_writer()
+    if cfg.out is not None:
+        _check_writable_file(Path(cfg.out), "out", ".json")
     if cfg.logger is not None:
         from phalanx.training.logger import check_logger
 
@@ -245,6 +255,9 @@ def play(args: list[str], console: Console) -> None:
         f"{len(episodes.returns)} episodes finished in {steps} steps x {env.num_envs} envs "
         f"(max length {env.max_episode_length}): {episodes.summary()}"
     )
+    if cfg.out is not None:
+        _write_played(cfg, args, run, env, steps, episodes)
+        console.print(f"wrote {cfg.out}")
     if recorder is not None:
         path = recorder.write(cfg.video, fps=1.0 / env.step_dt)
         console.print(f"video of env {cfg.video_env}: {path} ({len(recorder.frames)} frames)")
@@ -296,18 +309,43 @@ def export(args: list[str], console: Console) -> None:
         console.print(f"wrote {path}")
 
 
-def _check_video_path(video: Path) -> None:
-    """Refuses, before any env is built, a video path that could not be written after the rollout."""
-    if video.suffix.lower() != ".mp4":
-        raise ConfigError(f"must name an .mp4 file, got {str(video)!r}", "video")
-    if video.is_dir():
-        raise ConfigError(f"{video} is a directory", "video")
-    if video.parent.exists() and not video.parent.is_dir():
-        raise ConfigError(f"{video.parent} is a file, not a directory", "video")
+def _write_played(cfg: PlayCfg, args: list[str], run: Played, env: TaskEnv, steps: int, episodes: Episodes) -> None:
+    """`--out`: the episodes' means as a bench.json of kind "play", its command without --out."""
+    import json
+
+    from phalanx.bench.machine import result_record
+    from phalanx.core.files import write_text_atomic
+
+    if run.state is None:
+        policy = f"{run.policy} actions"
+    else:
+        policy = f"trained, iteration {run.state.get('iteration', '?')}"
+    result = {"task": cfg.task, "policy": policy, "num_envs": env.num_envs, "steps": steps, "seed": cfg.seed}
+    config = {"checkpoint": cfg.checkpoint or None, "policy": cfg.policy}
+    record = result_record(
+        "play", cfg.task, ["phalanx", "play", *args], str(env.device), config=config,
+        results=[result | episodes.means()],
+    )  # fmt: skip
+    write_text_atomic(cfg.out, json.dumps(record, indent=1) + "\n")
+
+
+def _check_writable_file(path: Path, flag: str, suffix: str) -> None:
+    """Refuses, before any env is built, a `suffix` file path that could not be written after the rollout."""
+    if path.suffix.lower() != suffix:
+        article = "an" if suffix == ".mp4" else "a"
+        raise ConfigError(f"must name {article} {suffix} file, got {str(path)!r}", flag)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory", flag)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ConfigError(f"{path.parent} is a file, not a directory", flag)
     try:
-        probe_writable(video.parent)
+        probe_writable(path.parent)
     except OSError as error:
-        raise ConfigError(f"cannot write into {video.parent} ({error.strerror})", "video") from None
+        raise ConfigError(f"cannot write into {path.parent} ({error.strerror})", flag) from None
+
+
+def _check_video_writer() -> None:
+    """Refuses `--video` where no mp4 writer is installed."""
     try:
         import imageio_ffmpeg  # noqa: F401 (imageio's H.264 writer; without it imageio picks another that fails)
     except ImportError:

@@ -59,3 +59,35 @@ def test_a_stop_swallowed_while_play_starts_stops_it_at_its_first_step(monkeypat
     assert main(["play", "cartpole", "--policy", "zero", "--device", "cpu", "--num-envs", "4", "--steps", "50"]) == 143
     assert capsys.readouterr().err.strip() == "phalanx play: stopped by SIGTERM"
     assert not steps
+
+
+def test_play_out_writes_the_episodes_for_the_docs_play_table(tmp_path, capsys) -> None:
+    """--out: the episodes' means as a bench.json (command without --out, date, machine); the
+    docs' play table puts a trained policy beside zero actions."""
+    import json
+
+    run = tmp_path / "run"
+    train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "8"]
+    assert main([*train, "--max-iterations", "2", "--run-dir", str(run)]) == 0
+    raw = tmp_path / "results" / "play"
+    play = ["play", "cartpole", "--device", "cpu", "--num-envs", "4", "--steps", "100"]
+    assert main([*play, "--checkpoint", str(run), "--out", str(raw / "trained.json")]) == 0
+    assert main([*play, "--policy", "zero", "--out", str(raw / "zero.json")]) == 0
+    zero = json.loads((raw / "zero.json").read_text())
+    assert zero["kind"] == "play" and {"date", "machine", "device"} <= set(zero)
+    assert zero["command"] == "phalanx play cartpole --device cpu --num-envs 4 --steps 100 --policy zero"
+    (result,) = zero["results"]
+    assert result["policy"] == "zero actions" and result["num_envs"] == 4 and result["steps"] == 100
+    assert result["episodes"] >= 4 and 0 < result["mean_episode_length"] <= 100, "the pole falls within 100 steps"
+    page = tmp_path / "page.md"
+    page.write_text("<!-- bench-table play: results/play/*.json -->\n<!-- bench-table end -->\n")
+    capsys.readouterr()
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| task | policy | envs x steps | episodes | mean episode length | mean return |" in text
+    assert "| cartpole | trained, iteration 2 | 4 x 100 |" in text and "| cartpole | zero actions | 4 x 100 |" in text
+
+
+def test_play_out_must_be_a_json_file(tmp_path, capsys) -> None:
+    assert main([*PLAY, "--policy", "zero", "--out", str(tmp_path / "episodes.txt")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--out: must name a .json file, got '{tmp_path}/episodes.txt'")

@@ -82,23 +82,29 @@ def machine_info() -> dict[str, Any]:
 
 
 def tool_bench(kind: str, task: str, script: str, argv: list[str], device: str, **fields: Any) -> dict[str, Any]:
-    """The bench.json of a contributor tool (`python tools/SCRIPT ARGV`) for `phalanx bench docs`:
-    its command as run, quoted, without --out and the file it named (where the results went, not
-    what ran), today's date, `device`, the machine, then `fields` (results, config, ...)."""
+    """The bench.json of a contributor tool (`python tools/SCRIPT ARGV`) for `phalanx bench docs`
+    (see `result_record`)."""
+    return result_record(kind, task, ["python", f"tools/{script}", *argv], device, **fields)
+
+
+def result_record(kind: str, task: str, command: list[str], device: str, **fields: Any) -> dict[str, Any]:
+    """A bench.json for `phalanx bench docs` of a command that is not a `phalanx bench` (a tool,
+    `phalanx play --out`): its command as run, quoted, without --out and the file it named (where
+    the results went, not what ran), today's date, `device`, the machine, then `fields` (results,
+    config, ...)."""
     kept, skip = [], False
-    for arg in argv:
+    for arg in command:
         if skip:  # the file --out named
             skip = False
         elif arg == "--out":
             skip = True
         elif not arg.startswith("--out="):
             kept.append(arg)
-    command = shlex.join(["python", f"tools/{script}", *kept])
     today = datetime.date.today().isoformat()
     return {
         "kind": kind,
         "task": task,
-        "command": command,
+        "command": shlex.join(kept),
         "date": today,
         "device": device,
         "machine": machine_info(),

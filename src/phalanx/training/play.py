@@ -111,6 +111,19 @@ class Episodes:
         parts = [f"mean return {mean(self.returns):.2f}", f"mean episode length {mean(self.lengths):.1f}"]
         return ", ".join(parts + [f"{name} {mean(values):.3g}" for name, values in self.metrics.items()])
 
+    def means(self) -> dict[str, Any]:
+        """The episodes' count and means (None where no episode finished), as JSON values."""
+        return {
+            "episodes": len(self.returns),
+            "mean_return": _mean(self.returns),
+            "mean_episode_length": _mean(self.lengths),
+            "metrics": {name: _mean(values) for name, values in self.metrics.items()},
+        }
+
+
+def _mean(values: list[float] | list[int]) -> float | None:
+    return mean(values) if values else None
+
 
 def run_episodes(
     env: TaskEnv,
