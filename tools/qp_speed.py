@@ -6,7 +6,10 @@ installed, proxsuite's time per QP on one CPU core (the reference solver, run on
 another).
 
     python tools/qp_speed.py [--batches 1024,4096,16384,65536] [--iterations 200,25] [--backends torch,warp]
-        [--block-dims 32,64,256] [--compile] [--device cuda|cpu] [--out F]
+        [--block-dims 32,64,256] [--compile] [--device cuda|cpu] [--out F.json]
+
+--out writes a bench.json, whose table (`bench-table qp` in the docs, through `phalanx bench
+docs`) has a row per solver and step count, a column per batch.
 
 The constraint matrix is the same for every problem (friction pyramids and normal-force rows),
 so the solver's products with it are one matrix product for the batch. Problems: random feet
@@ -23,13 +26,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import torch
 
+from phalanx.bench.machine import tool_bench
 from phalanx.control.force_qp import force_distribution_qp
 from phalanx.control.host_qp import proxsuite_problem
 from phalanx.control.qp import BatchedQP, QPSettings
+from phalanx.core.files import write_text_atomic
 
 
 def problems(batch: int, device: torch.device, seed: int = 0, dtype=torch.float32):
@@ -107,6 +113,15 @@ def time_proxsuite(count: int = 2000) -> dict | None:
     return {"solver": f"proxsuite {proxsuite.__version__} (dense, eps_abs 1e-6, one core)", "per_qp_us": 1e6 * per_qp}
 
 
+def reference_row(reference: dict) -> dict:
+    """proxsuite's time per QP as a result row: one problem at a time (a batch of 1)."""
+    per_qp_s = reference["per_qp_us"] / 1e6
+    return {"backend": reference["solver"], "compile": False, "block_dim": None, "batch": 1, "iterations": None} | {
+        "solve_ms": 1e3 * per_qp_s,
+        "qps_per_s": 1 / per_qp_s,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", default="1024,4096,16384,65536")
@@ -115,7 +130,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="also time the torch steps compiled")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--block-dims", default=str(QPSettings.block_dim), help="the warp backend's threads per block")
-    parser.add_argument("--out", help="write the results here as JSON")
+    parser.add_argument("--out", help="write the results here as a bench.json (`bench-table qp` in the docs)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     device = torch.device(args.device)
@@ -132,11 +147,10 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
     reference = time_proxsuite()
     print(json.dumps({"reference": reference}), flush=True)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    result = {"device": name, "torch": torch.__version__, "rows": rows, "reference": reference}
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        results = rows + ([reference_row(reference)] if reference else [])
+        bench = tool_bench("qp", "force QP", "qp_speed.py", sys.argv[1:], str(device), results=results)
+        write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
 
 
 if __name__ == "__main__":

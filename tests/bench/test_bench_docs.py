@@ -5,6 +5,9 @@ bad markers and sources are one line, exit 2. And the docs' tables are what thei
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -242,3 +245,22 @@ def test_a_tools_bench_names_its_command_as_run_without_where_it_wrote() -> None
     bench = tool_bench("stones", "anymal-stones-qp", "stones_eval.py", argv, "cpu", results=[])
     assert bench["command"] == "python tools/stones_eval.py anymal-stones-qp --label 'over the MPC' --seed 1"
     assert bench["kind"] == "stones" and bench["results"] == [] and {"date", "machine", "device"} <= set(bench)
+
+
+def test_a_qp_table_from_tools_qp_speed(tmp_path) -> None:
+    """tools/qp_speed.py --out, run on the CPU: a row per solver and step count, a column per batch."""
+    raw = tmp_path / "results" / "qp"
+    command = [sys.executable, str(ROOT / "tools" / "qp_speed.py"), "--device", "cpu", "--batches", "16,64"]
+    command += ["--iterations", "25", "--backends", "torch", "--out", str(raw / "bench.json")]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table qp: results/qp -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    batches = "M QPs/s, 1 at once | M QPs/s, 16 at once | M QPs/s, 64 at once"  # 1: proxsuite, one at a time
+    assert f"| solver | ADMM steps | {batches} | largest primal residual |" in text, text
+    (torch_row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| torch steps | 25 |")]
+    assert torch_row[2] == "-" and float(torch_row[3]) > 0 and torch_row[-2:] == ["0", "A |"]
+    assert float(torch_row[-4]) < 0.01, "25 warm-started steps hold the forces of a 50 kg robot to mN"
+    assert re.search(r"\| proxsuite \S+ \(dense, eps_abs 1e-6, one core\) \| - \| [0-9.]+ \| - \| - \|", text)
+    assert "- A: `python tools/qp_speed.py --device cpu --batches 16,64 --iterations 25 --backends torch`" in text

@@ -26,7 +26,7 @@ from phalanx.bench.table_runs import (
     runs_of,
     values_cell,
 )
-from phalanx.bench.tool_tables import played, stones
+from phalanx.bench.tool_tables import played, qp_speed, stones
 from phalanx.core.errors import ConfigError
 
 
@@ -306,6 +306,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., Rows], tuple[str, ...]]] 
     "physics": (("physics",), _physics, ()),
     "stones": (("stones",), stones, ()),
     "play": (("play",), played, ()),
+    "qp": (("qp",), qp_speed, ()),
 }
 """A table's kind: the `phalanx bench` (or tool) result kinds it takes, its columns and rows (from
 the runs, and the marker's options), and the options its marker must give (besides `tasks`)."""

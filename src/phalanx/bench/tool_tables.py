@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phalanx.bench.table_runs import Rows, Run, grouped
+from phalanx.bench.table_runs import Rows, Run, grouped, values_cell
 
 
 def stones(runs: list[Run]) -> Rows:
@@ -43,3 +43,36 @@ def played(runs: list[Run]) -> Rows:
 def _number(value: Any, digits: int) -> str:
     """`value` to `digits` decimals; "-" where there is none (no episode ended, or not a metric of its task)."""
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def qp_speed(runs: list[Run]) -> Rows:
+    """`tools/qp_speed.py`: million QPs solved per second (repeats side by side), a row per solver
+    and ADMM step count of each run, a column per batch of QPs (proxsuite, the one-core reference,
+    solves one problem at a time: a batch of 1); the largest residuals over the row's batches and
+    the problems flagged infeasible."""
+    batches = sorted({r["batch"] for run in runs for bench in run.benches for r in bench["results"]})
+    rows = []
+    for run in runs:
+        for (solver, steps), rs in grouped(run, lambda b, r: (_solver(r), r["iterations"])).items():
+            rates: dict[int, list[float]] = {}
+            for r in rs:
+                rates.setdefault(r["batch"], []).append(r["qps_per_s"])
+            primal = [r["primal_residual_max"] for r in rs if "primal_residual_max" in r]
+            dual = [r["dual_residual_max"] for r in rs if "dual_residual_max" in r]
+            flagged = [r["flagged"] for r in rs if "flagged" in r]
+            rows.append(
+                [solver, "-" if steps is None else str(steps)]
+                + [values_cell(rates[n], 1e6, 3) if n in rates else "-" for n in batches]
+                + [_number(max(primal, default=None), 4), _number(max(dual, default=None), 4)]
+                + [str(sum(flagged)) if flagged else "-", run.label]
+            )
+    columns = ["solver", "ADMM steps", *[f"M QPs/s, {n:,} at once" for n in batches], "largest primal residual"]
+    return columns + ["largest dual residual", "flagged", "run"], rows
+
+
+def _solver(r: dict[str, Any]) -> str:
+    if r["backend"] == "warp":
+        return f"one Warp kernel, {r['block_dim']} threads per block"
+    if r["backend"] == "torch":
+        return "torch steps, compiled" if r["compile"] else "torch steps"
+    return r["backend"]  # the reference, named with its settings
