@@ -16,6 +16,9 @@ captured env step. On a CPU device nothing is captured (captured is the default 
 same as uncaptured) and the QP is timed eagerly.
 
     python tools/qp_pipeline.py TASK [--num-envs 4096] [--steps 100] [--host-steps 3] [--out F.json]
+
+--out writes a bench.json, whose table (`bench-table pipeline` in the docs, through `phalanx
+bench docs`) has a row per task.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import sys
 
 import torch
 
-from phalanx.bench.machine import machine_info
+from phalanx.bench.machine import tool_bench
 from phalanx.bench.physics import captured_seconds, seconds_per_call
 from phalanx.core.files import write_text_atomic
 from phalanx.envs.task_env import TaskEnv
@@ -93,7 +97,7 @@ def main() -> None:
     parser.add_argument("--host-steps", type=int, default=3, help="timed env steps of the host env (after one more)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="write the results here as JSON")
+    parser.add_argument("--out", default=None, help="write the results here as a bench.json")
     args = parser.parse_args()
     controller = env_cfg(args.task).actions.controller
     if controller is None or controller.func is not quadruped_control:
@@ -121,9 +125,6 @@ def main() -> None:
     result = {
         "task": args.task,
         "num_envs": args.num_envs,
-        "device": args.device,
-        "gpu": torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "none",
-        "torch": torch.__version__,
         "control_steps_per_env_step": decimation,
         "qp_iterations": qp_iterations,
         "captured": captured,
@@ -136,9 +137,8 @@ def main() -> None:
         },
         "speedup_captured_over_host": host["ms_per_env_step"] / captured["ms_per_env_step"],
         "speedup_uncaptured_over_host": host["ms_per_env_step"] / uncaptured["ms_per_env_step"],
-        "machine": machine_info(),
     }
-    print(f"{args.task}, {args.num_envs} envs on {args.device} ({result['gpu']}), zero actions:")
+    print(f"{args.task}, {args.num_envs} envs on {args.device}, zero actions:")
     print("| env | capture | compile | QP | env steps/s | ms per env step |")
     print("|---|---|---|---|---|---|")
     for name in ("captured", "uncaptured", "host"):
@@ -157,7 +157,8 @@ def main() -> None:
         f"uncaptured {result['speedup_uncaptured_over_host']:.1f}x"
     )
     if args.out:
-        write_text_atomic(args.out, json.dumps(result, indent=1))
+        bench = tool_bench("pipeline", args.task, "qp_pipeline.py", sys.argv[1:], args.device, results=[result])
+        write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -264,3 +264,31 @@ def test_a_qp_table_from_tools_qp_speed(tmp_path) -> None:
     assert float(torch_row[-4]) < 0.01, "25 warm-started steps hold the forces of a 50 kg robot to mN"
     assert re.search(r"\| proxsuite \S+ \(dense, eps_abs 1e-6, one core\) \| - \| [0-9.]+ \| - \| - \|", text)
     assert "- A: `python tools/qp_speed.py --device cpu --batches 16,64 --iterations 25 --backends torch`" in text
+
+
+def test_a_pipeline_table_from_tools_qp_pipeline(tmp_path) -> None:
+    """tools/qp_pipeline.py --out, run on the CPU (nothing captured there): a row per task."""
+    raw = tmp_path / "results" / "pipeline"
+    command = [sys.executable, str(ROOT / "tools" / "qp_pipeline.py"), "anymal-qp", "--device", "cpu"]
+    command += [
+        "--num-envs",
+        "4",
+        "--steps",
+        "2",
+        "--warmup",
+        "1",
+        "--host-steps",
+        "1",
+        "--out",
+        str(raw / "bench.json"),
+    ]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table pipeline: results/pipeline -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    text = page.read_text()
+    assert "| task | envs | captured, env steps/s | uncaptured | host | QP's share of the captured step |" in text
+    row = r"\| anymal-qp \| 4 \| [0-9,]+ \([0-9.]+ ms\) \| [0-9,]+ \([0-9.]+ ms\) \| [0-9,]+ \([0-9.]+ ms\) \| "
+    row += r"[0-9.]+ ms, [0-9]+ % \| [0-9]+ us \| \*\*[0-9.]+x\*\* \| A \|"
+    assert re.search(row, text), text
+    assert "- A: `python tools/qp_pipeline.py anymal-qp --device cpu --num-envs 4 --steps 2 --warmup 1" in text

@@ -76,3 +76,30 @@ def _solver(r: dict[str, Any]) -> str:
     if r["backend"] == "torch":
         return "torch steps, compiled" if r["compile"] else "torch steps"
     return r["backend"]  # the reference, named with its settings
+
+
+def pipeline(runs: list[Run]) -> Rows:
+    """`tools/qp_pipeline.py`: per task, env steps/s (ms per env step) of the captured env (the
+    full-GPU pipeline), uncaptured, and host (each env's force QP solved on the CPU); the QP's
+    share of the captured step, the host's time per QP, and the captured env's speed-up over host."""
+
+    def rate(row: dict[str, Any]) -> str:
+        return f"{row['env_steps_per_s']:,.0f} ({row['ms_per_env_step']:.1f} ms)"
+
+    rows = []
+    for run in runs:
+        for bench in run.benches:
+            for r in bench["results"]:
+                qp = r["qp"]
+                rows.append(
+                    [r["task"], f"{r['num_envs']:,}", rate(r["captured"]), rate(r["uncaptured"]), rate(r["host"])]
+                    + [f"{qp['ms_per_env_step']:.1f} ms, {100 * qp['share_of_captured']:.0f} %"]
+                    + [f"{r['host']['per_qp_us']:.0f} us", f"**{_times(r['speedup_captured_over_host'])}**", run.label]
+                )
+    columns = ["task", "envs", "captured, env steps/s", "uncaptured", "host", "QP's share of the captured step"]
+    return columns + ["host: one QP", "speed-up, captured over host", "run"], rows
+
+
+def _times(ratio: float) -> str:
+    """A speed-up: "169x", "2.4x"."""
+    return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
