@@ -20,7 +20,8 @@ run() {  # NAME SECONDS GPU COMMAND...: its output in NAME.log, its exit status 
   shift 3
   CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM "$limit" "$@" > "$work/$name.log" 2>&1
   echo "$name: exit $? after ${SECONDS}s of the script" >> "$work/status.txt"
-  tar czf "$out/tables.tgz.tmp" -C "$work" --exclude=runs . && mv "$out/tables.tgz.tmp" "$out/tables.tgz"
+  local packed="$work.$BASHPID.tgz"  # each of the two job lists packs on its own, then the newest wins
+  tar czf "$packed" -C "$work" --exclude=runs . && mv "$packed" "$out/tables.tgz"
 }
 play=(python3 -m phalanx play anymal-qp --num-envs 4096 --steps 1000)
 (
