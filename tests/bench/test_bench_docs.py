@@ -44,6 +44,14 @@ def _page(tmp_path: Path, sources: str = "results/tp/*.json", kind: str = "throu
     return page
 
 
+def _built(tmp_path: Path, marker: str) -> str:
+    """A page of one table, `<!-- bench-table MARKER -->`, as `phalanx bench docs` builds it."""
+    page = tmp_path / "benchmarks.md"
+    page.write_text(f"<!-- bench-table {marker} -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 0
+    return page.read_text()
+
+
 def test_a_table_is_rebuilt_from_its_raw_results_with_each_runs_provenance(tmp_path, capsys) -> None:
     page = _page(tmp_path)
     assert main(["bench", "docs", str(page), "--check"]) == 1, "the hand-written 'old' is not what the results give"
@@ -95,10 +103,7 @@ def test_a_memory_table_gives_what_each_env_more_costs(tmp_path) -> None:
     bench["results"] = [{"task": "ant", "num_envs": n, "valid": True, "memory_bytes": used} for n, used in counts]
     bench["results"].append({"task": "ant", "num_envs": 65536, "valid": False, "reason": "out of GPU memory (...)"})
     (raw / "ant.json").write_text(json.dumps(bench))
-    page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table memory: results/envs/*.json -->\n<!-- bench-table end -->\n")
-    assert main(["bench", "docs", str(page)]) == 0
-    text = page.read_text()
+    text = _built(tmp_path, "memory: results/envs/*.json")
     assert "| ant | H200 | 1,024 | 1.00 GiB | - | A |" in text
     assert "| ant | H200 | 4,096 | 2.50 GiB | 512 KiB | A |" in text
     assert "| ant | H200 | 65,536 | invalid: out of GPU memory |  | A |" in text
@@ -156,10 +161,7 @@ def test_a_physics_table_puts_the_env_beside_the_physics_per_env_step(tmp_path) 
     raw = tmp_path / "results" / "physics"
     raw.mkdir(parents=True)
     (raw / "bench.json").write_text(json.dumps(bench))
-    page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table physics: results/physics -->\n<!-- bench-table end -->\n")
-    assert main(["bench", "docs", str(page)]) == 0
-    text = page.read_text()
+    text = _built(tmp_path, "physics: results/physics")
     row = "| ant | H200 | 4,096 | 3.56 | **1.66** | **47 %** | 1.86 | 89 % | 1.34 | 1.63 | 0.97 | 29 | 28 / 92 | A |"
     assert row in text, text
     note = "- A: `python tools/env_fps.py --tasks ant`; 2026-11-21, commit abc1234, 1 x NVIDIA H200 (UUID not recorded)"
@@ -183,10 +185,7 @@ def test_a_stones_table_puts_each_policy_beside_the_others_per_level(tmp_path) -
         }
         bench |= {"date": date, "device": "cuda:0", "machine": MACHINE, "results": [r | {"policy": name} for r in rows]}
         (raw / f"{name}.json").write_text(json.dumps(bench))
-    page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table stones: results/stones/*.json -->\n<!-- bench-table end -->\n")
-    assert main(["bench", "docs", str(page)]) == 0
-    text = page.read_text()
+    text = _built(tmp_path, "stones: results/stones/*.json")
     assert "| level | heuristic (A) | over the MPC (B) |" in text, text
     assert "| 0 | 0.50, 3.00 m, 0.00 | 0.50, 3.00 m, 0.00 |" in text
     assert "| 1 | 0.25, 2.00 m, 0.10 | - |" in text
@@ -205,10 +204,7 @@ def test_a_milestones_table_gives_when_each_run_first_reached_each_level(tmp_pat
     bench = {"kind": "learn", "task": "shadow-cube", "command": "phalanx bench learn shadow-cube --seeds 2"}
     bench |= {"date": "2026-11-29", "device": "cuda", "machine": MACHINE, "results": [result, missed]}
     (raw / "bench.json").write_text(json.dumps(bench))
-    page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table milestones: results/learn levels=5,10 -->\n<!-- bench-table end -->\n")
-    assert main(["bench", "docs", str(page)]) == 0
-    text = page.read_text()
+    text = _built(tmp_path, "milestones: results/learn levels=5,10")
     assert "| task | metric | seed | caches | 5: s from launch | 10: s from launch | start-up (s) | run |" in text
     assert "| shadow-cube | metrics/consecutive_successes (>=) | 0 | warm | 150 | 262 | 59 | A |" in text
     assert "| shadow-cube | metrics/consecutive_successes (>=) | 1 | warm | 150 | - | 59 | A |" in text
@@ -253,10 +249,7 @@ def test_a_qp_table_from_tools_qp_speed(tmp_path) -> None:
     command = [sys.executable, str(ROOT / "tools" / "qp_speed.py"), "--device", "cpu", "--batches", "16,64"]
     command += ["--iterations", "25", "--backends", "torch", "--out", str(raw / "bench.json")]
     subprocess.run(command, check=True, capture_output=True, timeout=300)
-    page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table qp: results/qp -->\n<!-- bench-table end -->\n")
-    assert main(["bench", "docs", str(page)]) == 0
-    text = page.read_text()
+    text = _built(tmp_path, "qp: results/qp")
     batches = "M QPs/s, 1 at once | M QPs/s, 16 at once | M QPs/s, 64 at once"  # 1: proxsuite, one at a time
     assert f"| solver | ADMM steps | {batches} | largest primal residual |" in text, text
     (torch_row,) = [line.split(" | ") for line in text.splitlines() if line.startswith("| torch steps | 25 |")]
@@ -283,10 +276,7 @@ def test_a_pipeline_table_from_tools_qp_pipeline(tmp_path) -> None:
         str(raw / "bench.json"),
     ]
     subprocess.run(command, check=True, capture_output=True, timeout=300)
-    page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table pipeline: results/pipeline -->\n<!-- bench-table end -->\n")
-    assert main(["bench", "docs", str(page)]) == 0
-    text = page.read_text()
+    text = _built(tmp_path, "pipeline: results/pipeline")
     assert "| task | envs | captured, env steps/s | uncaptured | host | QP's share of the captured step |" in text
     row = r"\| anymal-qp \| 4 \| [0-9,]+ \([0-9.]+ ms\) \| [0-9,]+ \([0-9.]+ ms\) \| [0-9,]+ \([0-9.]+ ms\) \| "
     row += r"[0-9.]+ ms, [0-9]+ % \| [0-9]+ us \| \*\*[0-9.]+x\*\* \| A \|"

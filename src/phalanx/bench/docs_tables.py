@@ -252,7 +252,7 @@ def _milestones(runs: list[Run], levels: str) -> Rows:
                 ]
                 rows.append(
                     [r["task"], f"{r['metric']} ({r['direction']})", str(r["seed"]), r["caches"]]
-                    + ["-" if t is None else f"{t:.0f}" for t in times]
+                    + [values_cell([t], digits=0) for t in times]
                     + [values_cell([r.get("startup_s")], digits=0), run.label]
                 )
     return columns + ["run"], rows

@@ -32,17 +32,12 @@ def played(runs: list[Run]) -> Rows:
     for run, r in entries:
         rows.append(
             [r["task"], r["policy"], f"{r['num_envs']:,} x {r['steps']:,}", f"{r['episodes']:,}"]
-            + [_number(r["mean_episode_length"], 1), _number(r["mean_return"], 2)]
-            + [_number(r["metrics"].get(name), 3) for name in metrics]
+            + [values_cell([r["mean_episode_length"]], digits=1), values_cell([r["mean_return"]], digits=2)]
+            + [values_cell([r["metrics"].get(name)], digits=3) for name in metrics]  # "-": not a metric of its task
             + [run.label]
         )
     columns = ["task", "policy", "envs x steps", "episodes", "mean episode length", "mean return"]
     return columns + metrics + ["run"], rows
-
-
-def _number(value: Any, digits: int) -> str:
-    """`value` to `digits` decimals; "-" where there is none (no episode ended, or not a metric of its task)."""
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def qp_speed(runs: list[Run]) -> Rows:
@@ -63,7 +58,7 @@ def qp_speed(runs: list[Run]) -> Rows:
             rows.append(
                 [solver, "-" if steps is None else str(steps)]
                 + [values_cell(rates[n], 1e6, 3) if n in rates else "-" for n in batches]
-                + [_number(max(primal, default=None), 4), _number(max(dual, default=None), 4)]
+                + [values_cell([max(primal, default=None)], digits=4), values_cell([max(dual, default=None)], digits=4)]
                 + [str(sum(flagged)) if flagged else "-", run.label]
             )
     columns = ["solver", "ADMM steps", *[f"M QPs/s, {n:,} at once" for n in batches], "largest primal residual"]
