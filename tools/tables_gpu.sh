@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# GPU plan for the docs' QP tables at today's commit, on two GPUs of one host (nvidia-h200-x2), in
-# one device call of at most 10 minutes:
-#   GPU 0: `phalanx train anymal-qp` for TRAIN_S seconds (SIGTERM saves its checkpoint), then
-#          `phalanx play` of it over 4096 envs x 1000 steps (--out: a bench.json, kind play);
-#   GPU 1: the solver alone (tools/qp_speed.py), the full-GPU pipeline against the host QP
-#          (tools/qp_pipeline.py, anymal-qp and anymal-stones-qp), and the heuristic alone
-#          (`phalanx play anymal-qp --policy zero`, seeds 0 and 1).
-# Each result is a bench.json under $OUT/tables/ (copy it to docs/results/NAME/ and run `phalanx
-# bench docs docs`); logs and status go into $OUT/tables.tgz as each step ends.
-#   TRAIN_S=390 bash tools/tables_gpu.sh
+# GPU plans for the docs' QP tables at today's commit, on two GPUs of one host (nvidia-h200-x2),
+# each in one device call of at most 10 minutes. PLAN picks one:
+#   play    GPU 0: `phalanx train anymal-qp` for TRAIN_S seconds (SIGTERM saves its checkpoint),
+#                  then `phalanx play` of it over 4096 envs x 1000 steps (--out: kind play);
+#           GPU 1: the solver and the pipeline (below), then the heuristic alone
+#                  (`phalanx play anymal-qp --policy zero`, seeds 0 and 1).
+#   stones  GPU 0: `phalanx train anymal-stones-qp` for TRAIN_S seconds, then tools/stones_eval.py
+#                  of it, then of the heuristic alone (zero actions);
+#           GPU 1: the solver and the pipeline, then `phalanx train anymal-stones` (joint targets)
+#                  for TRAIN_S seconds and tools/stones_eval.py of it.
+#   The solver and the pipeline: tools/qp_speed.py (warp and torch; proxsuite's one-core time
+#   where it imports) and tools/qp_pipeline.py (anymal-qp, anymal-stones-qp; its host QP needs
+#   proxsuite).
+# Each result is a bench.json under $OUT (copy it to docs/results/NAME/ and run `phalanx bench docs
+# docs`); logs, training metrics and status go into $OUT/tables.tgz as each step ends.
+#   PLAN=play TRAIN_S=390 bash tools/tables_gpu.sh;  PLAN=stones TRAIN_S=340 bash tools/tables_gpu.sh
 set -uo pipefail
 out=${OUT:?set OUT}
+plan=${PLAN:?set PLAN to play or stones}
+train_s=${TRAIN_S:?set TRAIN_S (seconds of each training run)}
 work=/tmp/tables
 mkdir -p "$work/results"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv | tee "$work/gpu.txt"
+python3 -c "import proxsuite" 2> /dev/null || echo "proxsuite does not import: no host QP, no reference" | tee -a "$work/status.txt"
 run() {  # NAME SECONDS GPU COMMAND...: its output in NAME.log, its exit status in status.txt
   local name=$1 limit=$2 gpu=$3
   shift 3
@@ -23,22 +32,55 @@ run() {  # NAME SECONDS GPU COMMAND...: its output in NAME.log, its exit status 
   local packed="$work.$BASHPID.tgz"  # each of the two job lists packs on its own, then the newest wins
   tar czf "$packed" -C "$work" --exclude=runs . && mv "$packed" "$out/tables.tgz"
 }
-play=(python3 -m phalanx play anymal-qp --num-envs 4096 --steps 1000)
-(
-  run train-anymal-qp "${TRAIN_S:-390}" 0 python3 -m phalanx train anymal-qp --max-iterations 1000000 \
-    --logger none --run-dir "$work/runs/anymal-qp"
-  run play-trained 150 0 "${play[@]}" --checkpoint "$work/runs/anymal-qp" --out "$work/results/play-trained.json"
-) &
-(
-  run qp-speed 150 1 python3 tools/qp_speed.py --backends warp,torch --iterations 25,200 \
+train() {  # TASK GPU: TRAIN_S seconds of `phalanx train TASK`, its metrics kept beside the logs
+  run "train-$1" "$train_s" "$2" python3 -m phalanx train "$1" --max-iterations 1000000 --logger none \
+    --run-dir "$work/runs/$1"
+  gzip -c "$work/runs/$1/metrics.jsonl" > "$work/metrics-$1.jsonl.gz"
+}
+solver() {  # GPU
+  run qp-speed 150 "$1" python3 tools/qp_speed.py --backends warp,torch --iterations 25,200 \
     --batches 1024,4096,16384,65536 --out "$work/results/qp-speed.json"
   for task in anymal-qp anymal-stones-qp; do
-    run "pipeline-$task" 150 1 python3 tools/qp_pipeline.py "$task" --num-envs 4096 --out "$work/results/pipeline-$task.json"
+    run "pipeline-$task" 150 "$1" python3 tools/qp_pipeline.py "$task" --num-envs 4096 --out "$work/results/pipeline-$task.json"
   done
-  for seed in 0 1; do
-    run "play-zero-$seed" 100 1 "${play[@]}" --policy zero --seed "$seed" --out "$work/results/play-zero-$seed.json"
-  done
-) &
+}
+stones() {  # NAME TASK GPU LABEL [--checkpoint FILE]: the policy's success per level, NAME.json
+  local name=$1 task=$2 gpu=$3 label=$4
+  shift 4
+  run "$name" 120 "$gpu" python3 tools/stones_eval.py "$task" --label "$label" "$@" --out "$work/results/$name.json"
+}
+play=(python3 -m phalanx play anymal-qp --num-envs 4096 --steps 1000)
+case $plan in
+  play)
+    (
+      train anymal-qp 0
+      run play-trained 150 0 "${play[@]}" --checkpoint "$work/runs/anymal-qp" --out "$work/results/play-trained.json"
+    ) &
+    (
+      solver 1
+      for seed in 0 1; do
+        run "play-zero-$seed" 100 1 "${play[@]}" --policy zero --seed "$seed" --out "$work/results/play-zero-$seed.json"
+      done
+    ) &
+    ;;
+  stones)
+    last=checkpoints/model_last.pt
+    (
+      train anymal-stones-qp 0
+      stones stones-rl-qp anymal-stones-qp 0 "RL + QP, $train_s s" --checkpoint "$work/runs/anymal-stones-qp/$last"
+      stones stones-heuristic anymal-stones-qp 0 "heuristic (zero actions)"
+    ) &
+    (
+      solver 1
+      train anymal-stones 1
+      stones stones-joint-targets anymal-stones 1 "joint targets, $train_s s" --checkpoint "$work/runs/anymal-stones/$last"
+    ) &
+    ;;
+  *)
+    echo "PLAN: must be play or stones, got $plan" >&2
+    exit 2
+    ;;
+esac
 wait
 cp "$work"/results/*.json "$out/" 2> /dev/null
 cat "$work/status.txt"
