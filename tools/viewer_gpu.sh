@@ -5,8 +5,9 @@
 #   TASKS="cartpole:200 anymal-flat:100" ROUNDS=2 bash tools/viewer_gpu.sh
 # (TASK:ITERATIONS). $OUT/viewer-overhead/: TASK-MODE-ROUND.metrics.jsonl.gz and .log (logs cut
 # to their first 40 and last 20 lines), client-TASK-ROUND.json (its last line: what the page
-# received), gpu.txt, progress.txt; the table:
-#   python tools/viewer_overhead.py DIR
+# received), gpu.txt, progress.txt, and bench.json: `python tools/viewer_overhead.py DIR --out
+# DIR/bench.json` run at the end (copy the folder to docs/results/NAME/ and run `phalanx bench docs
+# docs`: `bench-table viewer` in docs/viewer.md).
 set -uo pipefail
 out=${OUT:?set OUT}/viewer-overhead
 mkdir -p "$out" /tmp/viewer-runs
@@ -35,4 +36,4 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   done
 done
 cat "$out/progress.txt"
-python3 tools/viewer_overhead.py "$out"
+python3 tools/viewer_overhead.py "$out" --out "$out/bench.json"

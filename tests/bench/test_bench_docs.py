@@ -282,3 +282,24 @@ def test_a_pipeline_table_from_tools_qp_pipeline(tmp_path) -> None:
     row += r"[0-9.]+ ms, [0-9]+ % \| [0-9]+ us \| \*\*[0-9.]+x\*\* \| A \|"
     assert re.search(row, text), text
     assert "- A: `python tools/qp_pipeline.py anymal-qp --device cpu --num-envs 4 --steps 2 --warmup 1" in text
+
+
+def test_a_viewer_table_from_tools_viewer_overhead(tmp_path) -> None:
+    """tools/viewer_overhead.py --out over runs named TASK-MODE-N: a row per task, each mode's median
+    fps_total (iterations from --skip on) beside the plain runs' with its change."""
+    import gzip
+
+    raw = tmp_path / "results" / "viewer"
+    raw.mkdir(parents=True)
+    for name, fps in [("cartpole-plain-1", 4e6), ("cartpole-plain-2", 2e6), ("cartpole-viewer-1", 2.7e6)]:
+        rows = [{"iteration": i, "fps_total": 1.0 if i < 2 else fps} for i in range(5)]  # the first 2 compile
+        with gzip.open(raw / f"{name}.metrics.jsonl.gz", "wt") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+    command = [sys.executable, str(ROOT / "tools" / "viewer_overhead.py"), str(raw), "--skip", "2"]
+    subprocess.run([*command, "--out", str(raw / "bench.json")], check=True, capture_output=True, timeout=120)
+    text = _built(tmp_path, "viewer: results/viewer")
+    assert "| task | plain runs | fps_total, plain | with --viewer | change | with --viewer and a page open |" in text
+    assert "| cartpole | 2 | 4.000, 2.000 M | 2.700 M | -10.0 % | - | - | A |" in text, text
+    (raw / "cartpole-live-1.metrics.jsonl.gz").write_bytes((raw / "cartpole-plain-1.metrics.jsonl.gz").read_bytes())
+    bad = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "cartpole-live-1.metrics.jsonl.gz names mode 'live'" in bad.stderr.splitlines()[-1]

@@ -95,6 +95,24 @@ def pipeline(runs: list[Run]) -> Rows:
     return columns + ["host: one QP", "speed-up, captured over host", "run"], rows
 
 
+def viewer(runs: list[Run]) -> Rows:
+    """`tools/viewer_overhead.py`: per task of each run, the median fps_total of its plain runs
+    (repeats side by side), and of those with `--viewer` and with a page open, each with its change
+    against the plain runs' mean."""
+    rows = []
+    for run in runs:
+        for task, rs in grouped(run, lambda b, r: r["task"]).items():
+            fps = {mode: [r["fps_total"] for r in rs if r["mode"] == mode] for mode in ("plain", "viewer", "watched")}
+            plain = sum(fps["plain"]) / len(fps["plain"]) if fps["plain"] else None
+            cells = [task, str(len(fps["plain"])), values_cell(fps["plain"] or [None], 1e6, 3, " M")]
+            for mode in ("viewer", "watched"):
+                change = None if plain is None or not fps[mode] else 100 * (sum(fps[mode]) / len(fps[mode]) / plain - 1)
+                cells += [values_cell(fps[mode] or [None], 1e6, 3, " M"), values_cell([change], digits=1, unit=" %")]
+            rows.append([*cells, run.label])
+    columns = ["task", "plain runs", "fps_total, plain", "with --viewer", "change"]
+    return columns + ["with --viewer and a page open", "change", "run"], rows
+
+
 def _times(ratio: float) -> str:
     """A speed-up: "169x", "2.4x"."""
     return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
