@@ -154,7 +154,8 @@ def test_the_body_controller_holds_a_standing_robots_weight_within_the_friction_
 
 
 def _state(model: mujoco.MjModel, data: mujoco.MjData) -> QuadrupedState:
-    """What the quadruped controller reads, from MuJoCo's data (one robot)."""
+    """What the quadruped controller reads, from MuJoCo's data (one robot): a foot touches the
+    floor with its centre within 2 cm of where it stands on it (as anymal-qp's env sees it)."""
     anchors, axes, feet = _legs(model, data)
     rotation = torch.tensor(data.xmat[1].reshape(3, 3), dtype=torch.float32)[None]
     omega = rotation @ torch.tensor(data.qvel[3:6], dtype=torch.float32)[None, :, None]  # base frame -> world
@@ -165,7 +166,9 @@ def _state(model: mujoco.MjModel, data: mujoco.MjData) -> QuadrupedState:
         velocity[0, leg] = torch.tensor(v[3:], dtype=torch.float32)
     com = torch.tensor(data.subtree_com[1], dtype=torch.float32)[None]
     com_velocity = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's: close enough
-    return QuadrupedState(rotation, omega.squeeze(-1), com, com_velocity, feet, velocity, anchors, axes)
+    radius = float(model.site_size[model.site(f"{FEET[0]}_foot").id, 0])
+    contact = feet[..., 2] < radius + 0.02
+    return QuadrupedState(rotation, omega.squeeze(-1), com, com_velocity, feet, velocity, anchors, axes, contact)
 
 
 def _trot(seconds: float, frequency: float) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -236,6 +239,33 @@ def test_a_reset_restarts_the_gait_and_takes_new_lift_off_points() -> None:
     torch.testing.assert_close(controller.liftoff[0], moved.feet[0])
     torch.testing.assert_close(controller.liftoff[1], state.feet[1], msg="the other robot keeps its lift-off points")
     assert out.torques.shape == (2, 12) and out.stance.shape == (2, 4) and torch.isfinite(out.torques).all()
+
+
+def test_a_foot_the_gait_has_standing_takes_force_only_once_it_touches() -> None:
+    """A foot that should stand but is still in the air (a late touch-down, `QuadrupedState.contact`
+    False) gets no force from the QP or the MPC; it reaches on for its foothold, as at the end of
+    its swing, while the other standing feet carry the body."""
+    model = _anymal_with_motors()
+    data = _standing(model)
+    state = _state(model, data)
+    assert state.contact.all(), "standing, every foot touches the floor"
+    late = QuadrupedState(**(vars(state) | {"contact": torch.tensor([[False, True, True, True]])}))
+    footholds = state.feet + torch.tensor([0.05, 0.0, 0.0])
+    for mpc in (None, MPCCfg()):
+        controller = QuadrupedController(QuadrupedCfg(_body_cfg(model), mpc=mpc), 1, 4)
+        command = heuristic_command(
+            HeuristicCfg(height=0.5), controller.clock, state.com, state.com_velocity, state.feet, torch.zeros(1, 2),
+            torch.zeros(1), 0.0,
+        )  # fmt: skip
+        command.footholds, command.com_acceleration, command.height = footholds, torch.zeros(1, 3), state.com[:, 2]
+        out = controller.step(late, command, 0.001)
+        assert controller.clock.stance()[0, 0], "the gait has the first foot standing"
+        assert not out.stance[0, 0] and out.stance[0, 3] and (out.forces[0, 0] == 0).all()
+        assert out.forces[0, 3, 2] > 50.0, "its diagonal partner carries the body"
+        cfg = controller.cfg
+        reach = cfg.swing_kp * (footholds[0, 0] - state.feet[0, 0]) - cfg.swing_kd * state.feet_velocity[0, 0]
+        expected = joint_torques(leg_jacobians(state.anchors, state.axes, state.feet), reach.expand(1, 4, 3))[0, 0]
+        torch.testing.assert_close(out.torques[0, :3], expected, atol=1e-4, rtol=1e-4)
 
 
 def _walk(

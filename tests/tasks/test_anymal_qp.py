@@ -84,7 +84,8 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     steps, each with its QP) from the same state gives the torch solve's observations to float32
     rounding (measured: 6e-5 on values up to 38; scaling the actions by 1 + 1e-6 moves them by
     8e-5, and such differences grow to tenths within 5 steps, so later steps are only checked
-    finite); an unknown backend and a bad block size are refused naming the param."""
+    finite); an unknown backend, a bad block size and a contact height <= 0 are refused naming
+    the param."""
     cfg = env_cfg("anymal-qp")
     envs = []
     for backend in ("torch", "warp"):
@@ -105,3 +106,7 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     with pytest.raises(ConfigError, match="must be a multiple of 32 in \\[32, 256\\], got 100") as error:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.qp_block_dim"
+    cfg.actions.controller.params.update(qp_block_dim=32, contact_height=0.0)
+    with pytest.raises(ConfigError, match="must be a finite number > 0 m, got 0.0") as error:
+        make_cpu(cfg, num_envs=2)
+    assert error.value.field == "env.actions.controller.params.contact_height"

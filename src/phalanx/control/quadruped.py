@@ -68,6 +68,10 @@ class QuadrupedState:
     """(B, k, j, 3) each leg's joint positions (m)."""
     axes: torch.Tensor
     """(B, k, j, 3) their unit axes."""
+    contact: torch.Tensor | None = None
+    """(B, k) bool: the foot touches the ground. With it, a foot the gait has standing takes force
+    only once it touches (until then it keeps reaching down along its swing); None: every foot
+    the gait has standing takes force."""
 
 
 @dataclass
@@ -155,15 +159,16 @@ class QuadrupedController:
         take = lifted | self._fresh[:, None]
         self.liftoff.copy_(torch.where(take[..., None], state.feet, self.liftoff))
         self._fresh.zero_()
-        stance = self.clock.stance()
+        stance, progress = self.clock.stance(), self.clock.swing_progress()
+        if state.contact is not None:  # a late foot reaches on for its foothold, where its swing ended
+            progress = torch.where(stance & ~state.contact, 1.0, progress)
+            stance = stance & state.contact
         if self.mpc is not None:
             forces, solution = self.mpc_forces(state, command, frequency, stance)
         else:
             forces, solution = self._qp_forces(state, command, stance)
         rate = self.clock.swing_rate(frequency)[:, None]  # (B, 1): every foot of a robot alike
-        target, target_velocity = swing_trajectory(
-            self.liftoff, command.footholds, self.clock.swing_progress(), cfg.swing_height, rate
-        )
+        target, target_velocity = swing_trajectory(self.liftoff, command.footholds, progress, cfg.swing_height, rate)
         swing = cfg.swing_kp * (target - state.feet) + cfg.swing_kd * (target_velocity - state.feet_velocity)
         push = torch.where(stance[..., None], -forces, swing)
         torques = joint_torques(leg_jacobians(state.anchors, state.axes, state.feet), push)

@@ -19,7 +19,7 @@ from phalanx.control.legs import leg_jacobians
 from phalanx.control.mpc import MPCCfg
 from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
-from phalanx.core.errors import ConfigError, check_choice
+from phalanx.core.errors import ConfigError, check_choice, check_positive
 from phalanx.envs.cfg import ActionController
 
 BODY_CONTROLLERS = ("qp", "mpc")
@@ -70,7 +70,10 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     the site `foot.format(leg=L)` (a sphere at the foot's centre, as large as the foot), its hip
     the body `hip.format(leg=L)`. The heuristic's footholds assume its fixed `frequency`; a
     corrected frequency changes the gait clock, not them. Ground heights come from the env's
-    terrain (or z = 0) under the feet and the footholds. Once per env step, before the first
+    terrain (or z = 0) under the feet and the footholds. A foot touches the ground when its
+    centre is less than `contact_height` m above where it would stand: a foot the gait has
+    standing takes force only then, reaching on for its foothold until it does
+    (`QuadrupedState.contact`). Once per env step, before the first
     control step, the poses are recomputed from the state (after resets); later control steps
     read the poses of the physics step before, as MuJoCo's step leaves them.
 
@@ -106,11 +109,14 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         qp_backend: str = "auto",
         qp_block_dim: int = QPSettings.block_dim,
         body_controller: str = "qp",
+        contact_height: float = 0.02,
     ):
         check_choice("env.actions.controller.params.body_controller", body_controller, BODY_CONTROLLERS)
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
         check_block_dim(qp_block_dim, "env.actions.controller.params.qp_block_dim")
+        check_positive("env.actions.controller.params.contact_height", contact_height, " m")
+        self.contact_height = contact_height
         if qp_solver == "host" and env.capture:
             raise ConfigError(
                 "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
@@ -190,7 +196,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         com_velocity = sim.qvel[:, d : d + 3]  # the base's: close enough
         velocity = com_velocity[:, None] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
         com = sim.subtree_com[:, self._root]
-        return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes)
+        contact = feet[..., 2] - self._ground(env, feet[..., :2]) < self.contact_height
+        return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes, contact)
 
     def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor) -> QuadrupedCommand:
         sim = env.sim
