@@ -29,7 +29,13 @@ def through_qp(cfg: TaskCfg) -> None:
     # One physics step per control step: the controller sets the torques at 200 Hz, the policy
     # corrects its command at 50 Hz.
     cfg.sim.decimation = 1
-    params = {"qp_backend": "auto", "qp_block_dim": QPSettings.block_dim, "body_controller": "qp"}  # flags set them
+    params = {
+        "qp_backend": "auto",
+        "qp_block_dim": QPSettings.block_dim,
+        "body_controller": "qp",
+        "contact_height": 0.02,
+    }
+    # (the keys given here are the flags that set them)
     controller = ControllerCfg(func=quadruped_control.quadruped_control, decimation=4, params=params)
     cfg.actions = ActionCfg(controller=controller)
     cfg.observations["policy"]["gait_phase"] = ObsTermCfg(func=quadruped_control.gait_phase)
