@@ -9,15 +9,20 @@
 #                  of it, then of the heuristic alone (zero actions);
 #           GPU 1: the solver and the pipeline, then `phalanx train anymal-stones` (joint targets)
 #                  for TRAIN_S seconds and tools/stones_eval.py of it.
+#   classic GPU 0 alone (one GPU is enough: nvidia-h200): tools/qp_pipeline.py anymal-qp, then the
+#                  classic pipeline (tools/classic_pipeline.py: MuJoCo C and the QP on every core,
+#                  the policy on the GPU) at each of CLASSIC_ENVS robots (default 1024 4096 16384);
+#                  nothing else runs beside it, as it uses every core.
 #   The solver and the pipeline: tools/qp_speed.py (warp and torch; proxsuite's one-core time
 #   where it imports) and tools/qp_pipeline.py (anymal-qp, anymal-stones-qp; its host QP needs
 #   proxsuite).
 # Each result is a bench.json under $OUT (copy it to docs/results/NAME/ and run `phalanx bench docs
 # docs`); logs, training metrics and status go into $OUT/tables.tgz as each step ends.
 #   PLAN=play TRAIN_S=390 bash tools/tables_gpu.sh;  PLAN=stones TRAIN_S=340 bash tools/tables_gpu.sh
+#   PLAN=classic TRAIN_S=0 bash tools/tables_gpu.sh
 set -uo pipefail
 out=${OUT:?set OUT}
-plan=${PLAN:?set PLAN to play or stones}
+plan=${PLAN:?set PLAN to play, stones or classic}
 train_s=${TRAIN_S:?set TRAIN_S (seconds of each training run)}
 work=/tmp/tables
 mkdir -p "$work/results"
@@ -76,8 +81,15 @@ case $plan in
       stones stones-joint-targets anymal-stones 1 "joint targets, $train_s s" --checkpoint "$work/runs/anymal-stones/$last"
     ) &
     ;;
+  classic)
+    run pipeline-anymal-qp 150 0 python3 tools/qp_pipeline.py anymal-qp --num-envs 4096 --out "$work/results/pipeline-anymal-qp.json"
+    for n in ${CLASSIC_ENVS:-1024 4096 16384}; do
+      run "classic-$n" 240 0 python3 tools/classic_pipeline.py anymal-qp --num-envs "$n" --steps 20 \
+        --out "$work/results/classic-$n.json"
+    done
+    ;;
   *)
-    echo "PLAN: must be play or stones, got $plan" >&2
+    echo "PLAN: must be play, stones or classic, got $plan" >&2
     exit 2
     ;;
 esac

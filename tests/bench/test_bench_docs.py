@@ -303,3 +303,21 @@ def test_a_viewer_table_from_tools_viewer_overhead(tmp_path) -> None:
     (raw / "cartpole-live-1.metrics.jsonl.gz").write_bytes((raw / "cartpole-plain-1.metrics.jsonl.gz").read_bytes())
     bad = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "cartpole-live-1.metrics.jsonl.gz names mode 'live'" in bad.stderr.splitlines()[-1]
+
+
+def test_a_classic_table_from_tools_classic_pipeline(tmp_path) -> None:
+    """tools/classic_pipeline.py --out on the CPU: anymal-qp's robots in MuJoCo C over 2 worker
+    processes, the QP per robot with proxsuite, the policy in the main process; they still stand
+    at the end, and the table gives the rate and its parts."""
+    pytest.importorskip("proxsuite")
+    raw = tmp_path / "results" / "classic"
+    command = [sys.executable, str(ROOT / "tools" / "classic_pipeline.py"), "anymal-qp", "--num-envs", "4"]
+    command += ["--workers", "2", "--steps", "10", "--policy-device", "cpu", "--out", str(raw / "bench.json")]
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    (row,) = json.loads((raw / "bench.json").read_text())["results"]
+    assert row["base_height_min"] > 0.45, "the heuristic holds the robots up (0.6 m standing)"
+    text = _built(tmp_path, "classic: results/classic")
+    columns = "| task | envs | workers (cores) | policy on | env steps/s | policy, copies | workers |"
+    assert columns in text and re.search(r"\| anymal-qp \| 4 \| 2 of \d+ \| cpu \| [0-9,]+ \([0-9.]+ ms\) \|", text)
+    bad = subprocess.run([*command[:-2], "--workers", "0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--workers: must be >= 1, got 0" in bad.stderr.splitlines()[-1]

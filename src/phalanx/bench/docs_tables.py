@@ -26,7 +26,7 @@ from phalanx.bench.table_runs import (
     runs_of,
     values_cell,
 )
-from phalanx.bench.tool_tables import pipeline, played, qp_speed, stones, viewer
+from phalanx.bench.tool_tables import classic, pipeline, played, qp_speed, stones, viewer
 from phalanx.core.errors import ConfigError
 
 
@@ -309,6 +309,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., Rows], tuple[str, ...]]] 
     "qp": (("qp",), qp_speed, ()),
     "pipeline": (("pipeline",), pipeline, ()),
     "viewer": (("viewer",), viewer, ()),
+    "classic": (("classic",), classic, ()),
 }
 """A table's kind: the `phalanx bench` (or tool) result kinds it takes, its columns and rows (from
 the runs, and the marker's options), and the options its marker must give (besides `tasks`)."""

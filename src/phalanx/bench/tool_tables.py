@@ -95,6 +95,25 @@ def pipeline(runs: list[Run]) -> Rows:
     return columns + ["host: one QP", "speed-up, captured over host", "run"], rows
 
 
+def classic(runs: list[Run]) -> Rows:
+    """`tools/classic_pipeline.py`: per task and env count, the classic pipeline's env steps/s (ms
+    per env step: the policy's part, with its copies, and the workers' part), its worker processes
+    of the host's cores, where the policy ran, and the lowest base height at the end (the robots
+    still stand)."""
+    rows = []
+    for run in runs:
+        for bench in run.benches:
+            for r in bench["results"]:
+                rows.append([
+                    r["task"], f"{r['num_envs']:,}", f"{r['workers']} of {r['cpu_count']}", r["policy_device"],
+                    f"{r['env_steps_per_s']:,.0f} ({r['ms_per_env_step']:.1f} ms)",
+                    f"{r['policy_ms_per_env_step']:.1f} ms", f"{r['workers_ms_per_env_step']:.1f} ms",
+                    f"{r['base_height_min']:.2f} m", run.label,
+                ])  # fmt: skip
+    columns = ["task", "envs", "workers (cores)", "policy on", "env steps/s", "policy, copies", "workers"]
+    return columns + ["lowest base at the end", "run"], rows
+
+
 def viewer(runs: list[Run]) -> Rows:
     """`tools/viewer_overhead.py`: per task of each run, the median fps_total of its plain runs
     (repeats side by side), and of those with `--viewer` and with a page open, each with its change

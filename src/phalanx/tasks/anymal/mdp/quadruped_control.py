@@ -57,6 +57,35 @@ def standing_body(mjm: mujoco.MjModel, root: str, feet: list[str]) -> tuple[Body
     return cfg, height
 
 
+def quadruped_state(
+    rotation: torch.Tensor,
+    base: torch.Tensor,
+    base_velocity: torch.Tensor,
+    com: torch.Tensor,
+    anchors: torch.Tensor,
+    axes: torch.Tensor,
+    leg_velocities: torch.Tensor,
+    feet: torch.Tensor,
+    ground: torch.Tensor,
+    contact_height: float,
+) -> QuadrupedState:
+    """What the quadruped controller reads of B robots, from their simulator's state: the base's
+    orientation `rotation` (B, 3, 3) and position `base` (B, 3), its free joint's velocity
+    `base_velocity` (B, 6: linear in world axes, angular in the base's, as MuJoCo's qvel), the
+    center of mass `com` (B, 3), the legs' joint positions `anchors` and unit `axes` (B, k, j, 3),
+    their joint velocities `leg_velocities` (B, k, j), the feet's positions `feet` (B, k, 3), and
+    the height a foot's centre has standing on the ground under it, `ground` (B, k): a foot less
+    than `contact_height` above it touches."""
+    omega = (rotation @ base_velocity[:, 3:6, None]).squeeze(-1)  # base frame -> world
+    # A foot's velocity: the base's motion at the foot, plus its own leg's joints'.
+    lever = feet - base[:, None]
+    legs = (leg_jacobians(anchors, axes, feet) @ leg_velocities[..., None]).squeeze(-1)
+    com_velocity = base_velocity[:, :3]  # the base's: close enough
+    velocity = com_velocity[:, None] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
+    contact = feet[..., 2] - ground < contact_height
+    return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes, contact)
+
+
 class quadruped_control(ActionController):  # noqa: N801 (terms are named like functions)
     """The env's actions correct the heuristic high level's command: in order, its center of
     mass's acceleration (m/s^2) and the base's angular acceleration (rad/s^2), both in the base's
@@ -185,19 +214,13 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
 
     def _state(self, env: TaskEnv) -> QuadrupedState:
         sim = env.sim
-        rotation = sim.xmat[:, self._root]
         d = sim.root_dofadr
-        omega = (rotation @ sim.qvel[:, d + 3 : d + 6, None]).squeeze(-1)  # base frame -> world
-        anchors, axes = sim.xanchor[:, self._joint_ids], sim.xaxis[:, self._joint_ids]
         feet = sim.site_xpos[:, self._feet]
-        # A foot's velocity: the base's motion at the foot, plus its own leg's joints'.
-        lever = feet - sim.xpos[:, self._root, None]
-        legs = (leg_jacobians(anchors, axes, feet) @ sim.qvel[:, self._dofs, None]).squeeze(-1)
-        com_velocity = sim.qvel[:, d : d + 3]  # the base's: close enough
-        velocity = com_velocity[:, None] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
-        com = sim.subtree_com[:, self._root]
-        contact = feet[..., 2] - self._ground(env, feet[..., :2]) < self.contact_height
-        return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes, contact)
+        return quadruped_state(
+            sim.xmat[:, self._root], sim.xpos[:, self._root], sim.qvel[:, d : d + 6], sim.subtree_com[:, self._root],
+            sim.xanchor[:, self._joint_ids], sim.xaxis[:, self._joint_ids], sim.qvel[:, self._dofs], feet,
+            self._ground(env, feet[..., :2]), self.contact_height,
+        )  # fmt: skip
 
     def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor) -> QuadrupedCommand:
         sim = env.sim

@@ -1,0 +1,214 @@
+"""The classic pipeline of Da and Xie's claim (a), for a task whose actions drive
+`quadruped_control` on flat ground (anymal-qp): the physics in MuJoCo C and the controller with
+its force QP on the CPU, spread over worker processes (each owns a slice of the robots: their
+MjData, their `QuadrupedController` with the QP solved per robot by proxsuite, as a robot's own
+computer would), and the policy on `--policy-device`, with the observations copied to it and the
+actions back at every env step. Its env steps/s are what the full-GPU pipeline
+(`phalanx bench throughput`, tools/qp_pipeline.py) is measured against.
+
+Each env step: the policy (the task's actor network, its last layer zeroed: the network's whole
+cost, and zero actions, so that the heuristic high level walks) acts on the observations, which
+go to its device and the actions back; every worker runs the task's control steps for its robots
+(the heuristic's command, the controller's torques, one mj_step per control step) and writes the
+robots' observations (base velocities, gravity, command, joint positions and velocities, the
+last actions, the gait phase: the task's policy input) to shared memory. Zero velocity command,
+robots starting in the home pose, none reset; the lowest base height at the end says whether
+they still stand.
+
+    python tools/classic_pipeline.py anymal-qp [--num-envs 1024] [--workers 16] [--steps 50]
+        [--policy-device cuda] [--out F.json]
+
+--out writes a bench.json (kind classic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+from phalanx.bench.machine import tool_bench
+from phalanx.core.files import write_text_atomic
+from phalanx.training.registry import env_cfg, train_cfg
+
+LEGS, JOINTS = ("LF", "RF", "LH", "RH"), ("HAA", "HFE", "KFE")
+FIELDS = ("xmat", "xpos", "qvel", "subtree_com", "xanchor", "xaxis", "site_xpos")
+"""What the controller reads of each robot's MjData."""
+OBS_DIM = 53
+"""anymal-qp's policy input: base linear and angular velocity, gravity, command, joint positions
+and velocities, last actions, gait phase (sine, cosine)."""
+
+
+def robots(task: str):
+    """The task's config and its MuJoCo model with its actuators and time step. The solver keeps
+    MuJoCo's own budget (100 iterations, 50 line-search steps, stopping once converged): with the
+    task's 4 and 6 (MuJoCo Warp's, unrolled) MuJoCo C's robots collapse within a second."""
+    from phalanx.sim.model import build_model
+
+    cfg = env_cfg(task)
+    if cfg.terrain is not None:
+        raise SystemExit(f"classic_pipeline: {task} has a terrain; only flat-ground tasks run in MuJoCo C here")
+    mjm = build_model(cfg.model, cfg.actuators, None, None)
+    if cfg.sim.dt is not None:
+        mjm.opt.timestep = cfg.sim.dt
+    return cfg, mjm
+
+
+def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
+    """Steps robots [lo, hi): waits at `barrier` for the actions, runs the control steps, writes the
+    observations, waits again."""
+    torch.set_num_threads(1)
+    import mujoco
+
+    from phalanx.control.heuristic import HeuristicCfg, heuristic_command
+    from phalanx.control.quadruped import QuadrupedCfg, QuadrupedController
+    from phalanx.tasks.anymal.mdp.quadruped_control import quadruped_state, standing_body
+
+    cfg, mjm = robots(task)
+    params = cfg.actions.controller.params
+    feet_names = [f"{leg}_foot" for leg in LEGS]
+    body, height = standing_body(mjm, "base", feet_names)
+    body = dataclasses.replace(body, qp_solver="host")
+    n = hi - lo
+    controller = QuadrupedController(QuadrupedCfg(body), n, len(LEGS))
+    heuristic = HeuristicCfg(height=height, frequency=2.0)
+    datas = [mujoco.MjData(mjm) for _ in range(n)]
+    key = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_KEY, "home")
+    for data in datas:
+        if key >= 0:
+            mujoco.mj_resetDataKeyframe(mjm, data, key)
+        mujoco.mj_forward(mjm, data)
+    names = [f"{leg}_{joint}" for leg in LEGS for joint in JOINTS]
+    joints = np.array([mjm.joint(name).id for name in names])
+    dofs, qpos = mjm.jnt_dofadr[joints], mjm.jnt_qposadr[joints]
+    actuators = np.array([mjm.actuator(name).id for name in names])
+    feet = np.array([mjm.site(name).id for name in feet_names])
+    hips = np.array([mjm.body(f"{leg}_THIGH").id for leg in LEGS])
+    radius = float(mjm.site_size[feet[0], 0])
+    ground = torch.full((n, len(LEGS)), radius)
+    contact_height = params.get("contact_height", 0.02)
+    obs = np.frombuffer(shared["obs"], dtype=np.float32).reshape(-1, OBS_DIM)[lo:hi]
+    actions = np.frombuffer(shared["actions"], dtype=np.float32).reshape(-1, 15)[lo:hi]
+    heights = np.frombuffer(shared["heights"], dtype=np.float32)[lo:hi]
+    decimation = cfg.actions.controller.decimation
+    dt = mjm.opt.timestep
+    ready.wait()
+    while True:
+        barrier.wait()  # the actions are in
+        if shared["stop"].value:
+            return
+        for _ in range(decimation):
+            t = {f: torch.from_numpy(np.stack([getattr(d, f) for d in datas])).float() for f in FIELDS}
+            state = quadruped_state(
+                t["xmat"][:, 1].view(n, 3, 3), t["xpos"][:, 1], t["qvel"][:, :6], t["subtree_com"][:, 1],
+                t["xanchor"][:, joints].view(n, 4, 3, 3), t["xaxis"][:, joints].view(n, 4, 3, 3),
+                t["qvel"][:, dofs].view(n, 4, 3), t["site_xpos"][:, feet], ground, contact_height,
+            )  # fmt: skip
+            yaw = torch.atan2(state.rotation[:, 1, 0], state.rotation[:, 0, 0])
+            hip_xpos = torch.from_numpy(np.stack([d.xpos[hips] for d in datas])).float()
+            command = heuristic_command(
+                heuristic, controller.clock, state.com, state.com_velocity, hip_xpos, torch.zeros(n, 2), yaw, ground
+            )
+            torques = controller.step(state, command, dt).torques.numpy()
+            for i, data in enumerate(datas):
+                data.ctrl[actuators] = torques[i]
+                mujoco.mj_step(mjm, data)
+        phase = 2 * np.pi * controller.clock.phase.numpy()
+        for i, data in enumerate(datas):
+            heights[i] = data.qpos[2]
+            gravity = data.xmat[1].reshape(3, 3).T @ np.array([0.0, 0.0, -1.0])
+            obs[i] = np.concatenate((data.qvel[:6], gravity, np.zeros(3), data.qpos[qpos], data.qvel[dofs], actions[i],
+                                     (np.sin(phase[i]), np.cos(phase[i]))))  # fmt: skip
+        barrier.wait()  # the observations are out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", help="a flat-ground task whose actions drive quadruped_control (anymal-qp)")
+    parser.add_argument("--num-envs", type=int, default=1024)
+    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="processes stepping the robots")
+    parser.add_argument("--steps", type=int, default=50, help="timed env steps (after 2 untimed)")
+    parser.add_argument("--policy-device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", default=None, help="write the results here as a bench.json")
+    args = parser.parse_args()
+    for flag, value in (("--num-envs", args.num_envs), ("--workers", args.workers), ("--steps", args.steps)):
+        if value < 1:
+            parser.error(f"{flag}: must be >= 1, got {value}")
+    workers = min(args.workers, args.num_envs)
+    cfg, _ = robots(args.task)
+    from phalanx.rl.models import mlp
+
+    policy = train_cfg(args.task).policy
+    device = torch.device(args.policy_device)
+    actor = mlp(OBS_DIM, policy.actor_hidden_dims, 15, policy.activation).to(device)
+    torch.nn.init.zeros_(actor[-1].weight)  # the network's full cost, zero actions: the heuristic walks
+    torch.nn.init.zeros_(actor[-1].bias)
+    ctx = mp.get_context("spawn")
+    shared = {
+        "obs": ctx.RawArray("f", args.num_envs * OBS_DIM),
+        "actions": ctx.RawArray("f", args.num_envs * 15),
+        "heights": ctx.RawArray("f", args.num_envs),
+        "stop": ctx.RawValue("b", 0),
+    }
+    barrier, ready = ctx.Barrier(workers + 1), ctx.Barrier(workers + 1)
+    bounds = np.linspace(0, args.num_envs, workers + 1).astype(int)
+    procs = [
+        ctx.Process(target=worker, args=(args.task, int(lo), int(hi), shared, barrier, ready), daemon=True)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+    for p in procs:
+        p.start()
+    ready.wait()
+    obs = np.frombuffer(shared["obs"], dtype=np.float32).reshape(args.num_envs, OBS_DIM)
+    actions = np.frombuffer(shared["actions"], dtype=np.float32).reshape(args.num_envs, 15)
+    seconds = {"policy": 0.0, "workers": 0.0}
+    start = 0.0
+    for step in range(args.steps + 2):
+        if step == 2:
+            start = time.perf_counter()
+            seconds = {"policy": 0.0, "workers": 0.0}
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            act = actor(torch.from_numpy(obs).to(device))
+        actions[:] = act.clamp(-1.0, 1.0).cpu().numpy()  # a host copy each step: the classic loop's
+        t1 = time.perf_counter()
+        barrier.wait()
+        barrier.wait()
+        seconds["policy"] += t1 - t0
+        seconds["workers"] += time.perf_counter() - t1
+    total = time.perf_counter() - start
+    shared["stop"].value = 1
+    barrier.wait()
+    for p in procs:
+        p.join()
+    heights = np.frombuffer(shared["heights"], dtype=np.float32)
+    row = {
+        "task": args.task,
+        "num_envs": args.num_envs,
+        "workers": workers,
+        "cpu_count": os.cpu_count(),
+        "policy_device": str(device),
+        "steps": args.steps,
+        "env_steps_per_s": args.num_envs * args.steps / total,
+        "ms_per_env_step": 1e3 * total / args.steps,
+        "policy_ms_per_env_step": 1e3 * seconds["policy"] / args.steps,
+        "workers_ms_per_env_step": 1e3 * seconds["workers"] / args.steps,
+        "control_steps_per_env_step": cfg.actions.controller.decimation,
+        "base_height_min": float(heights.min()),
+        "base_height_mean": float(heights.mean()),
+    }
+    print(json.dumps(row), flush=True)
+    if args.out:
+        bench = tool_bench("classic", args.task, "classic_pipeline.py", sys.argv[1:], str(device), results=[row])
+        write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
