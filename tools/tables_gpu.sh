@@ -19,11 +19,15 @@
 # Each result is a bench.json under $OUT (copy it to docs/results/NAME/ and run `phalanx bench docs
 # docs`); logs, training metrics and status go into $OUT/tables.tgz as each step ends.
 #   PLAN=play TRAIN_S=390 bash tools/tables_gpu.sh;  PLAN=stones TRAIN_S=340 bash tools/tables_gpu.sh
-#   PLAN=classic TRAIN_S=0 bash tools/tables_gpu.sh
+#   PLAN=classic bash tools/tables_gpu.sh
 set -uo pipefail
 out=${OUT:?set OUT}
 plan=${PLAN:?set PLAN to play, stones or classic}
-train_s=${TRAIN_S:?set TRAIN_S (seconds of each training run)}
+train_s=${TRAIN_S:-}
+if [ "$plan" != classic ] && [ -z "$train_s" ]; then
+  echo "TRAIN_S: set it to the seconds of each training run of PLAN=$plan" >&2
+  exit 2
+fi
 work=/tmp/tables
 mkdir -p "$work/results"
 export PYTHONUNBUFFERED=1
