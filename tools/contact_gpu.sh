@@ -7,27 +7,31 @@
 # `phalanx train --viewer` costs (tools/viewer_gpu.sh, cartpole) and the heuristic over the QP
 # (the same two tools, a whole episode). Results and logs go into $OUT/contact.tgz as each step
 # ends.
-#   BUDGET_S=240 STEPS=250 bash tools/contact_gpu.sh
+# The MPC's STEPS (default 100) env steps took more than 150 s for 250 at 4096 robots on an H200.
+#   BUDGET_S=240 STEPS=100 bash tools/contact_gpu.sh
 set -uo pipefail
 out=${OUT:?set OUT}
 work=/tmp/contact
 mkdir -p "$work/results"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv | tee "$work/gpu.txt"
-steps=${STEPS:-250}
+steps=${STEPS:-100}
 run() {  # NAME SECONDS GPU COMMAND...: its output in NAME.log, its exit status in status.txt
   local name=$1 limit=$2 gpu=$3
   shift 3
   CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM "$limit" "$@" > "$work/$name.log" 2>&1
   echo "$name: exit $? after ${SECONDS}s of the script" >> "$work/status.txt"
   local packed="$work.$BASHPID.tgz"
-  tar czf "$packed" -C "$work" --exclude='*.pt' . && mv "$packed" "$out/contact.tgz"
+  tar czf "$packed" -C "$work" --exclude=learn/jobs . && mv "$packed" "$out/contact.tgz"  # runs stay (GBs)
 }
 run learn $((${BUDGET_S:-240} + 60)) 0,1 python3 -m phalanx bench learn anymal-qp anymal-stones-qp --seeds 1 \
   --no-cold --videos none --gpus 0,1 --budget-s "${BUDGET_S:-240}" --run-dir "$work/learn"
+for job in "$work"/learn/jobs/*/; do  # each run's metrics beside the logs
+  gzip -c "$job/run/metrics.jsonl" > "$work/metrics-$(basename "$job").jsonl.gz"
+done
 (
-  run flat-mpc 150 0 python3 tools/zero_actions.py anymal-qp --body-controller mpc --steps "$steps"
-  run stones-mpc 150 0 python3 tools/stones_eval.py anymal-stones-qp --body-controller mpc --steps "$steps" \
+  run flat-mpc 240 0 python3 tools/zero_actions.py anymal-qp --body-controller mpc --steps "$steps"
+  run stones-mpc 240 0 python3 tools/stones_eval.py anymal-stones-qp --body-controller mpc --steps "$steps" \
     --num-envs 2000 --label "heuristic over the MPC, $steps steps" --out "$work/results/stones-mpc.json"
 ) &
 (
