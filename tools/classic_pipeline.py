@@ -39,8 +39,6 @@ from phalanx.core.files import write_text_atomic
 from phalanx.training.registry import env_cfg, train_cfg
 
 LEGS, JOINTS = ("LF", "RF", "LH", "RH"), ("HAA", "HFE", "KFE")
-FIELDS = ("xmat", "xpos", "qvel", "subtree_com", "xanchor", "xaxis", "site_xpos")
-"""What the controller reads of each robot's MjData."""
 OBS_DIM = 53
 """anymal-qp's policy input: base linear and angular velocity, gravity, command, joint positions
 and velocities, last actions, gait phase (sine, cosine)."""
@@ -91,6 +89,9 @@ def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
     actuators = np.array([mjm.actuator(name).id for name in names])
     feet = np.array([mjm.site(name).id for name in feet_names])
     hips = np.array([mjm.body(f"{leg}_THIGH").id for leg in LEGS])
+    base = mjm.body("base").id
+    free = slice(mjm.body_dofadr[base], mjm.body_dofadr[base] + 6)  # the base's free joint
+    base_z = mjm.jnt_qposadr[mjm.body_jntadr[base]] + 2
     radius = float(mjm.site_size[feet[0], 0])
     ground = torch.full((n, len(LEGS)), radius)
     contact_height = params.get("contact_height", 0.02)
@@ -105,14 +106,16 @@ def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
         if shared["stop"].value:
             return
         for _ in range(decimation):
-            t = {f: torch.from_numpy(np.stack([getattr(d, f) for d in datas])).float() for f in FIELDS}
+            read = [(d.xmat[base], d.xpos[base], d.qvel[free], d.subtree_com[base], d.xanchor[joints], d.xaxis[joints],
+                     d.qvel[dofs], d.site_xpos[feet], d.xpos[hips]) for d in datas]  # fmt: skip
+            rotation, base_xpos, base_qvel, com, anchors, axes, leg_qvel, feet_xpos, hip_xpos = (
+                torch.from_numpy(np.stack(rows)).float() for rows in zip(*read, strict=True)
+            )
             state = quadruped_state(
-                t["xmat"][:, 1].view(n, 3, 3), t["xpos"][:, 1], t["qvel"][:, :6], t["subtree_com"][:, 1],
-                t["xanchor"][:, joints].view(n, 4, 3, 3), t["xaxis"][:, joints].view(n, 4, 3, 3),
-                t["qvel"][:, dofs].view(n, 4, 3), t["site_xpos"][:, feet], ground, contact_height,
+                rotation.view(n, 3, 3), base_xpos, base_qvel, com, anchors.view(n, 4, 3, 3), axes.view(n, 4, 3, 3),
+                leg_qvel.view(n, 4, 3), feet_xpos, ground, contact_height,
             )  # fmt: skip
             yaw = torch.atan2(state.rotation[:, 1, 0], state.rotation[:, 0, 0])
-            hip_xpos = torch.from_numpy(np.stack([d.xpos[hips] for d in datas])).float()
             command = heuristic_command(
                 heuristic, controller.clock, state.com, state.com_velocity, hip_xpos, torch.zeros(n, 2), yaw, ground
             )
@@ -122,9 +125,10 @@ def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
                 mujoco.mj_step(mjm, data)
         phase = 2 * np.pi * controller.clock.phase.numpy()
         for i, data in enumerate(datas):
-            heights[i] = data.qpos[2]
-            gravity = data.xmat[1].reshape(3, 3).T @ np.array([0.0, 0.0, -1.0])
-            obs[i] = np.concatenate((data.qvel[:6], gravity, np.zeros(3), data.qpos[qpos], data.qvel[dofs], actions[i],
+            heights[i] = data.qpos[base_z]
+            gravity = data.xmat[base].reshape(3, 3).T @ np.array([0.0, 0.0, -1.0])
+            joints_now = (data.qpos[qpos], data.qvel[dofs])
+            obs[i] = np.concatenate((data.qvel[free], gravity, np.zeros(3), *joints_now, actions[i],
                                      (np.sin(phase[i]), np.cos(phase[i]))))  # fmt: skip
         barrier.wait()  # the observations are out
 

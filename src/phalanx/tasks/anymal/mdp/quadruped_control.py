@@ -206,29 +206,34 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         decimation = env.cfg.actions.controller.decimation
         self.infeasible.zero_()
         for _ in range(decimation):
-            robot = self._state(env)
-            out = self.controller.step(robot, self._command(env, robot, correction), self.dt)
+            robot, ground = self._state(env)
+            out = self.controller.step(robot, self._command(env, robot, ground, correction), self.dt)
             sim.ctrl[:, self.actuator_ids] = out.torques
             self.infeasible += out.qp.primal_infeasible.float() / decimation
             sim.step()
 
-    def _state(self, env: TaskEnv) -> QuadrupedState:
+    def _state(self, env: TaskEnv) -> tuple[QuadrupedState, torch.Tensor]:
+        """The robots' state, and the height (B, k) their feet's centres have standing on the ground
+        under them (contact and the heuristic's floor both read it)."""
         sim = env.sim
         d = sim.root_dofadr
         feet = sim.site_xpos[:, self._feet]
-        return quadruped_state(
+        ground = self._ground(env, feet[..., :2])
+        state = quadruped_state(
             sim.xmat[:, self._root], sim.xpos[:, self._root], sim.qvel[:, d : d + 6], sim.subtree_com[:, self._root],
-            sim.xanchor[:, self._joint_ids], sim.xaxis[:, self._joint_ids], sim.qvel[:, self._dofs], feet,
-            self._ground(env, feet[..., :2]), self.contact_height,
+            sim.xanchor[:, self._joint_ids], sim.xaxis[:, self._joint_ids], sim.qvel[:, self._dofs], feet, ground,
+            self.contact_height,
         )  # fmt: skip
+        return state, ground
 
-    def _command(self, env: TaskEnv, robot: QuadrupedState, correction: torch.Tensor) -> QuadrupedCommand:
+    def _command(
+        self, env: TaskEnv, robot: QuadrupedState, ground: torch.Tensor, correction: torch.Tensor
+    ) -> QuadrupedCommand:
         sim = env.sim
         yaw = torch.atan2(robot.rotation[:, 1, 0], robot.rotation[:, 0, 0])
         heading = yaw_rotation(yaw)  # (B, 3, 3) base yaw frame -> world
         asked = env.command(self.command)  # (B, 3) forward, lateral (m/s), yaw rate (rad/s)
         velocity = (heading[:, :2, :2] @ asked[:, :2, None]).squeeze(-1)
-        ground = self._ground(env, robot.feet[..., :2])
         out = heuristic_command(
             self.heuristic, self.controller.clock, robot.com, robot.com_velocity,
             sim.xpos[:, self._hips], velocity, yaw, ground,
