@@ -5,13 +5,14 @@ m from where it started (past the 1 m spawn platform and 2 m of stones) before f
 distance counts until it falls or the episode ends, at most the 4 m to its tile's edge.
 
     python tools/stones_eval.py TASK [--checkpoint P] [--label NAME] [--num-envs N] [--out DIR/bench.json]
-        [--video FILE.mp4 --video-level K] [--body-controller qp|mpc]
+        [--video FILE.mp4 --video-level K] [--body-controller qp|mpc] [--blind]
 
 --out writes the results as a bench.json whose table (`bench-table stones` in the docs, through
 `phalanx bench docs`) has a row per level and a column per policy, named by --label.
 
 Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic controller
-(with `--body-controller mpc`, over the centroidal MPC).
+(with `--body-controller mpc`, over the centroidal MPC). `--blind`: the quadruped controller's high
+level does not look at the stones (no foothold search, the fixed swing lift).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def main() -> None:
     parser.add_argument("--video", default=None, help="record env --video-level (it stands on that level) to this .mp4")
     parser.add_argument("--video-level", type=int, default=0)
     parser.add_argument("--body-controller", default=None, help="qp or mpc: the quadruped controller's body controller")
+    parser.add_argument("--blind", action="store_true", help="no foothold search and the fixed swing lift")
     args = parser.parse_args()
     if args.video is not None and not args.video.endswith(".mp4"):
         parser.error(f"--video: must name an .mp4 file, got {args.video!r}")
@@ -59,6 +61,8 @@ def main() -> None:
     cfg.terrain_command = None  # levels stay where they are put
     if args.body_controller is not None:
         cfg.actions.controller.params["body_controller"] = args.body_controller
+    if args.blind:
+        cfg.actions.controller.params.update(foothold_reach=0.0, swing_clearance=0.0)
     cfg.commands["base_velocity"].params.update(
         lin_vel_x=(args.speed, args.speed), lin_vel_y=(0.0, 0.0), ang_vel_z=(0.0, 0.0), heading=None, standing=0.0
     )
@@ -112,7 +116,13 @@ def main() -> None:
         print(f"video of level {args.video_level}: {recorder.write(args.video, fps=1.0 / env.step_dt)}")
     if args.out:
         label = args.label or who
-        config = {"policy": who, "speed": args.speed, "goal": args.goal, "body_controller": args.body_controller}
+        config = {
+            "policy": who,
+            "speed": args.speed,
+            "goal": args.goal,
+            "body_controller": args.body_controller,
+            "blind": args.blind,
+        }
         results = [row | {"policy": label} for row in rows]
         bench = tool_bench(
             "stones", args.task, "stones_eval.py", sys.argv[1:], str(env.device), config=config, results=results

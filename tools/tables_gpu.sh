@@ -3,10 +3,12 @@
 # each in one device call of at most 10 minutes. PLAN picks one:
 #   play    GPU 0: `phalanx train anymal-qp` for TRAIN_S seconds (SIGTERM saves its checkpoint),
 #                  then `phalanx play` of it over 4096 envs x 1000 steps (--out: kind play);
-#           GPU 1: the solver and the pipeline (below), then the heuristic alone
-#                  (`phalanx play anymal-qp --policy zero`, seeds 0 and 1).
+#           GPU 1: the heuristic alone (`phalanx play anymal-qp --policy zero`, seeds 0 and 1),
+#                  then the learning suite of the QP tasks (`phalanx bench learn anymal-qp
+#                  anymal-stones-qp --seeds 1 --no-cold`, into $OUT/learn.tgz).
 #   stones  GPU 0: `phalanx train anymal-stones-qp` for TRAIN_S seconds, then tools/stones_eval.py
-#                  of it, then of the heuristic alone (zero actions);
+#                  of it, then of the heuristic alone (zero actions), with and without looking
+#                  at the stones (--blind);
 #           GPU 1: the solver and the pipeline, then `phalanx train anymal-stones` (joint targets)
 #                  for TRAIN_S seconds and tools/stones_eval.py of it.
 #   classic GPU 0 alone (one GPU is enough: nvidia-h200): tools/qp_pipeline.py anymal-qp, then the
@@ -39,7 +41,7 @@ run() {  # NAME SECONDS GPU COMMAND...: its output in NAME.log, its exit status 
   CUDA_VISIBLE_DEVICES=$gpu timeout -s TERM "$limit" "$@" > "$work/$name.log" 2>&1
   echo "$name: exit $? after ${SECONDS}s of the script" >> "$work/status.txt"
   local packed="$work.$BASHPID.tgz"  # each of the two job lists packs on its own, then the newest wins
-  tar czf "$packed" -C "$work" --exclude=runs . && mv "$packed" "$out/tables.tgz"
+  tar czf "$packed" -C "$work" --exclude=runs --exclude=learn . && mv "$packed" "$out/tables.tgz"
 }
 train() {  # TASK GPU: TRAIN_S seconds of `phalanx train TASK`, its metrics kept beside the logs
   run "train-$1" "$train_s" "$2" python3 -m phalanx train "$1" --max-iterations 1000000 --logger none \
@@ -66,10 +68,15 @@ case $plan in
       run play-trained 150 0 "${play[@]}" --checkpoint "$work/runs/anymal-qp" --out "$work/results/play-trained.json"
     ) &
     (
-      solver 1
       for seed in 0 1; do
         run "play-zero-$seed" 100 1 "${play[@]}" --policy zero --seed "$seed" --out "$work/results/play-zero-$seed.json"
       done
+      run learn 330 1 python3 -m phalanx bench learn anymal-qp anymal-stones-qp --seeds 1 --no-cold --videos none \
+        --gpus 0 --run-dir "$work/learn"
+      for job in "$work"/learn/jobs/*/; do
+        gzip -c "$job/run/metrics.jsonl" > "$work/learn/metrics-$(basename "$job").jsonl.gz"
+      done
+      tar czf "$out/learn.tgz" -C "$work" --exclude=learn/jobs learn
     ) &
     ;;
   stones)
@@ -78,6 +85,7 @@ case $plan in
       train anymal-stones-qp 0
       stones stones-rl-qp anymal-stones-qp 0 "RL + QP, $train_s s" --checkpoint "$work/runs/anymal-stones-qp/$last"
       stones stones-heuristic anymal-stones-qp 0 "heuristic (zero actions)"
+      stones stones-heuristic-blind anymal-stones-qp 0 "heuristic, blind" --blind
     ) &
     (
       solver 1

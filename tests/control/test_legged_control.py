@@ -17,7 +17,7 @@ from phalanx.control.heuristic import HeuristicCfg, heuristic_command, raibert_f
 from phalanx.control.legs import joint_torques, leg_jacobians
 from phalanx.control.mpc import MPCCfg
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
-from phalanx.control.swing import swing_trajectory
+from phalanx.control.swing import swing_clearance, swing_trajectory
 from phalanx.sim.actuators import ActuatorCfg, apply_actuators
 from phalanx.tasks.anymal.mdp.quadruped_control import standing_body
 
@@ -65,6 +65,25 @@ def test_a_swing_starts_and_lands_at_rest_and_its_velocity_is_its_positions_rate
     # A per-foot rate (a tensor shaped like the progress); 0: the swing stopped, the foot holds still.
     _, stopped = swing_trajectory(start, target, s, height, torch.tensor([0.0, 1 / duration]).expand(401, 2))
     assert stopped[:, 0].abs().max() == 0 and torch.equal(stopped[:, 1], velocity[:, 1])
+
+
+def test_a_swing_lifts_over_the_ground_in_its_way_then_its_clearance() -> None:
+    radius, clearance = 0.035, 0.05
+
+    def ground(xy: torch.Tensor) -> torch.Tensor:  # a foot's centre on a 10 cm box at 0.1 <= x < 0.2
+        x = xy[..., 0]
+        return radius + torch.where((x >= 0.1) & (x < 0.2), 0.1, 0.0)
+
+    start = torch.tensor([[0.0, 0.0, radius], [0.4, 0.0, radius], [0.12, 0.0, radius + 0.1]])
+    target = torch.tensor([[0.3, 0.0, radius], [0.7, 0.0, radius], [0.3, 0.0, radius]])
+    lift = swing_clearance(start, target, ground, clearance)
+    # Over the box (half way, the profile's top): its 10 cm, then the clearance. Past it, on level
+    # ground: the clearance alone. Stepping down off it: the foot is above the line at every point.
+    torch.testing.assert_close(lift[:2], torch.tensor([0.15, clearance]))
+    s = torch.linspace(0.0, 1.0, 101)[:, None].expand(-1, 3)
+    path, _ = swing_trajectory(start, target, s, lift, 1.0)
+    assert (path[..., 2] >= ground(path[..., :2]) - 1e-6).all()
+    assert path[50, 0, 2] >= radius + 0.1 + clearance - 1e-6
 
 
 def _anymal_with_motors() -> mujoco.MjModel:

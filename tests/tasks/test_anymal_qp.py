@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from helpers import make_cpu
+from phalanx.control.footholds import safe_footholds
 from phalanx.core.errors import ConfigError
 from phalanx.envs import LowLevelPolicyCfg
 from phalanx.envs.mdp import state
 from phalanx.tasks.anymal.mdp import quadruped_control
-from phalanx.training.registry import env_cfg
+from phalanx.training.registry import env_cfg, play_env_cfg
 
 
 def _walk(commands: list[tuple[float, float, float]], actions: torch.Tensor, seconds: float) -> dict[str, torch.Tensor]:
@@ -42,7 +43,7 @@ def test_the_heuristic_walks_and_turns_as_commanded_and_the_actions_correct_it()
     to stand moves it forward until the heuristic's velocity loop (3 /s) balances it: 0.67 m/s
     asked, about 0.45 walked (the heuristic walks 10-30 % slower than it asks for)."""
     commands = [(0.5, 0.0, 0.0), (0.0, 0.0, 0.6), (0.0, 0.0, 0.0)]
-    actions = torch.zeros(3, 15)
+    actions = torch.zeros(3, 16)
     actions[2, 0] = 1.0  # x acceleration_scale (2 m/s^2)
     out = _walk(commands, actions, 3.0)
     forward, turning, pushed = out["velocity"]
@@ -82,19 +83,23 @@ def test_a_controller_task_refuses_a_low_level_policy_or_a_delay_beside_it() -> 
 def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     """anymal-qp with qp_backend="warp" (the force QP as one Warp kernel): one env step (4 control
     steps, each with its QP) from the same state gives the torch solve's observations to float32
-    rounding (measured: 6e-5 on values up to 38; scaling the actions by 1 + 1e-6 moves them by
-    8e-5, and such differences grow to tenths within 5 steps, so later steps are only checked
-    finite); an unknown backend, a bad block size and a contact height <= 0 are refused naming
-    the param."""
+    rounding: within 4x of how far the torch solve's own observations move when the actions are
+    scaled by 1 + 1e-6 (contacts make the step that sensitive; such differences grow to tenths
+    within 5 steps, so later steps are only checked finite); an unknown backend, a bad block
+    size, a contact height <= 0 and a foothold reach below the search's spacing are refused
+    naming the param."""
     cfg = env_cfg("anymal-qp")
     envs = []
     for backend in ("torch", "warp"):
         cfg.actions.controller.params["qp_backend"] = backend
         envs.append(make_cpu(cfg, num_envs=4, seed=2))
     assert envs[1].low_level.controller.body.qp.backend == "warp"
+    cfg.actions.controller.params["qp_backend"] = "torch"
+    nudged = make_cpu(cfg, num_envs=4, seed=2)
     actions = 0.5 * torch.randn(5, 4, envs[0].action_dim, generator=torch.Generator().manual_seed(0))
     ours, theirs = (env.step(actions[0])[0]["policy"] for env in envs)
-    assert torch.allclose(ours, theirs, atol=1e-3)
+    sensitivity = (nudged.step(actions[0] * (1 + 1e-6))[0]["policy"] - ours).abs().max()
+    assert (ours - theirs).abs().max() <= 4 * sensitivity, (ours - theirs).abs().max()
     for action in actions[1:]:
         assert torch.isfinite(envs[1].step(action)[0]["policy"]).all()
     assert (quadruped_control.qp_infeasible(envs[1]) == 0).all()
@@ -110,3 +115,37 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     with pytest.raises(ConfigError, match="must be a finite number > 0 m, got 0.0") as error:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.contact_height"
+    cfg.actions.controller.params.update(contact_height=0.02, foothold_reach=0.01)
+    with pytest.raises(
+        ConfigError, match="must be 0 .footholds as asked. or at least the search's spacing, 0.05 m; got 0.01"
+    ) as error:
+        make_cpu(cfg, num_envs=2)
+    assert error.value.field == "env.actions.controller.params.foothold_reach"
+
+
+def test_on_the_stones_footholds_land_on_safe_ground_and_swings_lift_at_least_as_on_flat_ground() -> None:
+    """anymal-stones-qp's high level looks at the terrain: every foothold it asks for is one the
+    foothold search keeps (level ground, no hole, or none safe in reach), and each swing's lift is
+    at least the controller's fixed one. Without the search some footholds land on edges (the
+    search would move them)."""
+    cfg = play_env_cfg("anymal-stones-qp", env_cfg("anymal-stones-qp"))
+    cfg.terrain_command = None
+    env = make_cpu(cfg, num_envs=10)
+    env.terrain.curriculum.levels.copy_(torch.arange(10))  # one robot on each level
+    env.reset()
+    control = env.low_level
+    assert control.search is not None and control.swing_clearance > 0
+    zeros = torch.zeros(10, env.action_dim)
+    moved = 0
+    for _ in range(30):
+        env.step(zeros)
+        robot, ground = control._state(env)
+        asked = control._command(env, robot, ground, zeros)
+        xy = asked.footholds[..., :2]
+        torch.testing.assert_close(safe_footholds(xy, env.terrain.height_at, control.search), xy, rtol=0, atol=0)
+        assert (asked.swing_height >= control.controller.cfg.swing_height).all()
+        control.search, search = None, control.search
+        blind = control._command(env, robot, ground, zeros).footholds[..., :2]
+        control.search = search
+        moved += int((safe_footholds(blind, env.terrain.height_at, search) != blind).any(-1).sum())
+    assert moved > 0

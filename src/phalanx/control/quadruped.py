@@ -95,6 +95,9 @@ class QuadrupedCommand:
     """(B,) the rate to turn at (rad/s): the MPC's reference (needed with one)."""
     height: torch.Tensor | None = None
     """(B,) the height to hold the center of mass at (m, world z): the MPC's reference (needed with one)."""
+    swing_height: torch.Tensor | None = None
+    """(B, k) how high each swinging foot rises above the line from its lift-off to its foothold
+    (m, >= 0); None: `QuadrupedCfg.swing_height`."""
 
 
 @dataclass
@@ -168,7 +171,8 @@ class QuadrupedController:
         else:
             forces, solution = self._qp_forces(state, command, stance)
         rate = self.clock.swing_rate(frequency)[:, None]  # (B, 1): every foot of a robot alike
-        target, target_velocity = swing_trajectory(self.liftoff, command.footholds, progress, cfg.swing_height, rate)
+        lift = cfg.swing_height if command.swing_height is None else command.swing_height.clamp(min=0.0)
+        target, target_velocity = swing_trajectory(self.liftoff, command.footholds, progress, lift, rate)
         swing = cfg.swing_kp * (target - state.feet) + cfg.swing_kd * (target_velocity - state.feet_velocity)
         push = torch.where(stance[..., None], -forces, swing)
         torques = joint_torques(leg_jacobians(state.anchors, state.axes, state.feet), push)

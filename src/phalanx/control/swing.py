@@ -3,6 +3,8 @@ lift of a given height, and the velocity along them (for a tracking controller).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 
@@ -39,3 +41,19 @@ def _per_point(value: torch.Tensor | float) -> torch.Tensor | float:
     """A per-point tensor with a trailing axis to broadcast over x, y, z; a number as it is (a
     host number becomes no host-to-device copy, which a CUDA graph capture would refuse)."""
     return value[..., None] if isinstance(value, torch.Tensor) and value.dim() else value
+
+
+def swing_clearance(
+    start: torch.Tensor, target: torch.Tensor, ground: Callable[[torch.Tensor], torch.Tensor], clearance: float
+) -> torch.Tensor:
+    """(...) the lift (`swing_trajectory`'s `height`, m, >= 0) that carries each swing from
+    `start` (..., 3) to `target` (..., 3) over `ground` (points (..., 2) to the height a foot's
+    centre has standing there), then `clearance` m higher: the ground's rise above the line from
+    start to target, over the lift's profile, at the swing's progress 0.25, 0.375, ..., 0.75 (10 %
+    to 90 % of the way; the ends stand on the ground)."""
+    s = torch.linspace(0.25, 0.75, 5, dtype=start.dtype, device=start.device)
+    blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
+    lift = 64.0 * s**3 * (1.0 - s) ** 3
+    points = start[..., None, :] + (target - start)[..., None, :] * blend[:, None]  # (..., 5, 3)
+    rise = (ground(points[..., :2]) - points[..., 2]) / lift
+    return rise.amax(-1).clamp(min=0.0) + clearance

@@ -34,6 +34,8 @@ def through_qp(cfg: TaskCfg) -> None:
         "qp_block_dim": QPSettings.block_dim,
         "body_controller": "qp",
         "contact_height": 0.02,
+        "foothold_reach": 0.0,
+        "swing_clearance": 0.0,
     }
     # (the keys given here are the flags that set them)
     controller = ControllerCfg(func=quadruped_control.quadruped_control, decimation=4, params=params)

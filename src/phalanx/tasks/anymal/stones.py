@@ -2,7 +2,8 @@
 Xie's benchmark), with the terrain curriculum and a height scan: walk forward at the
 commanded speed through the QP controller (`anymal-stones-qp`) or with joint targets as
 anymal-rough does (`anymal-stones`). Played with zero actions, `anymal-stones-qp` is the
-heuristic controller alone: fixed trot, Raibert footholds that do not look at the stones."""
+heuristic controller alone: fixed trot, Raibert footholds moved to the nearest level ground of
+the stones, swings lifted over the stones in their way."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ def _on_stones(cfg: TaskCfg) -> None:
 def anymal_stones_qp_cfg() -> TaskCfg:
     cfg = velocity_cfg("quadruped crosses stepping stones through a QP body controller (RL over QP)")
     through_qp(cfg)
+    # The high level looks at the stones: footholds on level ground within 15 cm of the asked ones,
+    # swings lifted over the stones in their way, then 8 cm (the lift over flat ground).
+    cfg.actions.controller.params.update(foothold_reach=0.15, swing_clearance=0.08)
     _on_stones(cfg)
     del cfg.rewards["flat_orientation_l2"]
     return cfg

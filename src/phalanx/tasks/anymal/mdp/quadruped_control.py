@@ -14,11 +14,13 @@ import numpy as np
 import torch
 
 from phalanx.control.body import BodyCfg, check_qp_solver, yaw_rotation
+from phalanx.control.footholds import FootholdSearchCfg, safe_footholds
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command
 from phalanx.control.legs import leg_jacobians
 from phalanx.control.mpc import MPCCfg
 from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
+from phalanx.control.swing import swing_clearance
 from phalanx.core.errors import ConfigError, check_choice, check_positive
 from phalanx.envs.cfg import ActionController
 
@@ -102,7 +104,12 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     terrain (or z = 0) under the feet and the footholds. A foot touches the ground when its
     centre is less than `contact_height` m above where it would stand: a foot the gait has
     standing takes force only then, reaching on for its foothold until it does
-    (`QuadrupedState.contact`). Once per env step, before the first
+    (`QuadrupedState.contact`). With `foothold_reach` > 0 (m) on a terrain, each foothold, the
+    policy's correction added, moves to the nearest safe ground within that reach along x and y
+    (`phalanx.control.footholds`: level around the foot, not a hole's bottom); 0: footholds land
+    where they are asked. With `swing_clearance` > 0 (m) on a terrain, each swing rises at least
+    that high above the ground along its path (`phalanx.control.swing.swing_clearance`), and never
+    less than the controller's fixed `QuadrupedCfg.swing_height`; 0: always that. Once per env step, before the first
     control step, the poses are recomputed from the state (after resets); later control steps
     read the poses of the physics step before, as MuJoCo's step leaves them.
 
@@ -134,11 +141,14 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         angular_scale: float = 4.0,
         frequency_scale: float = 0.5,
         foothold_scale: float = 0.1,
+        swing_height_scale: float = 0.05,
         qp_solver: str = "device",
         qp_backend: str = "auto",
         qp_block_dim: int = QPSettings.block_dim,
         body_controller: str = "qp",
         contact_height: float = 0.02,
+        foothold_reach: float = 0.0,
+        swing_clearance: float = 0.0,
     ):
         check_choice("env.actions.controller.params.body_controller", body_controller, BODY_CONTROLLERS)
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
@@ -146,6 +156,16 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         check_block_dim(qp_block_dim, "env.actions.controller.params.qp_block_dim")
         check_positive("env.actions.controller.params.contact_height", contact_height, " m")
         self.contact_height = contact_height
+        spacing = FootholdSearchCfg.spacing
+        if foothold_reach != 0 and not foothold_reach >= spacing:
+            raise ConfigError(
+                f"must be 0 (footholds as asked) or at least the search's spacing, {spacing} m; got {foothold_reach}",
+                "env.actions.controller.params.foothold_reach",
+            )
+        self.search = FootholdSearchCfg(reach=foothold_reach) if foothold_reach else None
+        if not swing_clearance >= 0:
+            raise ConfigError(f"must be >= 0 m, got {swing_clearance}", "env.actions.controller.params.swing_clearance")
+        self.swing_clearance = swing_clearance
         if qp_solver == "host" and env.capture:
             raise ConfigError(
                 "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
@@ -181,6 +201,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
             ("angular_acceleration", 3, angular_scale),
             ("frequency", 1, frequency_scale),
             ("footholds", 2 * len(legs), foothold_scale),
+            ("swing_height", 1, swing_height_scale),
         ]
         self.scales = torch.tensor(
             [scale for _, width, scale in self.command_layout for _ in range(width)], device=env.device
@@ -247,9 +268,19 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
             out.com_acceleration = out.com_acceleration + asked_acceleration
         out.angular_acceleration = turn + (heading @ c[:, 3:6, None]).squeeze(-1)
         out.frequency = out.frequency + c[:, 6]
-        shift = heading[:, None, :2, :2] @ c[:, 7:].view(-1, robot.feet.shape[1], 2, 1)
+        k = robot.feet.shape[1]
+        shift = heading[:, None, :2, :2] @ c[:, 7 : 7 + 2 * k].view(-1, k, 2, 1)
         xy = out.footholds[..., :2] + shift.squeeze(-1)
+        if self.search is not None and env.terrain is not None:
+            xy = safe_footholds(xy, env.terrain.height_at, self.search)
         out.footholds = torch.cat((xy, self._ground(env, xy)[..., None]), dim=-1)
+        lift = torch.full_like(ground, self.controller.cfg.swing_height)
+        if self.swing_clearance > 0 and env.terrain is not None:
+            over = swing_clearance(
+                self.controller.liftoff, out.footholds, lambda p: self._ground(env, p), self.swing_clearance
+            )
+            lift = torch.maximum(lift, over)
+        out.swing_height = lift + c[:, 7 + 2 * k, None]
         return out
 
     def _ground(self, env: TaskEnv, xy: torch.Tensor) -> torch.Tensor:
