@@ -3,6 +3,11 @@ controller, which drives the torque-controlled ANYmal at every physics step (MuJ
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -13,6 +18,8 @@ from phalanx.envs import LowLevelPolicyCfg
 from phalanx.envs.mdp import state
 from phalanx.tasks.anymal.mdp import quadruped_control
 from phalanx.training.registry import env_cfg, play_env_cfg
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _walk(commands: list[tuple[float, float, float]], actions: torch.Tensor, seconds: float) -> dict[str, torch.Tensor]:
@@ -149,3 +156,15 @@ def test_on_the_stones_footholds_land_on_safe_ground_and_swings_lift_at_least_as
         control.search = search
         moved += int((safe_footholds(blind, env.terrain.height_at, search) != blind).any(-1).sum())
     assert moved > 0
+
+
+def test_tools_stones_falls_names_a_cause_for_every_fall_once(tmp_path) -> None:
+    """tools/stones_falls.py over one robot per level: each robot either still walks at the end or
+    fell once, under one cause (or "none of these"); the higher levels make some fall."""
+    out = tmp_path / "falls.json"
+    command = [sys.executable, str(ROOT / "tools" / "stones_falls.py"), "--num-envs", "10", "--steps", "150"]
+    subprocess.run([*command, "--out", str(out)], check=True, capture_output=True, timeout=600)
+    result = json.loads(out.read_text())
+    fell = [sum(row[level] for row in result["falls"].values()) for level in range(10)]
+    assert all(f + w == 1 for f, w in zip(fell, result["walking"], strict=True)), (fell, result["walking"])
+    assert sum(fell) > 0
