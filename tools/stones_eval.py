@@ -5,14 +5,16 @@ m from where it started (past the 1 m spawn platform and 2 m of stones) before f
 distance counts until it falls or the episode ends, at most the 4 m to its tile's edge.
 
     python tools/stones_eval.py TASK [--checkpoint P] [--label NAME] [--num-envs N] [--out DIR/bench.json]
-        [--video FILE.mp4 --video-level K] [--body-controller qp|mpc] [--blind]
+        [--video FILE.mp4 --video-level K] [--body-controller qp|mpc] [--blind] [--param NAME=VALUE ...]
 
 --out writes the results as a bench.json whose table (`bench-table stones` in the docs, through
 `phalanx bench docs`) has a row per level and a column per policy, named by --label.
 
 Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic controller
 (with `--body-controller mpc`, over the centroidal MPC). `--blind`: the quadruped controller's high
-level does not look at the stones (no foothold search, the fixed swing lift).
+level does not look at the stones (no foothold search, the fixed swing lift). `--param NAME=VALUE`
+(repeatable) sets one of the quadruped controller's params (`env.actions.controller.params`,
+e.g. `swing_kp=1600`), a number or True/False.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main() -> None:
     parser.add_argument("--video-level", type=int, default=0)
     parser.add_argument("--body-controller", default=None, help="qp or mpc: the quadruped controller's body controller")
     parser.add_argument("--blind", action="store_true", help="no foothold search and the fixed swing lift")
+    parser.add_argument("--param", action="append", default=[], help="NAME=VALUE: a controller param (repeatable)")
     args = parser.parse_args()
     if args.video is not None and not args.video.endswith(".mp4"):
         parser.error(f"--video: must name an .mp4 file, got {args.video!r}")
@@ -63,6 +66,12 @@ def main() -> None:
         cfg.actions.controller.params["body_controller"] = args.body_controller
     if args.blind:
         cfg.actions.controller.params.update(foothold_reach=0.0, swing_clearance=0.0)
+    params = cfg.actions.controller.params
+    for item in args.param:
+        name, _, value = item.partition("=")
+        if name not in params or not value:
+            parser.error(f"--param: must be NAME=VALUE with NAME one of {', '.join(sorted(params))}, got {item!r}")
+        params[name] = _value(value)
     cfg.commands["base_velocity"].params.update(
         lin_vel_x=(args.speed, args.speed), lin_vel_y=(0.0, 0.0), ang_vel_z=(0.0, 0.0), heading=None, standing=0.0
     )
@@ -122,12 +131,23 @@ def main() -> None:
             "goal": args.goal,
             "body_controller": args.body_controller,
             "blind": args.blind,
+            "params": args.param,
         }
         results = [row | {"policy": label} for row in rows]
         bench = tool_bench(
             "stones", args.task, "stones_eval.py", sys.argv[1:], str(env.device), config=config, results=results
         )
         write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
+
+
+def _value(text: str) -> float | bool | str:
+    """A param's value as given on the command line: True/False, a number, else the text."""
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 if __name__ == "__main__":

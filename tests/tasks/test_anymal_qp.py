@@ -93,8 +93,8 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     rounding: within 4x of how far the torch solve's own observations move when the actions are
     scaled by 1 + 1e-6 (contacts make the step that sensitive; such differences grow to tenths
     within 5 steps, so later steps are only checked finite); an unknown backend, a bad block
-    size, a contact height <= 0 and a foothold reach below the search's spacing are refused
-    naming the param."""
+    size, a contact height <= 0, a foothold reach below the search's spacing and a swing stiffness
+    <= 0 are refused naming the param."""
     cfg = env_cfg("anymal-qp")
     envs = []
     for backend in ("torch", "warp"):
@@ -128,6 +128,10 @@ def test_the_one_kernel_qp_steps_the_robots_as_the_torch_qp() -> None:
     ) as error:
         make_cpu(cfg, num_envs=2)
     assert error.value.field == "env.actions.controller.params.foothold_reach"
+    cfg.actions.controller.params.update(foothold_reach=0.0, swing_kp=-800.0)
+    with pytest.raises(ConfigError, match="must be a finite number > 0 N/m, got -800.0") as error:
+        make_cpu(cfg, num_envs=2)
+    assert error.value.field == "env.actions.controller.params.swing_kp"
 
 
 def test_on_the_stones_footholds_land_on_safe_ground_and_swings_lift_at_least_as_on_flat_ground() -> None:

@@ -6,6 +6,7 @@ every physics step (`mdp.quadruped_control`). With zero actions it walks as the 
 from __future__ import annotations
 
 from phalanx.control.qp import QPSettings
+from phalanx.control.quadruped import QuadrupedCfg
 from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.tasks.anymal.mdp import quadruped_control
@@ -36,6 +37,8 @@ def through_qp(cfg: TaskCfg) -> None:
         "contact_height": 0.02,
         "foothold_reach": 0.0,
         "swing_clearance": 0.0,
+        "swing_kp": QuadrupedCfg.swing_kp,
+        "swing_kd": QuadrupedCfg.swing_kd,
     }
     # (the keys given here are the flags that set them)
     controller = ControllerCfg(func=quadruped_control.quadruped_control, decimation=4, params=params)

@@ -21,7 +21,7 @@ from phalanx.control.mpc import MPCCfg
 from phalanx.control.qp import QPSettings, check_backend, check_block_dim
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.control.swing import swing_clearance
-from phalanx.core.errors import ConfigError, check_choice, check_positive
+from phalanx.core.errors import ConfigError, check_choice, check_positive, check_range
 from phalanx.envs.cfg import ActionController
 
 BODY_CONTROLLERS = ("qp", "mpc")
@@ -109,7 +109,9 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
     (`phalanx.control.footholds`: level around the foot, not a hole's bottom); 0: footholds land
     where they are asked. With `swing_clearance` > 0 (m) on a terrain, each swing rises at least
     that high above the ground along its path (`phalanx.control.swing.swing_clearance`), and never
-    less than the controller's fixed `QuadrupedCfg.swing_height`; 0: always that. Once per env step, before the first
+    less than the controller's fixed `QuadrupedCfg.swing_height`; 0: always that. A swinging foot
+    tracks its trajectory with the stiffness `swing_kp` (N/m) and damping `swing_kd` (N s/m).
+    Once per env step, before the first
     control step, the poses are recomputed from the state (after resets); later control steps
     read the poses of the physics step before, as MuJoCo's step leaves them.
 
@@ -149,6 +151,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         contact_height: float = 0.02,
         foothold_reach: float = 0.0,
         swing_clearance: float = 0.0,
+        swing_kp: float = QuadrupedCfg.swing_kp,
+        swing_kd: float = QuadrupedCfg.swing_kd,
     ):
         check_choice("env.actions.controller.params.body_controller", body_controller, BODY_CONTROLLERS)
         check_qp_solver(qp_solver, "env.actions.controller.params.qp_solver")
@@ -166,6 +170,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         if not swing_clearance >= 0:
             raise ConfigError(f"must be >= 0 m, got {swing_clearance}", "env.actions.controller.params.swing_clearance")
         self.swing_clearance = swing_clearance
+        check_positive("env.actions.controller.params.swing_kp", swing_kp, " N/m")
+        check_range("env.actions.controller.params.swing_kd", swing_kd, low=0.0)
         if qp_solver == "host" and env.capture:
             raise ConfigError(
                 "'host' solves the QP on the CPU inside the env step, which a captured CUDA graph cannot run: "
@@ -193,7 +199,8 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         qp = dataclasses.replace(body.qp, backend=qp_backend, block_dim=qp_block_dim)
         body = dataclasses.replace(body, qp_solver=qp_solver, qp=qp)
         mpc = MPCCfg() if body_controller == "mpc" else None
-        self.controller = QuadrupedController(QuadrupedCfg(body, mpc=mpc), env.num_envs, len(legs), env.device)
+        cfg = QuadrupedCfg(body, mpc=mpc, swing_kp=swing_kp, swing_kd=swing_kd)
+        self.controller = QuadrupedController(cfg, env.num_envs, len(legs), env.device)
         self.heuristic = HeuristicCfg(height=height, frequency=frequency)
         self.command = command
         self.command_layout = [
