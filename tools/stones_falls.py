@@ -3,19 +3,19 @@ actions): every env walks forward at 0.5 m/s from the center of a tile of a fixe
 spread over the envs), and at each fall the 0.3 s before the base began to tip (roll or pitch
 past 0.25 rad) are searched for what went wrong first:
 
-- trip: a swinging foot touched the ground between 30 % and 70 % of its swing, where it should
-  be at least 5 cm above it (it hit a stone on its way);
 - edge: a standing foot stood within 4 cm of an edge (the ground around it differs by > 2 cm);
 - late: a foot the gait had standing found no ground for 8 control steps (it reached into a
   hole or down to a lower stone).
 
-It also measures how far below its swing trajectory a swinging foot runs mid-swing (30-70 %:
-the trajectory's point at the swing's progress, less the foot's height), over every step.
+It also measures the swinging feet mid-swing (30-70 % of the swing), over every step: how far
+below their swing trajectory they run (the trajectory's point at the swing's progress, less the
+foot's height), how high above the ground under them, and how often they touch it (within 2
+cm: the controller's contact test).
 
     python tools/stones_falls.py [--num-envs 60] [--steps 500] [--blind] [--out F.json]
 
 --blind: the high level does not look at the stones (no foothold search, the fixed swing lift).
-Prints, per cause, the falls of each level, and the mid-swing sag; --out writes them as JSON.
+Prints, per cause, the falls of each level, and the mid-swing figures; --out writes them as JSON.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def main() -> None:
     history: list[dict[str, torch.Tensor]] = []
     alive = torch.ones(env.num_envs, dtype=torch.bool)
     falls: dict[str, list[int]] = {}
-    sag = []
+    sag, clearance, touching = [], [], []
     with torch.inference_mode():
         for _ in range(args.steps):
             robot, ground = control._state(env)
@@ -68,9 +68,10 @@ def main() -> None:
             target, _ = swing_trajectory(control.controller.liftoff, asked.footholds, progress, lift, 0.0)
             mid = ~stance & (progress > 0.3) & (progress < 0.7) & alive[:, None]
             sag.append((target[..., 2] - robot.feet[..., 2])[mid])
+            clearance.append((robot.feet[..., 2] - ground)[mid])
+            touching.append(robot.contact[mid])
             tilt = torch.maximum(robot.rotation[:, 2, 0].abs(), robot.rotation[:, 2, 1].abs())
             history.append({
-                "trip": (~stance & robot.contact & (progress > 0.3) & (progress < 0.7)).any(-1),
                 "edge": (stance & robot.contact & _on_edge(env, robot.feet[..., :2])).any(-1),
                 "late": stance & ~robot.contact,
                 "tilt": tilt,
@@ -82,7 +83,7 @@ def main() -> None:
                 tipped = torch.nonzero(tilt > 0.25).flatten()
                 end = int(tipped[0]) if len(tipped) else len(history) - 1
                 window = history[max(0, end - WINDOW) : end + 1]
-                causes = [c for c in ("trip", "edge") if any(bool(h[c][e]) for h in window)]
+                causes = ["edge"] if any(bool(h["edge"][e]) for h in window) else []
                 late = torch.stack([h["late"][e] for h in window]).sum(0).max() >= 8
                 causes += ["late"] if late else []
                 key = "+".join(causes) or "none of these"
@@ -94,12 +95,17 @@ def main() -> None:
     for key, row in sorted(falls.items()):
         print(f"  {key:20s} {row}")
     print("still walking at the end, per level:", [round(s, 2) for s in standing])
-    sag = torch.cat(sag)
+    sag, clearance = torch.cat(sag), torch.cat(clearance)
     below = {"mean": float(sag.mean()), "p50": float(sag.median()), "p90": float(sag.quantile(0.9))}
+    above = {"p10": float(clearance.quantile(0.1)), "p50": float(clearance.median())}
+    touch = float(torch.cat(touching).float().mean())
     print("mid-swing, the feet run below their swing trajectory by (m):", {k: round(v, 4) for k, v in below.items()})
+    print("mid-swing, the feet are above the ground under them by (m):", {k: round(v, 4) for k, v in above.items()})
+    print(f"mid-swing, the feet touch the ground in {touch:.3f} of their steps")
     if args.out:
         result = {"blind": args.blind, "num_envs": env.num_envs,
-                  "steps": args.steps, "falls": falls, "walking": standing, "sag_m": below}  # fmt: skip
+                  "steps": args.steps, "falls": falls, "walking": standing,
+                  "sag_m": below, "clearance_m": above, "touching": touch}  # fmt: skip
         write_text_atomic(args.out, json.dumps(result, indent=1) + "\n")
 
 
