@@ -14,7 +14,7 @@ Without a checkpoint every action is zero: under anymal-stones-qp, the heuristic
 (with `--body-controller mpc`, over the centroidal MPC). `--blind`: the quadruped controller's high
 level does not look at the stones (no foothold search, the fixed swing lift). `--param NAME=VALUE`
 (repeatable) sets one of the quadruped controller's params (`env.actions.controller.params`,
-e.g. `swing_kp=1600`), a number or True/False.
+e.g. `swing_kp=1600`), of its default's type.
 """
 
 from __future__ import annotations
@@ -71,7 +71,12 @@ def main() -> None:
         name, _, value = item.partition("=")
         if name not in params or not value:
             parser.error(f"--param: must be NAME=VALUE with NAME one of {', '.join(sorted(params))}, got {item!r}")
-        params[name] = _value(value)
+        try:
+            params[name] = _value(value, params[name])
+        except ValueError:
+            parser.error(
+                f"--param: {name} must be of its default's type ({type(params[name]).__name__}), got {value!r}"
+            )
     cfg.commands["base_velocity"].params.update(
         lin_vel_x=(args.speed, args.speed), lin_vel_y=(0.0, 0.0), ang_vel_z=(0.0, 0.0), heading=None, standing=0.0
     )
@@ -140,14 +145,14 @@ def main() -> None:
         write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
 
 
-def _value(text: str) -> float | bool | str:
-    """A param's value as given on the command line: True/False, a number, else the text."""
-    if text in ("True", "False"):
+def _value(text: str, default: object) -> object:
+    """A param's value as given on the command line, of its default's type (True/False for a
+    bool); ValueError when it is not one."""
+    if isinstance(default, bool):
+        if text not in ("True", "False"):
+            raise ValueError(text)
         return text == "True"
-    try:
-        return float(text)
-    except ValueError:
-        return text
+    return type(default)(text)
 
 
 if __name__ == "__main__":

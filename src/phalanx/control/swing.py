@@ -25,9 +25,8 @@ def swing_trajectory(
     acceleration at lift-off and touch-down) and rises `height` m above the line between start
     and target at mid-swing, following 64 s^3 (1 - s)^3 (also flat at both ends)."""
     s = progress.clamp(0.0, 1.0)[..., None]
-    blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
+    blend, lift = _profile(s)
     blend_rate = 30.0 * s**2 * (1.0 - s) ** 2
-    lift = 64.0 * s**3 * (1.0 - s) ** 3
     lift_rate = 192.0 * s**2 * (1.0 - s) ** 2 * (1.0 - 2.0 * s)
     up = torch.zeros_like(start)
     up[..., 2] = 1.0
@@ -35,6 +34,12 @@ def swing_trajectory(
     position = start + (target - start) * blend + height * lift * up
     velocity = ((target - start) * blend_rate + height * lift_rate * up) * rate
     return position, velocity
+
+
+def _profile(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """At a swing's progress `s`: how far along the line from start to target its foot has come
+    (the minimum-jerk blend), and the share of its lift it has risen by (`swing_trajectory`)."""
+    return s**3 * (10.0 - 15.0 * s + 6.0 * s**2), 64.0 * s**3 * (1.0 - s) ** 3
 
 
 def _per_point(value: torch.Tensor | float) -> torch.Tensor | float:
@@ -51,9 +56,7 @@ def swing_clearance(
     centre has standing there), then `clearance` m higher: the ground's rise above the line from
     start to target, over the lift's profile, at the swing's progress 0.25, 0.375, ..., 0.75 (10 %
     to 90 % of the way; the ends stand on the ground)."""
-    s = torch.linspace(0.25, 0.75, 5, dtype=start.dtype, device=start.device)
-    blend = s**3 * (10.0 - 15.0 * s + 6.0 * s**2)
-    lift = 64.0 * s**3 * (1.0 - s) ** 3
+    blend, lift = _profile(torch.linspace(0.25, 0.75, 5, dtype=start.dtype, device=start.device))
     points = start[..., None, :] + (target - start)[..., None, :] * blend[:, None]  # (..., 5, 3)
     rise = (ground(points[..., :2]) - points[..., 2]) / lift
     return rise.amax(-1).clamp(min=0.0) + clearance

@@ -167,8 +167,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
                 "env.actions.controller.params.foothold_reach",
             )
         self.search = FootholdSearchCfg(reach=foothold_reach) if foothold_reach else None
-        if not swing_clearance >= 0:
-            raise ConfigError(f"must be >= 0 m, got {swing_clearance}", "env.actions.controller.params.swing_clearance")
+        check_range("env.actions.controller.params.swing_clearance", swing_clearance, low=0.0)
         self.swing_clearance = swing_clearance
         check_positive("env.actions.controller.params.swing_kp", swing_kp, " N/m")
         check_range("env.actions.controller.params.swing_kd", swing_kd, low=0.0)
@@ -281,12 +280,14 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         if self.search is not None and env.terrain is not None:
             xy = safe_footholds(xy, env.terrain.height_at, self.search)
         out.footholds = torch.cat((xy, self._ground(env, xy)[..., None]), dim=-1)
-        lift = torch.full_like(ground, self.controller.cfg.swing_height)
+        fixed = self.controller.cfg.swing_height
         if self.swing_clearance > 0 and env.terrain is not None:
             over = swing_clearance(
                 self.controller.liftoff, out.footholds, lambda p: self._ground(env, p), self.swing_clearance
             )
-            lift = torch.maximum(lift, over)
+            lift = over.clamp(min=fixed)
+        else:
+            lift = torch.full_like(ground, fixed)
         out.swing_height = lift + c[:, 7 + 2 * k, None]
         return out
 
