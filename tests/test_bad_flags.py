@@ -78,6 +78,12 @@ BAD_TRAIN_FLAGS = [
     (["--env.num-envs", "64"], "--env.num-envs: got 64; the env count is set by --num-envs"),
     (["--env.cpu-num-envs", "64"], "--env.cpu-num-envs: got 64; the env count is set by --num-envs"),
     (["--num-envs", "0"], "--num-envs: must be a positive integer, got 0"),
+    (["--algo", "sac"], "--algo: got 'sac'; allowed: ppo, td3"),
+    (["--algo", "td3", "--algo.n-step", "0"], "--algo.n-step: must be a positive integer, got 0"),
+    (["--algo", "td3", "--algo.v-max", "-200"], "--algo.v-max: got -200.0; more than algo.v_min (-100.0)"),
+    (["--algo", "td3", "--algo.std-max", "0"], "--algo.std-max: got 0.0; at least algo.std_min (0.001)"),
+    (["--algo", "td3", "--trainer", "sb3"], "--algo: --algo td3 trains with phalanx's trainer, not --trainer sb3"),
+    (["--algo", "td3", "--gpus", "2"], "--gpus: --algo td3 does not support several processes yet; got '2'"),
 ]
 
 

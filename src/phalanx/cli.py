@@ -46,6 +46,7 @@ from phalanx.flags import parse_flags, task_and_flags
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
+    from phalanx.training.cfg import TrainCfg
     from phalanx.training.play import Episodes, Played
 
 COMMANDS = ("list", "train", "play", "view", "export", "bench")
@@ -197,6 +198,7 @@ def train(args: list[str], console: Console) -> int:
     task, flags = task_and_flags("train", args)
     flags, config = _config_file(flags)
     defaults = train_cfg(task) if config is None else train_cfg_from_file(config, task, term_packages())
+    flags = _algorithm(flags, defaults)
     registered_env = env_cfg_to_data(defaults.env)
     _train_help(task, defaults, flags)
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
@@ -443,6 +445,23 @@ def _train_help(task: str, defaults: object, flags: list[str]) -> None:
             f"termination terms, sim, actions, events): `{prog} --help-env`."
         )
         parse_flags(TrainCfg, dataclasses.replace(defaults, env=None), ["--help"], prog, description)
+
+
+def _algorithm(flags: list[str], defaults: TrainCfg) -> list[str]:
+    """`flags` without `--algo NAME`, which sets `defaults.algo` to NAME's settings (the task's
+    own where they are of NAME's kind, else NAME's defaults); its `--algo.*` flags follow."""
+    from phalanx.rl.cfg import ALGORITHMS
+    from phalanx.training.registry import algo_cfg
+
+    rest, found = _take_flag(flags, "--algo")
+    if not found:
+        return rest
+    name = found[-1]
+    if name not in ALGORITHMS:
+        raise ConfigError(f"got {name!r}; allowed: {', '.join(ALGORITHMS)}", "algo")
+    if not isinstance(defaults.algo, ALGORITHMS[name]):
+        defaults.algo = algo_cfg(defaults.task, name)
+    return rest
 
 
 def _config_file(flags: list[str]) -> tuple[list[str], str | None]:

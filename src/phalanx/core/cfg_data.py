@@ -65,6 +65,9 @@ def _convert(hint: Any, data: Any, path: str, resolve: Callable) -> Any:
             return resolve(data, hint, path)
         if isinstance(data, dict):
             options = [a for a in options if dataclasses.is_dataclass(a) or typing.get_origin(a) is dict] or options
+            # Of several dataclasses, the first that has every field the data names.
+            fitting = [a for a in options if not dataclasses.is_dataclass(a) or set(data) <= _field_names(a)]
+            options = fitting or options
         return _convert(options[0], data, path, resolve)
     if _is_callable_hint(hint):
         return resolve(_expect(data, str, path), hint, path)
@@ -108,6 +111,10 @@ def _dataclass(cls: type, data: Any, path: str, resolve: Callable) -> Any:
     if missing:
         raise ConfigError(f"lacks the required fields {missing} of {cls.__name__}", path)
     return cls(**values)
+
+
+def _field_names(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
 
 
 def _is_callable_hint(hint: Any) -> bool:

@@ -23,6 +23,7 @@ from phalanx.core.files import atomic_path, write_text_atomic
 from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.td3 import TanhActor
 from phalanx.training.checkpoint import load_weights
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ class DeployedPolicy(nn.Module):
     """obs (N, obs_dim) float32 -> (N, action_dim) mean actions; the observation normalizer
     (when the policy was trained with one) runs inside."""
 
-    def __init__(self, actor: nn.Sequential, normalizer: EmpiricalNormalizer | None):
+    def __init__(self, actor: nn.Module, normalizer: EmpiricalNormalizer | None):
         super().__init__()
         self.actor, self.normalizer = actor, normalizer
 
@@ -66,12 +67,18 @@ def deployed_policy(state: dict[str, Any], observation_spec: dict[str, tuple[int
     """The checkpoint's deterministic actor for an env with these observation groups, on the CPU,
     in eval mode and without gradients."""
     config = state["config"]
-    policy = ActorCritic.for_env(observation_spec, action_dim, PolicyCfg(**config["policy"]))
-    load_weights(policy, state["policy"], "--checkpoint: the policy")
     normalizer = None
     if config["empirical_normalization"]:
         normalizer = EmpiricalNormalizer(observation_spec["policy"][0])
         load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
+    algo = config.get("algo", {})
+    if "num_atoms" in algo:  # FastTD3's (`--algo td3`): its deterministic tanh actor
+        dims = tuple(algo["actor_hidden_dims"])
+        actor = TanhActor(observation_spec["policy"][0], action_dim, dims, algo["init_scale"], algo["action_bound"])
+        load_weights(actor, state["policy"], "--checkpoint: the actor")
+        return DeployedPolicy(actor, normalizer).eval().requires_grad_(False)
+    policy = ActorCritic.for_env(observation_spec, action_dim, PolicyCfg(**config["policy"]))
+    load_weights(policy, state["policy"], "--checkpoint: the policy")
     if policy.actor_encoder is None:
         module = DeployedPolicy(policy.actor, normalizer)
     else:

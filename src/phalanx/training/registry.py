@@ -10,6 +10,7 @@ calls in the user's own code.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import importlib
 import importlib.metadata
@@ -112,6 +113,9 @@ class TaskSpec:
     """The module that registered it."""
     result: LearningResult | None = None
     """What its training must reach (`phalanx bench learn`); None: nothing declared."""
+    algos: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Its own settings for other algorithms than its train_cfg's (`phalanx train --algo NAME`),
+    by name: a fresh copy each lookup (`algo_cfg`)."""
 
 
 _TASKS: dict[str, TaskSpec] = {}
@@ -125,11 +129,14 @@ def register(
     train_cfg: TrainCfg | Callable[[], TrainCfg] | None,
     play_cfg: Callable[[TaskCfg], TaskCfg | None] | None = None,
     result: LearningResult | None = None,
+    algos: dict[str, Any] | None = None,
 ) -> None:
     """Registers a task: `phalanx list` shows it, `phalanx train NAME` trains it with `train_cfg`
     (required: a task is never given generic training settings), `phalanx play NAME` plays it
     in `play_cfg(trained env config)`, `phalanx bench learn NAME` checks that its training
-    reaches `result`. Configs may be instances or functions returning them. Registering a name
+    reaches `result`; `algos` gives its settings for other algorithms by name (e.g.
+    `{"td3": TD3Cfg(v_min=-100, v_max=100)}` for `--algo td3`). Configs may be instances or
+    functions returning them. Registering a name
     again from the same module replaces it; from another module is an error."""
     from phalanx.envs.cfg import TaskCfg
     from phalanx.training.cfg import TrainCfg
@@ -154,10 +161,16 @@ def register(
                 f"{where}: result must be a phalanx.training.registry.LearningResult, got {type(result).__name__}"
             )
         result.check(where)
+    from phalanx.rl.cfg import ALGORITHMS
+
+    for algo, settings in (algos or {}).items():
+        if algo not in ALGORITHMS or not isinstance(settings, ALGORITHMS[algo]):
+            kinds = ", ".join(f"{k!r}: {v.__name__}" for k, v in ALGORITHMS.items())
+            raise ConfigError(f"{where}: algos maps an algorithm's name to its settings ({kinds}); got {algo!r}")
     known = _TASKS.get(name)
     if known is not None and known.module != module:
         raise ConfigError(f"{where}: the name is taken by a task registered in {known.module}")
-    _TASKS[name] = TaskSpec(name, _factory(env_cfg), _factory(train_cfg), play_cfg, module, result)
+    _TASKS[name] = TaskSpec(name, _factory(env_cfg), _factory(train_cfg), play_cfg, module, result, dict(algos or {}))
 
 
 def _factory(value: Any) -> Callable[[], Any]:
@@ -233,6 +246,15 @@ def train_cfg(name: str) -> TrainCfg:
             stacklevel=2,
         )
     return cfg
+
+
+def algo_cfg(name: str, algo: str) -> Any:
+    """A fresh copy of the task's settings for algorithm `algo` (`--algo`): its registered ones,
+    else the algorithm's defaults."""
+    from phalanx.rl.cfg import ALGORITHMS
+
+    found = task_spec(name).algos.get(algo)
+    return ALGORITHMS[algo]() if found is None else copy.deepcopy(found)
 
 
 def play_env_cfg(name: str, trained: TaskCfg) -> TaskCfg:

@@ -19,6 +19,7 @@ from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError
 from phalanx.core.stops import raise_swallowed_stop
 from phalanx.core.versions import versions
+from phalanx.rl.cfg import PPOCfg
 from phalanx.training.cfg import TrainCfg, check_train_cfg, move_cpu_num_envs
 from phalanx.training.run_paths import checkpoint_file, new_run_dir
 
@@ -95,7 +96,7 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
             console.print(f"no CUDA GPU visible: training on the CPU with {cfg.num_envs} envs (--device, --num-envs)")
     cfg.device = str(device)
     batch = cfg.num_envs * cfg.num_steps_per_env
-    if batch % cfg.algo.num_mini_batches:
+    if isinstance(cfg.algo, PPOCfg) and batch % cfg.algo.num_mini_batches:
         raise ConfigError(
             f"{cfg.algo.num_mini_batches} does not divide num_envs x num_steps_per_env "
             f"= {cfg.num_envs} x {cfg.num_steps_per_env} = {batch}",
@@ -261,7 +262,12 @@ def _prepare(
         ranks = f" | {dist.world_size} ranks, {cfg.num_envs} envs each" if dist.active else ""
         console.print(f"[bold]phalanx train[/bold] {sim_summary(env)}{ranks} | run dir {run_dir}", soft_wrap=True)
         progress.enter("building the trainer", slow=True)
-        trainer = Trainer(cfg, env, run_dir, console, dist, progress, teacher)
+        if isinstance(cfg.algo, PPOCfg):
+            trainer = Trainer(cfg, env, run_dir, console, dist, progress, teacher)
+        else:
+            from phalanx.training.off_policy import OffPolicyTrainer
+
+            trainer = OffPolicyTrainer(cfg, env, run_dir, console, dist, progress)
         progress.enter("resetting the env (compiling its step)", slow=True)
         env.reset()
     except (torch.OutOfMemoryError, MemoryError, RuntimeError) as error:

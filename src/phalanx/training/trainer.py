@@ -66,22 +66,12 @@ class Trainer:
         progress: Progress | None = None,
         teacher: Teacher | None = None,
     ):
-        self.dist = dist or DistContext()
-        self.cfg, self.env = cfg, env
-        self.saves = run_dir is not None
-        self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
-        # A user's model file travels in every checkpoint (phalanx's assets go by reference).
-        self.model_files = pack_model(cfg.env.model) if self.run_dir is not None and cfg.env is not None else None
-        self._model_state = {"model_files": files_state(self.model_files)} if self.model_files else {}
-        self.console = console or wide_console()
-        self.device = env.device
+        self._begin(cfg, env, run_dir, console, dist, progress)
         spec = update_spec(cfg, env, student=teacher is not None)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         policy = spec.actor_critic()
         teacher_actor = None if teacher is None else self._teacher_actor(teacher, policy)
         self.dist.broadcast_module(policy)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(cfg.seed + self.dist.rank)
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         images = cfg.policy.image_group
         self.ppo = spec.ppo(policy, self.generator, capture=capture_update, dist=self.dist, teacher=teacher_actor)
@@ -95,6 +85,39 @@ class Trainer:
         read |= {cfg.policy.image_targets} if cfg.policy.image_targets else set()
         read |= {TEACHER_GROUP} if teacher is not None else set()
         self._obs_in = {group: env.obs[group].clone() for group in read}
+        # A compiled update is compiled by a second process beside the env's first reset (which
+        # traces the env's step for tens of seconds on a fresh machine); the first update waits for
+        # it, then loads what it compiled from inductor's cache. Where the env step's graphs came
+        # from that cache, the update's most likely do too, sooner than the process ends: it is
+        # stopped (`update_compile.worth_waiting`).
+        self._update_compiler = None
+        if spec.compile_update and env.reset_pending:
+            self._update_compiler = update_compile.start(spec)
+            if self._update_compiler is not None:
+                weakref.finalize(self, update_compile.stop, self._update_compiler)
+
+    def _begin(
+        self,
+        cfg: TrainCfg,
+        env: VecEnv,
+        run_dir: Path | None,
+        console: Console | None,
+        dist: DistContext | None,
+        progress: Progress | None,
+    ) -> None:
+        """What every learner's run keeps: the run directory, the episode statistics, the counters
+        and the stop and watch state (the learner itself is the subclass's)."""
+        self.dist = dist or DistContext()
+        self.cfg, self.env = cfg, env
+        self.saves = run_dir is not None
+        self.run_dir = run_dir if self.dist.is_main else None  # only rank 0 writes
+        # A user's model file travels in every checkpoint (phalanx's assets go by reference).
+        self.model_files = pack_model(cfg.env.model) if self.run_dir is not None and cfg.env is not None else None
+        self._model_state = {"model_files": files_state(self.model_files)} if self.model_files else {}
+        self.console = console or wide_console()
+        self.device = env.device
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed + self.dist.rank)
         self.stats = EpisodeStats(env.reward_names, env.metric_names, self.device)
         self.iteration = 0
         self.frames = 0
@@ -108,16 +131,6 @@ class Trainer:
         self.progress = progress or Progress()  # work begun by this process (the stall watchdog reads it)
         self._iterated = False  # whether this process has run an iteration (compiled, captured)
         self.profiling = False  # name the phases for the torch profiler (set while it records)
-        # A compiled update is compiled by a second process beside the env's first reset (which
-        # traces the env's step for tens of seconds on a fresh machine); the first update waits for
-        # it, then loads what it compiled from inductor's cache. Where the env step's graphs came
-        # from that cache, the update's most likely do too, sooner than the process ends: it is
-        # stopped (`update_compile.worth_waiting`).
-        self._update_compiler = None
-        if spec.compile_update and env.reset_pending:
-            self._update_compiler = update_compile.start(spec)
-            if self._update_compiler is not None:
-                weakref.finalize(self, update_compile.stop, self._update_compiler)
 
     @property
     def policy(self) -> ActorCritic:
@@ -257,21 +270,8 @@ class Trainer:
         self.progress.enter(phase, slow=first)
         step_timer, collect_timer, total_timer = (IntervalTimer(self.device) for _ in range(3))
         total_timer.begin()
-        collect_timer.begin()
         self.stats.sums.zero_()
-        self.ppo.begin_iteration(self.iteration)
-        with phase_range("rollout", self.profiling):
-            self._collect(step_timer)
-        collect_timer.end()
-        with phase_range("ppo_update", self.profiling):
-            self.progress.tick()
-            if self._update_compiler is not None:  # its compiled graphs are in the cache once it is done
-                if update_compile.worth_waiting():
-                    update_compile.finish(self._update_compiler)
-                else:  # warm caches: the update loads its graphs sooner than the process could
-                    update_compile.stop(self._update_compiler)
-                self._update_compiler = None
-            losses = self.ppo.update()
+        losses = self._learn(step_timer, collect_timer)
         total_timer.end()
 
         step_s, collect_s, total_s = step_timer.seconds(), collect_timer.seconds(), total_timer.seconds()
@@ -289,7 +289,7 @@ class Trainer:
         # accumulator, bound to this (default) stream; alive at the next update's CUDA graph capture
         # (e.g. while a profiler holds this frame), it makes the capture fail.
         device_values += [self.env.invalid_resets.float(), self.env.nonfinite_actions.float()]
-        device_values += [self.policy.log_std.detach().exp().mean()]
+        device_values += [self._action_std()]
         summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in [*losses, *env_log, "action_std"]:  # losses, the learning rate, ...: the mean over ranks
@@ -321,6 +321,28 @@ class Trainer:
         self._iterated = True
         return metrics
 
+    def _learn(self, step_timer: IntervalTimer, collect_timer: IntervalTimer) -> dict[str, torch.Tensor]:
+        """The iteration's learning: a rollout (timed by `collect_timer`, its env steps by
+        `step_timer`), its returns and the PPO update; returns the losses (device tensors)."""
+        collect_timer.begin()
+        self.ppo.begin_iteration(self.iteration)
+        with phase_range("rollout", self.profiling):
+            self._collect(step_timer)
+        collect_timer.end()
+        with phase_range("ppo_update", self.profiling):
+            self.progress.tick()
+            if self._update_compiler is not None:  # its compiled graphs are in the cache once it is done
+                if update_compile.worth_waiting():
+                    update_compile.finish(self._update_compiler)
+                else:  # warm caches: the update loads its graphs sooner than the process could
+                    update_compile.stop(self._update_compiler)
+                self._update_compiler = None
+            return self.ppo.update()
+
+    def _action_std(self) -> torch.Tensor:
+        """The policy's exploration standard deviation, averaged over action dimensions (a device scalar)."""
+        return self.policy.log_std.detach().exp().mean()
+
     # ----------------------------------------------------------------------------- checkpoints
 
     def checkpoint_path(self) -> Path | None:
@@ -343,12 +365,19 @@ class Trainer:
             "frames": self.frames,
             "elapsed_s": self.elapsed_s,
             "last_episode": self.last_episode,
+            **self._learner_state(),
+            "ranks": ranks,
+        } | self._model_state
+
+    def _learner_state(self) -> dict[str, Any]:
+        """The learner's part of a checkpoint: "policy" and "obs_norm" (what play and export
+        read) and what resuming needs."""
+        return {
             "policy": self.policy.state_dict(),
             "obs_norm": self.ppo.obs_norm.state_dict(),
             "critic_norm": self.ppo.critic_norm.state_dict(),
             "ppo": self.ppo.state_dict(),
-            "ranks": ranks,
-        } | self._model_state
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continues exactly where `state` stopped: each rank takes its own envs and generators.

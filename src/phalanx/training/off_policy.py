@@ -1,0 +1,149 @@
+"""The off-policy training loop (`phalanx train TASK --algo td3`): every env step of every env
+goes into a replay buffer on the device, and each is followed by gradient updates on batches
+drawn from it. The run itself (run directory, logging, stop signals, checkpoints, metrics) is
+the PPO trainer's; an iteration is `num_steps_per_env` env steps and their updates.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+
+from phalanx.core.errors import ConfigError
+from phalanx.core.vec_env import VecEnv
+from phalanx.dist import DistContext, Progress
+from phalanx.rl.cfg import TD3Cfg
+from phalanx.rl.models import critic_group
+from phalanx.rl.replay import ReplayBuffer
+from phalanx.rl.td3 import TD3
+from phalanx.training.cfg import TrainCfg
+from phalanx.training.timing import IntervalTimer, phase_range
+from phalanx.training.trainer import Trainer
+
+
+class OffPolicyTrainer(Trainer):
+    """Trains a deterministic actor with FastTD3 (`cfg.algo`, a `TD3Cfg`) on any `VecEnv` whose
+    observations are vectors; one device. Checkpoints hold the learner and the envs, not the
+    replay buffer (its gigabytes): `--resume` is refused for now."""
+
+    def __init__(
+        self,
+        cfg: TrainCfg,
+        env: VecEnv,
+        run_dir: Path | None,
+        console: Console | None = None,
+        dist: DistContext | None = None,
+        progress: Progress | None = None,
+    ):
+        self._begin(cfg, env, run_dir, console, dist, progress)
+        algo: TD3Cfg = cfg.algo
+        spec = {"policy": tuple(env.observation_spec["policy"])}
+        spec["critic"] = tuple(env.observation_spec[critic_group(env.observation_spec)])
+        for group, shape in spec.items():
+            if len(shape) != 1:
+                raise ConfigError(f"learns from vector observations; group {group!r} has shape {shape}", "algo")
+        _check_memory(ReplayBuffer.bytes_needed(algo.buffer_size, env.num_envs, spec, env.action_dim), env.device)
+        torch.manual_seed(cfg.seed)  # the networks' initial weights
+        self.learner = TD3(
+            algo,
+            spec["policy"][0],
+            spec["critic"][0],
+            env.action_dim,
+            env.num_envs,
+            env.device,
+            self.generator,
+            cfg.empirical_normalization,
+        )
+        self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, spec, env.action_dim, env.device)
+        self._groups = {"policy": "policy", "critic": critic_group(env.observation_spec)}
+        self.env_steps = 0  # env steps of every env so far (updates start after `learning_starts`)
+
+    @property
+    def policy(self) -> torch.nn.Module:
+        return self.learner.actor
+
+    def release_graphs(self) -> None:
+        """Nothing is captured yet."""
+
+    def _learn(self, step_timer: IntervalTimer, collect_timer: IntervalTimer) -> dict[str, torch.Tensor]:
+        """`num_steps_per_env` env steps, each stored and followed by `updates_per_step` updates
+        once `learning_starts` steps are in; returns the iteration's mean losses."""
+        algo: TD3Cfg = self.cfg.algo
+        sums = torch.zeros(3, device=self.device)  # critic loss, actor loss, target value
+        counts = torch.zeros(2, device=self.device)  # critic updates, actor updates
+        obs = {key: self.env.obs[group] for key, group in self._groups.items()}
+        for t in range(self.cfg.num_steps_per_env):
+            self.progress.tick()
+            collect_timer.begin()
+            obs = {key: value.clone() for key, value in obs.items()}
+            self.learner.observe(obs)
+            actions = self.learner.act(obs["policy"])
+            step_timer.begin()
+            with phase_range("env_step", self.profiling):
+                env_obs, reward, terminated, truncated, extras = self.env.step(actions)
+            step_timer.end()
+            done = terminated | truncated
+            final = extras["final_obs"]
+            next_obs = {
+                key: torch.where(done[:, None], final[group], env_obs[group]) for key, group in self._groups.items()
+            }
+            self.buffer.add(obs, actions, reward, next_obs, terminated, truncated)
+            self.learner.resample_noise(done)
+            self.stats.add(extras["episode"])
+            if t == self.cfg.num_steps_per_env - 1:
+                self.stats.keep_log(extras["log"])
+            collect_timer.end()
+            if self.watch is not None:
+                self.watch.step(t)
+            obs = {key: env_obs[group] for key, group in self._groups.items()}
+            self.env_steps += 1
+            if self.env_steps <= algo.learning_starts or self.buffer.size < algo.n_step:
+                continue
+            with phase_range("td3_update", self.profiling):
+                for _ in range(algo.updates_per_step):
+                    batch = self.buffer.sample(algo.batch_size, algo.n_step, algo.gamma, self.generator)
+                    losses = self.learner.update(batch)
+                    sums[0] += losses["loss/critic"]
+                    sums[2] += losses["q_target"]
+                    counts[0] += 1
+                    if "loss/actor" in losses:
+                        sums[1] += losses["loss/actor"]
+                        counts[1] += 1
+        means = sums / counts[[0, 1, 0]].clamp_min(1)
+        return {
+            "loss/critic": means[0],
+            "loss/actor": means[1],
+            "loss/q_target": means[2],
+            "learning_rate": torch.tensor(algo.actor_learning_rate, device=self.device),
+            "skipped_updates": torch.zeros((), device=self.device),
+        }
+
+    def _action_std(self) -> torch.Tensor:
+        """The envs' mean exploration noise scale."""
+        return self.learner.noise_std.mean()
+
+    def _learner_state(self) -> dict[str, Any]:
+        """The actor as "policy" and the whole learner as "td3" (no replay buffer: `--resume` is refused)."""
+        return {
+            "policy": self.learner.actor.state_dict(),
+            "obs_norm": self.learner.obs_norm.state_dict(),
+            "td3": self.learner.state_dict(),
+        }
+
+
+def _check_memory(needed: int, device: torch.device) -> None:
+    """Refuses a replay buffer larger than the device's free memory (`algo.buffer_size` names the fix)."""
+    if device.type == "cuda":
+        free = torch.cuda.mem_get_info(device)[0]
+    else:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if needed > free:
+        raise ConfigError(
+            f"the replay buffer needs {needed / 2**30:.1f} GiB, {device} has {free / 2**30:.1f} GiB free; "
+            "lower it (env steps per env) or --num-envs",
+            "algo.buffer_size",
+        )
