@@ -365,7 +365,14 @@ def test_named_rule(importers, forbidden, why):
 
 LEARNER = ("phalanx.training.trainer", "phalanx.rl.ppo", "phalanx.rl.storage", "phalanx.rl.models", "phalanx.rl.losses")
 LEARNER += ("phalanx.rl.normalizer", "phalanx.rl.rollout_graphs", "phalanx.training.episode_stats")
-LEARNER += ("phalanx.training.off_policy", "phalanx.rl.td3", "phalanx.rl.replay")
+LEARNER += (
+    "phalanx.training.off_policy",
+    "phalanx.rl.td3",
+    "phalanx.rl.sac",
+    "phalanx.rl.critics",
+    "phalanx.rl.replay",
+)
+LEARNER += ("phalanx.rl.off_policy_learner",)
 
 
 def test_the_learner_sees_envs_only_through_the_vec_env_contract():

@@ -1,5 +1,6 @@
-"""FastTD3's pieces against hand computation: the categorical projection, the critics' and the
-actor's losses (tests/rl/test_replay.py: the buffer's n-step sums)."""
+"""FastTD3's pieces against hand computation: the categorical projection, the critics' loss (which
+FastSAC shares), the target action's smoothing and the actor's loss (tests/rl/test_replay.py:
+the buffer's n-step sums)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import math
 import pytest
 import torch
 
-from phalanx.rl.cfg import TD3Cfg
-from phalanx.rl.td3 import TanhActor, TwinCritic, actor_loss, critic_loss, project
+from helpers import constant_critic
+from phalanx.rl.critics import critic_loss, project
+from phalanx.rl.off_policy_cfg import TD3Cfg
+from phalanx.rl.td3 import TanhActor, actor_loss, target_actions
 
 SUPPORT = torch.tensor([-1.0, 0.0, 1.0])  # 3 atoms, 1 apart
 
@@ -43,16 +46,6 @@ def test_an_ended_episode_projects_onto_its_reward(reward: float, expected: list
     torch.testing.assert_close(_project([0.2, 0.5, 0.3], reward, 0.0, 0.9), torch.tensor(expected))
 
 
-def _constant_critic(logits1: list[float], logits2: list[float]) -> TwinCritic:
-    """Critics whose logits are these, whatever the input (last layers: zero weights, the logits as bias)."""
-    critic = TwinCritic(2, 1, (4,), -1.0, 1.0, 3)
-    with torch.no_grad():
-        for net, logits in ((critic.q1, logits1), (critic.q2, logits2)):
-            net[-1].weight.zero_()
-            net[-1].bias.copy_(torch.tensor(logits))
-    return critic
-
-
 def _batch(reward: float, bootstrap: float) -> dict:
     obs = {"policy": torch.randn(5, 2), "critic": torch.randn(5, 2)}
     ones = torch.ones(5)
@@ -70,9 +63,9 @@ def test_critic_loss_is_the_cross_entropy_to_the_ended_episodes_reward() -> None
     """Episodes that ended with reward 0: the target is atom 0 (value 0) alone, so each critic's
     loss is -log softmax(logits)[1]. softmax([0, 0, ln 2])[1] = 1/4 and softmax([ln 2, 0, 0])[1] = 1/4:
     loss = 2 ln 4."""
-    critic = _constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
-    actor = TanhActor(2, 1, (4,), 0.01, 1.0)
-    loss, target = critic_loss(critic, critic, actor, _batch(0.0, 0.0), TD3Cfg(), torch.Generator())
+    critic = constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
+    batch = _batch(0.0, 0.0)
+    loss, target = critic_loss(critic, critic, batch, batch["actions"], batch["reward"], True)
     assert float(loss.detach()) == pytest.approx(2 * math.log(4), rel=1e-6)
     assert float(target) == pytest.approx(0.0, abs=1e-6)
 
@@ -80,11 +73,10 @@ def test_critic_loss_is_the_cross_entropy_to_the_ended_episodes_reward() -> None
 def test_clipped_double_q_learns_the_smaller_target() -> None:
     """Target critics valued 0.25 (softmax [1/4, 1/4, 1/2]) and -0.25 ([1/2, 1/4, 1/4]), reward 0,
     bootstrap 1, discount 0.99 on [-1, 0, 1]: both critics learn the second's projection."""
-    target = _constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
-    critic = _constant_critic([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])  # uniform: log softmax = -ln 3 for every atom
-    actor = TanhActor(2, 1, (4,), 0.01, 1.0)
+    target = constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
+    critic = constant_critic([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])  # uniform: log softmax = -ln 3 for every atom
     batch = _batch(0.0, 1.0)
-    loss, value = critic_loss(critic, target, actor, batch, TD3Cfg(), torch.Generator())
+    loss, value = critic_loss(critic, target, batch, batch["actions"], batch["reward"], True)
     # Against a uniform prediction any target distribution costs ln 3 per critic.
     assert float(loss.detach()) == pytest.approx(2 * math.log(3), rel=1e-6)
     # The smaller target: [1/2, 1/4, 1/4] shrunk by 0.99 toward 0 keeps its mean times 0.99.
@@ -94,12 +86,23 @@ def test_clipped_double_q_learns_the_smaller_target() -> None:
 @pytest.mark.parametrize(("clipped", "expected"), [(True, 0.25), (False, 0.0)])
 def test_actor_loss_is_minus_the_critics_value(clipped: bool, expected: float) -> None:
     """Critics valued 0.25 and -0.25 (as above): -min = 0.25, -mean = 0."""
-    critic = _constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
+    critic = constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
     actor = TanhActor(2, 1, (4,), 0.01, 1.0)
-    assert float(actor_loss(critic, actor, _batch(0.0, 1.0), clipped)) == pytest.approx(expected, abs=1e-6)
+    assert float(actor_loss(critic, actor, _batch(0.0, 1.0), clipped).detach()) == pytest.approx(expected, abs=1e-6)
 
 
 def test_the_actors_actions_stay_in_their_bound() -> None:
     actor = TanhActor(3, 2, (8,), 10.0, 2.5)  # a large last layer: saturated
     actions = actor(100 * torch.randn(64, 3))
     assert actions.abs().max() <= 2.5 and actions.abs().max() > 2.0
+
+
+def test_the_target_actions_noise_is_clipped_and_the_action_bounded() -> None:
+    """policy_noise 10 with noise_clip 0.3 on an actor at ~0: every target action within +-0.3,
+    most at the clip; with action_bound 0.2 the bound clips first."""
+    actor = TanhActor(2, 3, (4,), 1e-6, 1.0)
+    obs = torch.randn(1000, 2)
+    actions = target_actions(actor, obs, TD3Cfg(policy_noise=10.0, noise_clip=0.3), torch.Generator())
+    assert actions.abs().max() <= 0.3 + 1e-4 and (actions.abs() > 0.29).float().mean() > 0.9
+    bounded = target_actions(actor, obs, TD3Cfg(policy_noise=10.0, noise_clip=0.3, action_bound=0.2), torch.Generator())
+    assert bounded.abs().max() <= 0.2 + 1e-4

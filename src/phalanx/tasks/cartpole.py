@@ -8,7 +8,8 @@ import math
 from phalanx.assets import asset
 from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
 from phalanx.envs.mdp import events, observations, rewards, terminations
-from phalanx.rl.cfg import PolicyCfg, PPOCfg, TD3Cfg
+from phalanx.rl.cfg import PolicyCfg, PPOCfg
+from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.training.cfg import TrainCfg
@@ -138,7 +139,10 @@ register(
     env_cfg=cartpole_cfg,
     train_cfg=cartpole_train_cfg,
     result=BALANCED,
-    algos={"td3": TD3Cfg(v_min=-100.0, v_max=100.0, num_atoms=101)},
+    algos={
+        "td3": TD3Cfg(v_min=-100.0, v_max=100.0, num_atoms=101),
+        "sac": SACCfg(v_min=-100.0, v_max=100.0, num_atoms=101),
+    },
 )
 register(
     "cartpole-rgb",

@@ -12,7 +12,8 @@ import tyro
 from phalanx.core.errors import ConfigError, check_int, check_positive, check_seed
 from phalanx.core.files import check_path_length
 from phalanx.envs.cfg import TaskCfg
-from phalanx.rl.cfg import DistillCfg, PolicyCfg, PPOCfg, TD3Cfg
+from phalanx.rl.cfg import DistillCfg, PolicyCfg, PPOCfg
+from phalanx.rl.off_policy_cfg import OffPolicyCfg, SACCfg, TD3Cfg
 from phalanx.training.logger import check_logger
 from phalanx.training.run_paths import checkpoint_file
 
@@ -112,8 +113,8 @@ class TrainCfg:
     viewer_host: str = "127.0.0.1"
     """The viewer's address: 127.0.0.1 serves this machine only (reach it over `ssh -L`), 0.0.0.0 every network."""
     distill: DistillCfg = field(default_factory=DistillCfg)
-    algo: PPOCfg | TD3Cfg = field(default_factory=PPOCfg)
-    """The algorithm's settings: PPO's (the default), or FastTD3's with `--algo td3`."""
+    algo: PPOCfg | TD3Cfg | SACCfg = field(default_factory=PPOCfg)
+    """The algorithm's settings: PPO's (the default), FastTD3's (`--algo td3`) or FastSAC's (`--algo sac`)."""
     policy: PolicyCfg = field(default_factory=PolicyCfg)
     env: TaskCfg | None = None
     """The env to train on (`--env.FIELD`: any field of the task's config); `phalanx train TASK`
@@ -159,7 +160,7 @@ def check_train_cfg(cfg: TrainCfg) -> None:
             raise ConfigError(f"no file {teacher}: a model_*.pt written by phalanx train, or its run", "teacher")
         cfg.distill.check()
     cfg.algo.check()
-    if isinstance(cfg.algo, TD3Cfg):
+    if isinstance(cfg.algo, OffPolicyCfg):
         _check_off_policy(cfg)
     cfg.policy.check()
     if cfg.env is not None:
@@ -167,9 +168,10 @@ def check_train_cfg(cfg: TrainCfg) -> None:
 
 
 def _check_off_policy(cfg: TrainCfg) -> None:
-    """--algo td3: what its trainer does not do yet, refused in one line before anything is built."""
+    """--algo td3|sac: what the off-policy trainer does not do yet, refused in one line before anything is built."""
+    algo = "td3" if isinstance(cfg.algo, TD3Cfg) else "sac"
     if cfg.trainer != "phalanx":
-        raise ConfigError(f"--algo td3 trains with phalanx's trainer, not --trainer {cfg.trainer}", "algo")
+        raise ConfigError(f"--algo {algo} trains with phalanx's trainer, not --trainer {cfg.trainer}", "algo")
     for name, value, what in (
         ("resume", cfg.resume, "continuing a run (checkpoints do not hold the replay buffer)"),
         ("teacher", cfg.teacher, "a teacher (distillation is PPO's)"),
@@ -177,11 +179,11 @@ def _check_off_policy(cfg: TrainCfg) -> None:
         ("policy.image_group", cfg.policy.image_group, "image observations"),
     ):
         if value is not None:
-            raise ConfigError(f"--algo td3 does not support {what} yet; got {value!r}", name)
+            raise ConfigError(f"--algo {algo} does not support {what} yet; got {value!r}", name)
     if cfg.distributed:
-        raise ConfigError("--algo td3 trains in one process for now", "distributed")
+        raise ConfigError(f"--algo {algo} trains in one process for now", "distributed")
     if cfg.viewer:
-        raise ConfigError("--algo td3 does not serve the viewer yet", "viewer")
+        raise ConfigError(f"--algo {algo} does not serve the viewer yet", "viewer")
 
 
 def move_cpu_num_envs(cfg: TrainCfg) -> bool:

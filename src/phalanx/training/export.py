@@ -23,7 +23,7 @@ from phalanx.core.files import atomic_path, write_text_atomic
 from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
-from phalanx.rl.td3 import TanhActor
+from phalanx.rl.off_policy_actors import off_policy_actor
 from phalanx.training.checkpoint import load_weights
 
 if TYPE_CHECKING:
@@ -71,10 +71,8 @@ def deployed_policy(state: dict[str, Any], observation_spec: dict[str, tuple[int
     if config["empirical_normalization"]:
         normalizer = EmpiricalNormalizer(observation_spec["policy"][0])
         load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
-    algo = config.get("algo", {})
-    if "num_atoms" in algo:  # FastTD3's (`--algo td3`): its deterministic tanh actor
-        dims = tuple(algo["actor_hidden_dims"])
-        actor = TanhActor(observation_spec["policy"][0], action_dim, dims, algo["init_scale"], algo["action_bound"])
+    actor = off_policy_actor(config.get("algo", {}), observation_spec["policy"][0], action_dim)
+    if actor is not None:  # FastTD3's or FastSAC's: its deterministic action
         load_weights(actor, state["policy"], "--checkpoint: the actor")
         return DeployedPolicy(actor, normalizer).eval().requires_grad_(False)
     policy = ActorCritic.for_env(observation_spec, action_dim, PolicyCfg(**config["policy"]))

@@ -1,4 +1,4 @@
-"""The off-policy training loop (`phalanx train TASK --algo td3`): every env step of every env
+"""The off-policy training loop (`phalanx train TASK --algo td3|sac`): every env step of every env
 goes into a replay buffer on the device, and each is followed by gradient updates on batches
 drawn from it. The run itself (run directory, logging, stop signals, checkpoints, metrics) is
 the PPO trainer's; an iteration is `num_steps_per_env` env steps and their updates.
@@ -16,9 +16,10 @@ from rich.console import Console
 from phalanx.core.errors import ConfigError
 from phalanx.core.vec_env import VecEnv
 from phalanx.dist import DistContext, Progress
-from phalanx.rl.cfg import TD3Cfg
 from phalanx.rl.models import critic_group
+from phalanx.rl.off_policy_cfg import OffPolicyCfg, TD3Cfg
 from phalanx.rl.replay import ReplayBuffer
+from phalanx.rl.sac import SAC
 from phalanx.rl.td3 import TD3
 from phalanx.training.cfg import TrainCfg
 from phalanx.training.timing import IntervalTimer, phase_range
@@ -26,8 +27,8 @@ from phalanx.training.trainer import Trainer
 
 
 class OffPolicyTrainer(Trainer):
-    """Trains a deterministic actor with FastTD3 (`cfg.algo`, a `TD3Cfg`) on any `VecEnv` whose
-    observations are vectors; one device. Checkpoints hold the learner and the envs, not the
+    """Trains with FastTD3 or FastSAC (`cfg.algo`, a `TD3Cfg` or a `SACCfg`) on any `VecEnv`
+    whose observations are vectors; one device. Checkpoints hold the learner and the envs, not the
     replay buffer (its gigabytes): `--resume` is refused for now."""
 
     def __init__(
@@ -40,7 +41,7 @@ class OffPolicyTrainer(Trainer):
         progress: Progress | None = None,
     ):
         self._begin(cfg, env, run_dir, console, dist, progress)
-        algo: TD3Cfg = cfg.algo
+        algo: OffPolicyCfg = cfg.algo
         spec = {"policy": tuple(env.observation_spec["policy"])}
         spec["critic"] = tuple(env.observation_spec[critic_group(env.observation_spec)])
         for group, shape in spec.items():
@@ -48,7 +49,7 @@ class OffPolicyTrainer(Trainer):
                 raise ConfigError(f"learns from vector observations; group {group!r} has shape {shape}", "algo")
         _check_memory(ReplayBuffer.bytes_needed(algo.buffer_size, env.num_envs, spec, env.action_dim), env.device)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
-        self.learner = TD3(
+        self.learner = (TD3 if isinstance(algo, TD3Cfg) else SAC)(
             algo,
             spec["policy"][0],
             spec["critic"][0],
@@ -71,15 +72,17 @@ class OffPolicyTrainer(Trainer):
 
     def _learn(self, step_timer: IntervalTimer, collect_timer: IntervalTimer) -> dict[str, torch.Tensor]:
         """`num_steps_per_env` env steps, each stored and followed by `updates_per_step` updates
-        once `learning_starts` steps are in; returns the iteration's mean losses."""
-        algo: TD3Cfg = self.cfg.algo
-        sums = torch.zeros(3, device=self.device)  # critic loss, actor loss, target value
-        counts = torch.zeros(2, device=self.device)  # critic updates, actor updates
+        once `learning_starts` steps are in; returns the iteration's mean of each of the
+        learner's losses (over the updates that computed it)."""
+        algo: OffPolicyCfg = self.cfg.algo
+        names = self.learner.loss_names
+        sums = torch.zeros(len(names), device=self.device)
+        counts = torch.zeros(len(names), device=self.device)
         obs = {key: self.env.obs[group] for key, group in self._groups.items()}
         for t in range(self.cfg.num_steps_per_env):
             self.progress.tick()
             collect_timer.begin()
-            obs = {key: value.clone() for key, value in obs.items()}
+            obs = {key: value.clone() for key, value in obs.items()}  # the env overwrites its buffers
             self.learner.observe(obs)
             actions = self.learner.act(obs["policy"])
             step_timer.begin()
@@ -103,35 +106,29 @@ class OffPolicyTrainer(Trainer):
             self.env_steps += 1
             if self.env_steps <= algo.learning_starts or self.buffer.size < algo.n_step:
                 continue
-            with phase_range("td3_update", self.profiling):
+            with phase_range("off_policy_update", self.profiling):
                 for _ in range(algo.updates_per_step):
                     batch = self.buffer.sample(algo.batch_size, algo.n_step, algo.gamma, self.generator)
-                    losses = self.learner.update(batch)
-                    sums[0] += losses["loss/critic"]
-                    sums[2] += losses["q_target"]
-                    counts[0] += 1
-                    if "loss/actor" in losses:
-                        sums[1] += losses["loss/actor"]
-                        counts[1] += 1
-        means = sums / counts[[0, 1, 0]].clamp_min(1)
-        return {
-            "loss/critic": means[0],
-            "loss/actor": means[1],
-            "loss/q_target": means[2],
-            "learning_rate": torch.tensor(algo.actor_learning_rate, device=self.device),
-            "skipped_updates": torch.zeros((), device=self.device),
-        }
+                    for name, value in self.learner.update(batch).items():
+                        i = names.index(name)
+                        sums[i] += value
+                        counts[i] += 1
+        means = sums / counts.clamp_min(1)
+        losses = dict(zip(names, means, strict=True))
+        losses["learning_rate"] = torch.tensor(algo.actor_learning_rate, device=self.device)
+        losses["skipped_updates"] = torch.zeros((), device=self.device)
+        return losses
 
     def _action_std(self) -> torch.Tensor:
-        """The envs' mean exploration noise scale."""
-        return self.learner.noise_std.mean()
+        """The learner's exploration standard deviation."""
+        return self.learner.exploration_std()
 
     def _learner_state(self) -> dict[str, Any]:
-        """The actor as "policy" and the whole learner as "td3" (no replay buffer: `--resume` is refused)."""
+        """The actor as "policy" and the whole learner as "off_policy" (no replay buffer: `--resume` is refused)."""
         return {
             "policy": self.learner.actor.state_dict(),
             "obs_norm": self.learner.obs_norm.state_dict(),
-            "td3": self.learner.state_dict(),
+            "off_policy": self.learner.state_dict(),
         }
 
 

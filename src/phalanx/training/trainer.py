@@ -311,7 +311,7 @@ class Trainer:
             "invalid_env_resets": int(stats["invalid_env_resets"]),
             "nonfinite_actions": int(stats["nonfinite_actions"]),
         }
-        metrics.update({k: v for k, v in stats.items() if k.startswith("loss/")})
+        metrics.update({k: v for k, v in stats.items() if k.startswith(("loss/", "learner/"))})
         metrics["learning_rate"] = stats["learning_rate"]
         metrics["skipped_updates"] = int(stats["skipped_updates"])
         metrics["action_std"] = stats["action_std"]  # the policy's, averaged over action dimensions

@@ -1,0 +1,105 @@
+"""What an off-policy learner (FastTD3, FastSAC) holds beside its actor: two distributional
+critics and their targets, AdamW for both networks, the observation normalizers; and how it
+steps an optimizer and moves the targets. The learners (`phalanx.rl.td3`, `phalanx.rl.sac`)
+add their actor, exploration and losses."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from phalanx.rl.critics import TwinCritic
+from phalanx.rl.normalizer import EmpiricalNormalizer
+
+if TYPE_CHECKING:
+    from phalanx.rl.off_policy_cfg import OffPolicyCfg
+
+
+class OffPolicyLearner:
+    """The shared part; `update(batch)` and `act(obs, explore)` are each learner's. `loss_names`:
+    the keys `update` may return (an update returns those it computed)."""
+
+    loss_names: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        cfg: OffPolicyCfg,
+        actor: nn.Module,
+        obs_dim: int,
+        critic_obs_dim: int,
+        action_dim: int,
+        device: torch.device,
+        generator: torch.Generator,
+        normalize: bool,
+    ):
+        self.cfg, self.device, self.generator = cfg, device, generator
+        self.actor = actor.to(device)
+        critic = TwinCritic(critic_obs_dim, action_dim, cfg.critic_hidden_dims, cfg.v_min, cfg.v_max, cfg.num_atoms)
+        self.critic = critic.to(device)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        adamw = {"weight_decay": cfg.weight_decay}
+        self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=cfg.actor_learning_rate, **adamw)
+        self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=cfg.critic_learning_rate, **adamw)
+        self.obs_norm = EmpiricalNormalizer(obs_dim).to(device) if normalize else nn.Identity()
+        self.critic_norm = EmpiricalNormalizer(critic_obs_dim).to(device) if normalize else nn.Identity()
+        self.updates = 0  # critic updates so far (a host count: it picks the actor's turns)
+
+    def resample_noise(self, envs: torch.Tensor) -> None:
+        """Called with the mask (num_envs,) of envs whose episode just ended; a learner whose
+        exploration is per episode draws it anew there."""
+
+    def exploration_std(self) -> torch.Tensor:
+        """The exploration's standard deviation, averaged over envs and actions (a device scalar)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def observe(self, obs: dict[str, torch.Tensor]) -> None:
+        """Folds one env step's observations ("policy", "critic") into the normalizers' statistics."""
+        for norm, group in ((self.obs_norm, "policy"), (self.critic_norm, "critic")):
+            if isinstance(norm, EmpiricalNormalizer):
+                norm.accumulate(obs[group])
+                norm.commit()
+
+    def normalized(self, batch: dict) -> dict:
+        """`batch` with its obs and next obs normalized ("policy": the actor's statistics, "critic": the critics')."""
+        norms = {"policy": self.obs_norm, "critic": self.critic_norm}
+        out = dict(batch)
+        for key in ("obs", "next_obs"):
+            out[key] = {g: norms[g](x) for g, x in batch[key].items()}
+        return out
+
+    def step(self, optimizer: torch.optim.Optimizer, module: nn.Module, loss: torch.Tensor) -> None:
+        """One optimizer step on `loss`, its gradient clipped to `max_grad_norm` where set."""
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(module.parameters(), self.cfg.max_grad_norm)
+        optimizer.step()
+
+    @torch.no_grad()
+    def update_targets(self) -> None:
+        """target <- tau * critic + (1 - tau) * target."""
+        target, online = list(self.target_critic.parameters()), list(self.critic.parameters())
+        torch._foreach_lerp_(target, online, self.cfg.tau)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "obs_norm": self.obs_norm.state_dict(),
+            "critic_norm": self.critic_norm.state_dict(),
+            "updates": self.updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer"):
+            getattr(self, name).load_state_dict(state[name])
+        self.obs_norm.load_state_dict(state["obs_norm"])
+        self.critic_norm.load_state_dict(state["critic_norm"])
+        self.updates = int(state["updates"])
