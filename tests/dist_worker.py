@@ -72,6 +72,32 @@ def train(
         torch.save(trainer.ppo.storage.teacher_actions.cpu(), out / f"taught{ctx.rank}.pt")
 
 
+def off_policy(ctx, out: Path, algo: str) -> None:
+    """`--algo td3|sac` on cartpole for 3 iterations (updates from the second on); each rank
+    saves its actor's and critics' parameters and its normalizer."""
+    from phalanx.training.off_policy import OffPolicyTrainer
+    from phalanx.training.registry import algo_cfg
+
+    cfg = train_cfg("cartpole")
+    cfg.algo = algo_cfg("cartpole", algo)
+    cfg.algo.batch_size, cfg.algo.buffer_size, cfg.algo.learning_starts = 64, 100, 4
+    cfg.algo.actor_hidden_dims, cfg.algo.critic_hidden_dims = (16,), (16,)
+    cfg.num_steps_per_env, cfg.empirical_normalization = 4, True
+    env = make(registry.env_cfg("cartpole"), num_envs=16, device="cpu", seed=cfg.seed + ctx.rank, verbose=False)
+    trainer = OffPolicyTrainer(cfg, env, run_dir=None, console=Console(quiet=True), dist=ctx)
+    for _ in range(3):
+        trainer.iterate()
+    learner = trainer.learner
+    state = {
+        **{f"actor.{k}": v for k, v in learner.actor.state_dict().items()},
+        **{f"critic.{k}": v for k, v in learner.critic.state_dict().items()},
+        **{f"target.{k}": v for k, v in learner.target_critic.state_dict().items()},
+        **{f"obs_norm.{k}": v for k, v in learner.obs_norm.state_dict().items()},
+        "buffer_actions": trainer.buffer.actions,
+    }
+    torch.save(state, out / f"params{ctx.rank}.pt")
+
+
 def grads(ctx, out: Path) -> None:
     """Each rank backpropagates its quarter of a fixed batch; rank 0 also the whole batch alone."""
     torch.manual_seed(0)
@@ -152,6 +178,8 @@ def main() -> None:
         train(ctx, out, device, iterations=50, die_after=1)
     elif mode == "grads":
         grads(ctx, out)
+    elif mode in ("td3", "sac"):
+        off_policy(ctx, out, mode)
     torch.distributed.destroy_process_group()
 
 

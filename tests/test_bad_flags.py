@@ -86,7 +86,6 @@ BAD_TRAIN_FLAGS = [
     (["--algo", "td3", "--algo.v-max", "-200"], "--algo.v-max: got -200.0; more than algo.v_min (-100.0)"),
     (["--algo", "td3", "--algo.std-max", "0"], "--algo.std-max: got 0.0; at least algo.std_min (0.001)"),
     (["--algo", "td3", "--trainer", "sb3"], "--algo: --algo td3 trains with phalanx's trainer, not --trainer sb3"),
-    (["--algo", "td3", "--gpus", "2"], "--gpus: --algo td3 does not support several processes yet; got '2'"),
 ]
 
 

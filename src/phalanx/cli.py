@@ -198,7 +198,7 @@ def train(args: list[str], console: Console) -> int:
     task, flags = task_and_flags("train", args)
     flags, config = _config_file(flags)
     defaults = train_cfg(task) if config is None else train_cfg_from_file(config, task, term_packages())
-    flags = _algorithm(flags, defaults)
+    given, flags = flags, _algorithm(flags, defaults)
     registered_env = env_cfg_to_data(defaults.env)
     _train_help(task, defaults, flags)
     cfg = parse_flags(TrainCfg, defaults, flags, f"phalanx train {task}")
@@ -208,7 +208,7 @@ def train(args: list[str], console: Console) -> int:
             raise ConfigError(f"got {given}; the env count is set by --num-envs", f"env.{field}")
     check_train_cfg(cfg)  # every check that needs no env: a bad flag fails before anything is built
     if cfg.gpus is not None:
-        ranks_flags = flags if config is None else ["--config", config, *flags]  # the ranks read it too
+        ranks_flags = given if config is None else ["--config", config, *given]  # the ranks read it too
         _launch_torchrun(task, ranks_flags, cfg.gpus, cfg.run_dir, cfg.trainer)
     status = run_training(cfg, console, registered_env)[0]
     if cfg.distributed:

@@ -54,6 +54,31 @@ def test_a_student_stays_bit_identical_across_ranks(tmp_path: Path) -> None:
     assert taught[0].abs().sum() > 0 and not torch.equal(taught[0], taught[1])
 
 
+@pytest.mark.parametrize("algo", ["td3", "sac"])
+def test_off_policy_networks_stay_bit_identical_across_ranks(tmp_path: Path, algo: str) -> None:
+    """Each rank collects its own envs into its own buffer (their actions differ), yet the
+    averaged updates leave the actor, the critics, their targets and the normalizer equal."""
+    run = _torchrun("--standalone", "--nproc_per_node", "2", WORKER, algo, str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    a, b = (torch.load(tmp_path / f"params{r}.pt") for r in (0, 1))
+    assert not torch.equal(a.pop("buffer_actions"), b.pop("buffer_actions")), "each rank explores on its own"
+    for name, tensor in a.items():
+        assert torch.equal(tensor, b[name]), name
+
+
+def test_off_policy_trains_under_the_gpus_flag(tmp_path: Path) -> None:
+    """`phalanx train cartpole --algo td3 --gpus 2` on the CPU: both ranks train, rank 0 writes."""
+    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--algo", "td3", "--gpus", "2", "--device", "cpu"]
+    command += ["--num-envs", "16", "--num-steps-per-env", "4", "--max-iterations", "3", "--logger", "none"]
+    command += ["--algo.batch-size", "64", "--algo.actor-hidden-dims", "16", "--algo.critic-hidden-dims", "16"]
+    run = subprocess.run([*command, "--run-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = _rows(tmp_path)
+    assert len(rows) == 3 and rows[-1]["frames"] == 3 * 4 * 16 * 2, "frames of both ranks"
+    saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
+    assert len(saved["ranks"]) == 2 and "off_policy" in saved
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 def test_nccl_collectives_inside_the_trainer_graphs(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from phalanx.dist import DistContext
 from phalanx.rl.critics import TwinCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
 
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
 
 class OffPolicyLearner:
     """The shared part; `update(batch)` and `act(obs, explore)` are each learner's. `loss_names`:
-    the keys `update` may return (an update returns those it computed)."""
+    the keys `update` may return (an update returns those it computed). With several ranks
+    (`dist`), each learns from its own envs' buffer: the networks start as rank 0's, every
+    gradient is averaged over ranks before its step and the normalizers merge every rank's
+    observations, so the networks stay alike on every rank."""
 
     loss_names: tuple[str, ...] = ()
 
@@ -34,11 +38,15 @@ class OffPolicyLearner:
         device: torch.device,
         generator: torch.Generator,
         normalize: bool,
+        dist: DistContext | None = None,
     ):
         self.cfg, self.device, self.generator = cfg, device, generator
+        self.dist = dist or DistContext()
         self.actor = actor.to(device)
         critic = TwinCritic(critic_obs_dim, action_dim, cfg.critic_hidden_dims, cfg.v_min, cfg.v_max, cfg.num_atoms)
         self.critic = critic.to(device)
+        self.dist.broadcast_module(self.actor)
+        self.dist.broadcast_module(self.critic)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         adamw = {"weight_decay": cfg.weight_decay}
         self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=cfg.actor_learning_rate, **adamw)
@@ -46,6 +54,7 @@ class OffPolicyLearner:
         self.obs_norm = EmpiricalNormalizer(obs_dim).to(device) if normalize else nn.Identity()
         self.critic_norm = EmpiricalNormalizer(critic_obs_dim).to(device) if normalize else nn.Identity()
         self.updates = 0  # critic updates so far (a host count: it picks the actor's turns)
+        self._no_extra = torch.zeros(0, device=device)  # nothing rides along the gradients' all-reduce
 
     def resample_noise(self, envs: torch.Tensor) -> None:
         """Called with the mask (num_envs,) of envs whose episode just ended; a learner whose
@@ -57,11 +66,11 @@ class OffPolicyLearner:
 
     @torch.no_grad()
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
-        """Folds one env step's observations ("policy", "critic") into the normalizers' statistics."""
+        """Folds one env step's observations ("policy", "critic") of every rank into the normalizers' statistics."""
         for norm, group in ((self.obs_norm, "policy"), (self.critic_norm, "critic")):
             if isinstance(norm, EmpiricalNormalizer):
                 norm.accumulate(obs[group])
-                norm.commit()
+                norm.commit(self.dist)
 
     def normalized(self, batch: dict) -> dict:
         """`batch` with its obs and next obs normalized ("policy": the actor's statistics, "critic": the critics')."""
@@ -72,9 +81,11 @@ class OffPolicyLearner:
         return out
 
     def step(self, optimizer: torch.optim.Optimizer, module: nn.Module, loss: torch.Tensor) -> None:
-        """One optimizer step on `loss`, its gradient clipped to `max_grad_norm` where set."""
+        """One optimizer step on `loss`, its gradient averaged over ranks and clipped to
+        `max_grad_norm` where set."""
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.dist.average_gradients(list(module.parameters()), self._no_extra)
         if self.cfg.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(module.parameters(), self.cfg.max_grad_norm)
         optimizer.step()

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from phalanx.dist import DistContext
 from phalanx.rl.critics import TwinCritic, critic_loss
 from phalanx.rl.models import mlp
 from phalanx.rl.off_policy_learner import OffPolicyLearner
@@ -105,12 +106,13 @@ class SAC(OffPolicyLearner):
         device: torch.device,
         generator: torch.Generator,
         normalize: bool,
+        dist: DistContext | None = None,
     ):
         log_std_range = (cfg.log_std_min, cfg.log_std_max)
         actor = SquashedGaussianActor(
             obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound, log_std_range
         )
-        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize)
+        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist)
         self.log_alpha = torch.tensor(math.log(cfg.alpha_init), device=device, requires_grad=True)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
         self.target_entropy = cfg.target_entropy_per_action * action_dim
@@ -151,6 +153,7 @@ class SAC(OffPolicyLearner):
             t_loss = alpha_loss(self.log_alpha, log_probs, self.target_entropy)
             self.alpha_optimizer.zero_grad(set_to_none=True)
             t_loss.backward()
+            self.dist.average_gradients([self.log_alpha], self._no_extra)
             self.alpha_optimizer.step()
             out |= {"loss/actor": a_loss.detach(), "loss/alpha": t_loss.detach()}
             out["learner/entropy"] = -log_probs.detach().mean()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from phalanx.dist import DistContext
 from phalanx.rl.critics import TwinCritic, critic_loss
 from phalanx.rl.models import mlp
 from phalanx.rl.off_policy_learner import OffPolicyLearner
@@ -65,9 +66,10 @@ class TD3(OffPolicyLearner):
         device: torch.device,
         generator: torch.Generator,
         normalize: bool,
+        dist: DistContext | None = None,
     ):
         actor = TanhActor(obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound)
-        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize)
+        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist)
         self.noise_std = torch.empty(num_envs, 1, device=device)
         self.resample_noise(torch.ones(num_envs, dtype=torch.bool, device=device))
 

@@ -175,13 +175,10 @@ def _check_off_policy(cfg: TrainCfg) -> None:
     for name, value, what in (
         ("resume", cfg.resume, "continuing a run (checkpoints do not hold the replay buffer)"),
         ("teacher", cfg.teacher, "a teacher (distillation is PPO's)"),
-        ("gpus", cfg.gpus, "several processes"),
         ("policy.image_group", cfg.policy.image_group, "image observations"),
     ):
         if value is not None:
             raise ConfigError(f"--algo {algo} does not support {what} yet; got {value!r}", name)
-    if cfg.distributed:
-        raise ConfigError(f"--algo {algo} trains in one process for now", "distributed")
     if cfg.viewer:
         raise ConfigError(f"--algo {algo} does not serve the viewer yet", "viewer")
 

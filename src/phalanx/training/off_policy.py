@@ -28,8 +28,10 @@ from phalanx.training.trainer import Trainer
 
 class OffPolicyTrainer(Trainer):
     """Trains with FastTD3 or FastSAC (`cfg.algo`, a `TD3Cfg` or a `SACCfg`) on any `VecEnv`
-    whose observations are vectors; one device. Checkpoints hold the learner and the envs, not the
-    replay buffer (its gigabytes): `--resume` is refused for now."""
+    whose observations are vectors, on one device or, as one rank of a torchrun job, on each
+    rank's (every rank collects into its own buffer; `OffPolicyLearner` keeps the networks alike).
+    Checkpoints hold the learner and every rank's envs, not the replay buffers (their gigabytes):
+    `--resume` is refused for now."""
 
     def __init__(
         self,
@@ -58,6 +60,7 @@ class OffPolicyTrainer(Trainer):
             env.device,
             self.generator,
             cfg.empirical_normalization,
+            self.dist,
         )
         self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, spec, env.action_dim, env.device)
         self._groups = {"policy": "policy", "critic": critic_group(env.observation_spec)}
