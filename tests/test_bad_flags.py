@@ -81,7 +81,10 @@ BAD_TRAIN_FLAGS = [
     (["--algo", "ddpg"], "--algo: got 'ddpg'; allowed: ppo, td3, sac"),
     (["--algo", "sac", "--algo.log-std-max", "-6"], "--algo.log-std-max: got -6.0; more than algo.log_std_min (-5.0)"),
     (["--algo", "sac", "--algo.alpha-init", "0"], "--algo.alpha-init: must be a finite number > 0, got 0.0"),
-    (["--algo", "sac", "--resume", "x.pt"], "--resume: --algo sac does not support continuing a run"),
+    (
+        ["--algo", "td3", "--algo.learning-starts", "100", "--algo.buffer-size", "100"],
+        "--algo.learning-starts: got 100; less than algo.buffer_size (100)",
+    ),
     (["--algo", "td3", "--algo.n-step", "0"], "--algo.n-step: must be a positive integer, got 0"),
     (["--algo", "td3", "--algo.v-max", "-200"], "--algo.v-max: got -200.0; more than algo.v_min (-100.0)"),
     (["--algo", "td3", "--algo.std-max", "0"], "--algo.std-max: got 0.0; at least algo.std_min (0.001)"),

@@ -66,17 +66,39 @@ def test_off_policy_networks_stay_bit_identical_across_ranks(tmp_path: Path, alg
         assert torch.equal(tensor, b[name]), name
 
 
-def test_off_policy_trains_under_the_gpus_flag(tmp_path: Path) -> None:
-    """`phalanx train cartpole --algo td3 --gpus 2` on the CPU: both ranks train, rank 0 writes."""
-    command = [sys.executable, "-m", "phalanx", "train", "cartpole", "--algo", "td3", "--gpus", "2", "--device", "cpu"]
-    command += ["--num-envs", "16", "--num-steps-per-env", "4", "--max-iterations", "3", "--logger", "none"]
-    command += ["--algo.batch-size", "64", "--algo.actor-hidden-dims", "16", "--algo.critic-hidden-dims", "16"]
-    run = subprocess.run([*command, "--run-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+OFF_POLICY_2_RANKS = [sys.executable, "-m", "phalanx", "train", "cartpole", "--algo", "td3", "--gpus", "2"]
+OFF_POLICY_2_RANKS += ["--device", "cpu", "--num-envs", "16", "--num-steps-per-env", "4", "--logger", "none"]
+OFF_POLICY_2_RANKS += ["--algo.batch-size", "64", "--algo.actor-hidden-dims", "16", "--algo.critic-hidden-dims", "16"]
+OFF_POLICY_2_RANKS += ["--algo.checkpoint-buffer", "--save-interval", "2"]
+
+
+def _off_policy_2_ranks(run_dir: Path, *flags: str) -> None:
+    run = subprocess.run(
+        [*OFF_POLICY_2_RANKS, *flags, "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-3000:]
-    rows = _rows(tmp_path)
-    assert len(rows) == 3 and rows[-1]["frames"] == 3 * 4 * 16 * 2, "frames of both ranks"
-    saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
-    assert len(saved["ranks"]) == 2 and "off_policy" in saved
+
+
+def test_off_policy_on_two_ranks_resumes_exactly(tmp_path: Path) -> None:
+    """`phalanx train cartpole --algo td3 --gpus 2` on the CPU: both ranks train and rank 0 writes
+    the checkpoint of both ranks' envs; each rank writes its own replay buffer, and 4 iterations
+    straight == 2, then --resume last for 2 more."""
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    _off_policy_2_ranks(straight, "--max-iterations", "4")
+    rows = _rows(straight)
+    assert len(rows) == 4 and rows[-1]["frames"] == 4 * 4 * 16 * 2, "frames of both ranks"
+    _off_policy_2_ranks(split, "--max-iterations", "2")
+    _off_policy_2_ranks(split, "--max-iterations", "4", "--resume", "last")
+    a, b = (torch.load(run / "checkpoints" / "model_4.pt", weights_only=True) for run in (straight, split))
+    assert len(a["ranks"]) == 2
+    for key in ("off_policy", "ranks"):
+        _assert_equal_states(a[key], b[key], key)
+    for rank in (0, 1):
+        buffers = [
+            torch.load(run / "checkpoints" / f"replay_last.rank{rank}.pt", weights_only=True)
+            for run in (straight, split)
+        ]
+        _assert_equal_states(buffers[0], buffers[1], f"rank {rank}'s buffer")
 
 
 @pytest.mark.gpu

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from phalanx.cli import main
 from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg
@@ -55,3 +56,59 @@ def test_a_replay_buffer_larger_than_memory_is_refused(tmp_path: Path, capsys) -
     assert main([*args, "--algo.buffer-size", "10000000000", "--run-dir", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--algo.buffer-size: the replay buffer needs" in err, err
+
+
+TINY = ["cartpole", "--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4", "--logger", "none"]
+TINY += ["--algo.batch-size", "32", "--algo.buffer-size", "50", "--algo.learning-starts", "2"]
+TINY += ["--algo.actor-hidden-dims", "16", "--algo.critic-hidden-dims", "16", "--empirical-normalization"]
+
+
+def _nested_equal(a, b, where: str = "") -> None:
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _nested_equal(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), where
+    else:
+        assert a == b, where
+
+
+@pytest.mark.parametrize("algo", ["td3", "sac"])
+def test_a_run_with_its_buffer_resumes_exactly(algo: str, tmp_path: Path) -> None:
+    """4 iterations straight == 2, then --resume last for 2 more, with --algo.checkpoint-buffer:
+    the same learner (networks, optimizers, normalizers, exploration state) and buffer."""
+    tiny = [*TINY, "--algo", algo, "--algo.checkpoint-buffer", "--save-interval", "2"]
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert main(["train", *tiny, "--max-iterations", "4", "--run-dir", str(straight)]) == 0
+    assert main(["train", *tiny, "--max-iterations", "2", "--run-dir", str(split)]) == 0
+    assert main(["train", *tiny, "--max-iterations", "4", "--run-dir", str(split), "--resume", "last"]) == 0
+    a, b = (torch.load(run / "checkpoints" / "model_4.pt", weights_only=True) for run in (straight, split))
+    _nested_equal(a["off_policy"], b["off_policy"], "off_policy")
+    _nested_equal(a["ranks"][0]["env"], b["ranks"][0]["env"], "env")
+    buffers = [torch.load(run / "checkpoints" / "replay_last.rank0.pt", weights_only=True) for run in (straight, split)]
+    _nested_equal(buffers[0], buffers[1], "buffer")
+
+
+def test_a_run_without_its_buffer_resumes_with_a_warning(tmp_path: Path, capsys) -> None:
+    assert main(["train", *TINY, "--algo", "td3", "--max-iterations", "2", "--run-dir", str(tmp_path)]) == 0
+    assert (
+        main(["train", *TINY, "--algo", "td3", "--max-iterations", "3", "--run-dir", str(tmp_path), "--resume", "last"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "resumed without rank 0's replay buffer (none was saved" in out and "resumed from" in out
+
+
+def test_resuming_with_another_algorithm_is_refused(tmp_path: Path, capsys) -> None:
+    assert main(["train", *TINY, "--algo", "td3", "--max-iterations", "1", "--run-dir", str(tmp_path)]) == 0
+    args = ["train", *TINY, "--algo", "sac", "--max-iterations", "2", "--run-dir", str(tmp_path), "--resume", "last"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--algo: the checkpoint was trained with --algo td3, this run asks for sac" in err, err
+    hidden = ["--algo", "td3", "--algo.critic-hidden-dims", "8", "--max-iterations", "2", "--resume", "last"]
+    assert main(["train", *TINY, *hidden, "--run-dir", str(tmp_path)]) == 2
+    assert (
+        "--algo.critic-hidden-dims: the checkpoint's network has (16,), this run asks for (8,)"
+        in capsys.readouterr().err
+    )

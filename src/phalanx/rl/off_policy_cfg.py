@@ -28,7 +28,8 @@ class OffPolicyCfg:
     updates_per_step: int = 2
     """Gradient updates of the critics after each env step (the actor's: every `policy_delay`-th)."""
     learning_starts: int = 10
-    """Env steps (of every env) collected before the first update."""
+    """Env steps (of every env) the buffer holds before the first update (a resumed run without
+    its buffer waits for as many again)."""
     n_step: int = 1
     """Steps of reward summed before bootstrapping (an episode's end stops the sum)."""
     gamma: float = 0.99
@@ -55,6 +56,10 @@ class OffPolicyCfg:
     """The actor's actions lie in [-action_bound, action_bound] (tanh, scaled)."""
     max_grad_norm: float = 0.0
     """Gradient-norm clip of each network; 0: none."""
+    checkpoint_buffer: bool = False
+    """Each checkpoint also writes every rank's replay buffer (checkpoints/replay_last.rankR.pt,
+    buffer_size x num_envs transitions: gigabytes on a GPU), so that `--resume` continues
+    exactly; without it a resumed run refills its buffer before it updates again."""
 
     def check(self) -> None:
         """Raises ConfigError naming the first invalid field (`algo.FIELD`), its value and what is allowed."""
@@ -65,6 +70,12 @@ class OffPolicyCfg:
         for name in ("buffer_size", "batch_size", "updates_per_step", "n_step", "policy_delay"):
             check_int(f"algo.{name}", getattr(self, name))
         check_int("algo.learning_starts", self.learning_starts, minimum=0)
+        if self.learning_starts >= self.buffer_size:
+            raise ConfigError(
+                f"got {self.learning_starts}; less than algo.buffer_size ({self.buffer_size}): updates start once the "
+                "buffer holds more steps than this",
+                "algo.learning_starts",
+            )
         if self.n_step > self.buffer_size:
             raise ConfigError(f"got {self.n_step}; at most algo.buffer_size ({self.buffer_size})", "algo.n_step")
         check_range("algo.gamma", self.gamma, 0.0, 1.0)

@@ -60,6 +60,14 @@ class OffPolicyLearner:
         """Called with the mask (num_envs,) of envs whose episode just ended; a learner whose
         exploration is per episode draws it anew there."""
 
+    def rank_state(self) -> dict[str, Any]:
+        """The state of this rank's own exploration (its envs'), apart from the learner's, which
+        every rank shares."""
+        return {}
+
+    def load_rank_state(self, state: dict[str, Any]) -> None:
+        """`rank_state`'s back in place."""
+
     def exploration_std(self) -> torch.Tensor:
         """The exploration's standard deviation, averaged over envs and actions (a device scalar)."""
         raise NotImplementedError

@@ -110,9 +110,9 @@ class TD3(OffPolicyLearner):
         self.update_targets()
         return out
 
-    def state_dict(self) -> dict[str, Any]:
-        return super().state_dict() | {"noise_std": self.noise_std}
+    def rank_state(self) -> dict[str, Any]:
+        """Each env's exploration noise scale."""
+        return {"noise_std": self.noise_std}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        super().load_state_dict(state)
+    def load_rank_state(self, state: dict[str, Any]) -> None:
         self.noise_std.copy_(state["noise_std"])

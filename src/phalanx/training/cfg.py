@@ -173,7 +173,6 @@ def _check_off_policy(cfg: TrainCfg) -> None:
     if cfg.trainer != "phalanx":
         raise ConfigError(f"--algo {algo} trains with phalanx's trainer, not --trainer {cfg.trainer}", "algo")
     for name, value, what in (
-        ("resume", cfg.resume, "continuing a run (checkpoints do not hold the replay buffer)"),
         ("teacher", cfg.teacher, "a teacher (distillation is PPO's)"),
         ("policy.image_group", cfg.policy.image_group, "image observations"),
     ):

@@ -26,7 +26,21 @@ CHECKPOINT_FORMAT = 2
 PLAY_KEYS = ("task", "config", "policy", "obs_norm")
 """What playing a policy reads."""
 RESUME_KEYS = (*PLAY_KEYS, "iteration", "frames", "elapsed_s", "last_episode", "critic_norm", "ppo", "ranks")
-"""What resuming a run reads: the job's learner and, per rank, its envs and random generators."""
+"""What resuming a PPO run reads: the job's learner and, per rank, its envs and random generators."""
+OFF_POLICY_RESUME_KEYS = (*PLAY_KEYS, "iteration", "frames", "elapsed_s", "last_episode", "off_policy", "ranks")
+"""What resuming an off-policy run (`--algo td3|sac`) reads (its replay buffers are files of their own)."""
+
+
+def algorithm_of(algo: dict[str, Any]) -> str:
+    """The `--algo` name of a run's stored settings (config.json's or a checkpoint's "algo")."""
+    if "alpha_init" in algo:
+        return "sac"
+    return "td3" if "num_atoms" in algo else "ppo"
+
+
+def resume_keys(algo: dict[str, Any]) -> tuple[str, ...]:
+    """What resuming a run of these settings reads."""
+    return RESUME_KEYS if algorithm_of(algo) == "ppo" else OFF_POLICY_RESUME_KEYS
 
 
 class CheckpointError(ConfigError):
@@ -177,6 +191,7 @@ def load_weights(module: nn.Module, weights: dict[str, torch.Tensor], source: st
 
 
 NETWORK_FIELDS = ("actor_hidden_dims", "critic_hidden_dims", "activation")
+OFF_POLICY_NETWORK = ("actor_hidden_dims", "critic_hidden_dims", "num_atoms")
 RUN_FIELDS = ("num_envs", "seed", "num_steps_per_env", "empirical_normalization")
 """What a resumed run must keep: its envs per rank, seed, rollout length and normalizer."""
 
@@ -190,6 +205,9 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | P
     if bool(saved.get("teacher")) != bool(config.get("teacher")):
         trained = f"with --teacher {saved['teacher']}" if saved.get("teacher") else "without a teacher"
         raise CheckpointError(f"the checkpoint's policy was trained {trained}: resume it so", "teacher")
+    theirs, ours = algorithm_of(saved.get("algo", {})), algorithm_of(config["algo"])
+    if theirs != ours:
+        raise CheckpointError(f"the checkpoint was trained with --algo {theirs}, this run asks for {ours}", "algo")
     for name in RUN_FIELDS:
         if saved.get(name) != config[name]:
             raise CheckpointError(
@@ -197,13 +215,15 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | P
                 "(resume with the checkpoint's)",
                 name,
             )
-    for name in NETWORK_FIELDS:
-        theirs, ours = saved["policy"].get(name), config["policy"][name]
+    networks = [(f"policy.{name}", saved["policy"].get(name), config["policy"][name]) for name in NETWORK_FIELDS]
+    if ours != "ppo":  # an off-policy learner's networks are in its own settings
+        networks = [(f"algo.{name}", saved["algo"].get(name), config["algo"][name]) for name in OFF_POLICY_NETWORK]
+    for flag, theirs, ours in networks:
         if _plain(theirs) != _plain(ours):
             raise CheckpointError(
                 f"the checkpoint's network has {_plain(theirs)}, this run asks for {_plain(ours)} "
                 "(resume with the checkpoint's)",
-                f"policy.{name}",
+                flag,
             )
 
 

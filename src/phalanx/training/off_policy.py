@@ -22,16 +22,17 @@ from phalanx.rl.replay import ReplayBuffer
 from phalanx.rl.sac import SAC
 from phalanx.rl.td3 import TD3
 from phalanx.training.cfg import TrainCfg
+from phalanx.training.checkpoint import load_weights, save_checkpoint
 from phalanx.training.timing import IntervalTimer, phase_range
-from phalanx.training.trainer import Trainer
+from phalanx.training.trainer import Trainer, to_device
 
 
 class OffPolicyTrainer(Trainer):
     """Trains with FastTD3 or FastSAC (`cfg.algo`, a `TD3Cfg` or a `SACCfg`) on any `VecEnv`
     whose observations are vectors, on one device or, as one rank of a torchrun job, on each
     rank's (every rank collects into its own buffer; `OffPolicyLearner` keeps the networks alike).
-    Checkpoints hold the learner and every rank's envs, not the replay buffers (their gigabytes):
-    `--resume` is refused for now."""
+    Checkpoints hold the learner and every rank's envs; with `algo.checkpoint_buffer` each rank
+    also writes its replay buffer beside them, and a resumed run continues exactly."""
 
     def __init__(
         self,
@@ -64,7 +65,6 @@ class OffPolicyTrainer(Trainer):
         )
         self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, spec, env.action_dim, env.device)
         self._groups = {"policy": "policy", "critic": critic_group(env.observation_spec)}
-        self.env_steps = 0  # env steps of every env so far (updates start after `learning_starts`)
 
     @property
     def policy(self) -> torch.nn.Module:
@@ -106,8 +106,7 @@ class OffPolicyTrainer(Trainer):
             if self.watch is not None:
                 self.watch.step(t)
             obs = {key: env_obs[group] for key, group in self._groups.items()}
-            self.env_steps += 1
-            if self.env_steps <= algo.learning_starts or self.buffer.size < algo.n_step:
+            if self.buffer.size <= max(algo.learning_starts, algo.n_step - 1):
                 continue
             with phase_range("off_policy_update", self.profiling):
                 for _ in range(algo.updates_per_step):
@@ -127,12 +126,52 @@ class OffPolicyTrainer(Trainer):
         return self.learner.exploration_std()
 
     def _learner_state(self) -> dict[str, Any]:
-        """The actor as "policy" and the whole learner as "off_policy" (no replay buffer: `--resume` is refused)."""
+        """The actor as "policy" and the whole learner as "off_policy" (the replay buffers: `save`)."""
         return {
             "policy": self.learner.actor.state_dict(),
             "obs_norm": self.learner.obs_norm.state_dict(),
             "off_policy": self.learner.state_dict(),
         }
+
+    def _load_learner(self, state: dict[str, Any]) -> None:
+        load_weights(self.learner.actor, state["policy"], "--resume: the actor")
+        self.learner.load_state_dict(state["off_policy"])
+
+    def _rank_learner_state(self) -> dict[str, Any]:
+        return {"exploration": self.learner.rank_state()}
+
+    def _load_rank_learner_state(self, own: dict[str, Any]) -> None:
+        self.learner.load_rank_state(to_device(own["exploration"], self.device))
+
+    def save(self) -> None:
+        """With `algo.checkpoint_buffer`, each rank first writes its replay buffer (and the
+        iteration it belongs to) beside the checkpoint; then the checkpoint, as PPO's."""
+        if self.saves and self.cfg.algo.checkpoint_buffer:
+            self.progress.enter("saving the replay buffer", slow=True)
+            path = buffer_file(Path(self.cfg.run_dir) / "checkpoints" / "model_last.pt", self.dist.rank)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            save_checkpoint(path, {"iteration": self.iteration, "buffer": self.buffer.state_dict()})
+        super().save()
+
+    def load_buffer(self, checkpoint: Path) -> None:
+        """After resuming from `checkpoint`: this rank's replay buffer saved with it, or (none,
+        or one of another iteration) an empty buffer that refills before the next update, with a
+        warning that the run does not continue exactly."""
+        path = buffer_file(checkpoint, self.dist.rank)
+        saved = torch.load(path, map_location=self.device, weights_only=True) if path.is_file() else None
+        if saved is not None and saved["iteration"] == self.iteration:
+            self.buffer.load_state_dict(saved["buffer"])
+            return
+        why = "none was saved" if saved is None else f"{path.name} is of iteration {saved['iteration']}"
+        self.console.print(
+            f"[yellow]warning:[/yellow] resumed without rank {self.dist.rank}'s replay buffer ({why}; "
+            "--algo.checkpoint-buffer saves it): it refills before the next update; the run does not continue exactly"
+        )
+
+
+def buffer_file(checkpoint: Path, rank: int) -> Path:
+    """Where rank `rank`'s replay buffer of the run's last checkpoint lies: beside it."""
+    return checkpoint.parent / f"replay_last.rank{rank}.pt"
 
 
 def _check_memory(needed: int, device: torch.device) -> None:

@@ -213,11 +213,11 @@ def _prepare(
     from phalanx.envs.stored_cfg import checkpoint_env_cfg, env_cfg_to_data
     from phalanx.envs.term_tables import print_term_tables, sim_summary
     from phalanx.training.checkpoint import (
-        RESUME_KEYS,
         CheckpointError,
         check_resumable,
         load_checkpoint,
         newest_readable,
+        resume_keys,
     )
     from phalanx.training.registry import make, term_packages
     from phalanx.training.teacher import load_teacher, with_teacher_observations
@@ -225,12 +225,13 @@ def _prepare(
 
     device, run_dir = torch.device(cfg.device), Path(cfg.run_dir)
     resume = Path(checkpoint_file(cfg.resume, cfg.task, "resume")) if cfg.resume not in (None, "last") else None
+    keys = resume_keys(to_data(cfg.algo))
     if cfg.resume == "last":
-        resume, state = newest_readable(run_dir / "checkpoints", cfg.task, RESUME_KEYS, console)
+        resume, state = newest_readable(run_dir / "checkpoints", cfg.task, keys, console)
     if run is not None:
         run.check_owner(resume, cfg.resume == "last")
     if cfg.resume != "last":
-        state = load_checkpoint(resume, cfg.task, RESUME_KEYS) if resume else None
+        state = load_checkpoint(resume, cfg.task, keys) if resume else None
     teacher = None
     if cfg.teacher is not None:  # its observations join the env's (a resumed student's env has them)
         teacher = load_teacher(cfg.teacher, cfg.env, term_packages())
@@ -287,6 +288,8 @@ def _prepare(
                 f"{reason})"
             ) from None
         dist.broadcast_module(trainer.policy)
+        if not isinstance(cfg.algo, PPOCfg):
+            trainer.load_buffer(resume)
         console.print(f"resumed from {resume} at iteration {trainer.iteration}")
     raise_swallowed_stop()  # before the barrier: the other ranks then wait in it, not in a collective
     dist.barrier(device)  # every rank is ready: only now does the run directory change

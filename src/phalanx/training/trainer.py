@@ -354,6 +354,7 @@ class Trainer:
         gets the state, the others None."""
         own = {"env": self.env.state_dict(), "generator": self.generator.get_state()}
         own["torch_rng"] = torch.get_rng_state()
+        own |= self._rank_learner_state()
         ranks = self.dist.gather_to_main(own, self.device)
         if ranks is None:
             return None
@@ -384,10 +385,7 @@ class Trainer:
         Ranks the checkpoint has no envs for (a job with more ranks) keep their fresh ones."""
         self.iteration, self.frames, self.elapsed_s = state["iteration"], state["frames"], state["elapsed_s"]
         self.last_episode = state["last_episode"]
-        load_weights(self.policy, state["policy"], "--resume: the policy")
-        load_weights(self.ppo.obs_norm, state["obs_norm"], "--resume: the observation normalizer")
-        load_weights(self.ppo.critic_norm, state["critic_norm"], "--resume: the critic's observation normalizer")
-        self.ppo.load_state_dict(state["ppo"])
+        self._load_learner(state)
         ranks = state["ranks"]
         if len(ranks) != self.dist.world_size:
             fate = "keep fresh envs" if len(ranks) < self.dist.world_size else "were left out"
@@ -399,7 +397,22 @@ class Trainer:
             own = ranks[self.dist.rank]
             self.generator.set_state(own["generator"])
             torch.set_rng_state(own["torch_rng"])
-            self.env.load_state_dict(_to_device(own["env"], self.device))
+            self.env.load_state_dict(to_device(own["env"], self.device))
+            self._load_rank_learner_state(own)
+
+    def _rank_learner_state(self) -> dict[str, Any]:
+        """What of the learner is this rank's own (PPO's: nothing): it goes with the rank's envs."""
+        return {}
+
+    def _load_rank_learner_state(self, own: dict[str, Any]) -> None:
+        """`_rank_learner_state`'s back in place."""
+
+    def _load_learner(self, state: dict[str, Any]) -> None:
+        """The learner's part of a checkpoint (`_learner_state`'s) back in place."""
+        load_weights(self.policy, state["policy"], "--resume: the policy")
+        load_weights(self.ppo.obs_norm, state["obs_norm"], "--resume: the observation normalizer")
+        load_weights(self.ppo.critic_norm, state["critic_norm"], "--resume: the critic's observation normalizer")
+        self.ppo.load_state_dict(state["ppo"])
 
     def save(self) -> None:
         """Writes model_last.pt and model_ITERATION.pt (rank 0; every rank takes part, and waits
@@ -417,10 +430,10 @@ class Trainer:
         self.progress.tick()
 
 
-def _to_device(value: Any, device: torch.device) -> Any:
+def to_device(value: Any, device: torch.device) -> Any:
     """Moves the tensors of a nested state to `device` (generator states stay on the CPU)."""
     if isinstance(value, dict):
-        return {k: v if k == "rng" else _to_device(v, device) for k, v in value.items()}
+        return {k: v if k == "rng" else to_device(v, device) for k, v in value.items()}
     if isinstance(value, torch.Tensor):
         return value.to(device)
     return value
