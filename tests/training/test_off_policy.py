@@ -112,3 +112,11 @@ def test_resuming_with_another_algorithm_is_refused(tmp_path: Path, capsys) -> N
         "--algo.critic-hidden-dims: the checkpoint's network has (16,), this run asks for (8,)"
         in capsys.readouterr().err
     )
+
+
+def test_a_pixel_task_is_refused_before_anything_is_built(tmp_path: Path, capsys) -> None:
+    args = ["train", "cartpole-rgb", "--algo", "sac", "--device", "cpu", "--run-dir", str(tmp_path / "run")]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--algo sac does not support image observations yet" in err, err
+    assert not (tmp_path / "run").exists()

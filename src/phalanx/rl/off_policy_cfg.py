@@ -139,3 +139,9 @@ class SACCfg(OffPolicyCfg):
             raise ConfigError(
                 f"got {self.log_std_max}; more than algo.log_std_min ({self.log_std_min})", "algo.log_std_max"
             )
+
+
+def off_policy_algos(**fields) -> dict[str, OffPolicyCfg]:
+    """A task's settings for both off-policy learners (`register(..., algos=...)`), the shared
+    `fields` (its return support, n-step, ...) set in each."""
+    return {"td3": TD3Cfg(**fields), "sac": SACCfg(**fields)}

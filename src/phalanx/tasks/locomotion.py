@@ -16,6 +16,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import events, metrics, observations, rewards, terminations
 from phalanx.rl.cfg import PolicyCfg, PPOCfg
+from phalanx.rl.off_policy_cfg import off_policy_algos
 from phalanx.sim.cfg import SimCfg
 from phalanx.training.cfg import TrainCfg
 from phalanx.training.registry import LearningResult, register
@@ -164,10 +165,12 @@ register(
     env_cfg=ant_cfg,
     train_cfg=locomotion_train_cfg,
     result=LearningResult(metric="metrics/speed_to_target", threshold=1.5, budget_s=60.0),
+    algos=off_policy_algos(v_min=-30.0, v_max=30.0, n_step=3),  # the support: docs/training.md
 )
 register(
     "humanoid",
     env_cfg=humanoid_cfg,
     train_cfg=locomotion_train_cfg,
     result=LearningResult(metric="metrics/speed_to_target", threshold=3.0, budget_s=120.0),
+    algos=off_policy_algos(v_min=-60.0, v_max=60.0, n_step=3),
 )

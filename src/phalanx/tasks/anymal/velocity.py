@@ -22,6 +22,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import commands, events, metrics, observations, rewards, terminations, velocity_rewards
 from phalanx.rl.cfg import PolicyCfg, PPOCfg
+from phalanx.rl.off_policy_cfg import off_policy_algos
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.anymal.mdp import navigation
 from phalanx.terrain.generator import TerrainCfg
@@ -275,6 +276,7 @@ register(
     train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
     play_cfg=velocity_play_cfg,
     result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.2, budget_s=240.0, direction="<="),
+    algos=off_policy_algos(v_min=-10.0, v_max=10.0, n_step=3),  # the support: docs/training.md
 )
 register(
     "anymal-rough",

@@ -18,6 +18,7 @@ from phalanx.envs.cfg import (
 )
 from phalanx.envs.mdp import bodies, events, observations, rewards, terminations
 from phalanx.rl.cfg import DistillCfg, PolicyCfg, PPOCfg
+from phalanx.rl.off_policy_cfg import off_policy_algos
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.shadow_hand.mdp import manipulation
@@ -191,6 +192,7 @@ register(
     env_cfg=shadow_cube_cfg,
     train_cfg=shadow_cube_train_cfg,
     result=LearningResult(metric="metrics/consecutive_successes", threshold=20.0, budget_s=1200.0),
+    algos=off_policy_algos(v_min=-500.0, v_max=500.0),  # the support: docs/training.md
 )
 register(
     "shadow-cube-vision",
