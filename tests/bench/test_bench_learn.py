@@ -129,6 +129,12 @@ def test_the_tables_give_each_task_its_verdict() -> None:
         (["cartpole", "ant", "--threshold", "3"], "--threshold: overrides one task's result, got 2 tasks"),
         (["cartpole", "--videos", "some"], "--videos: got 'some'; allowed: each, first, none"),
         (["--seeds", "2"], "bench learn: name the tasks (or all) before the flags"),
+        (["cartpole", "--algos", "ppo,ddpg"], "--algos: got 'ppo,ddpg'; allowed: distinct names of ppo, td3, sac"),
+        (["cartpole", "--algos", "td3,td3"], "--algos: got 'td3,td3'; allowed: distinct names of"),
+        (
+            ["cartpole-rgb", "--algos", "ppo,sac"],
+            "--algos: task 'cartpole-rgb' learns from images ('image'), which only ppo",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line(args: list[str], message: str, capsys, tmp_path: Path) -> None:
@@ -312,3 +318,57 @@ def test_a_student_learns_from_the_suites_run_of_its_teacher(tmp_path: Path, cac
         "pole-student learns from a trained pole-teacher policy: add pole-teacher to "
         "the tasks (its run with the same seed provides it)"
     )
+
+
+def test_each_algorithm_is_judged_on_its_own() -> None:
+    """--algos ppo,td3: a cold run with the first, then every seed with each; the verdicts, the
+    runs and the docs' table keep "cartpole" and "cartpole --algo td3" apart."""
+    from phalanx.bench.docs_tables import _learn
+    from phalanx.bench.learn import plan
+    from phalanx.bench.learn_report import runs_table, verdicts
+    from phalanx.training.registry import LearningResult
+
+    result = LearningResult(metric="mean_episode_length", threshold=285.0, budget_s=40.0)
+    specs = plan({"cartpole": result}, [0, 1], True, ("ppo", "td3"))
+    assert [s.name for s in specs] == [
+        "cartpole-seed0-cold",
+        "cartpole-seed0",
+        "cartpole-seed1",
+        "cartpole-td3-seed0",
+        "cartpole-td3-seed1",
+    ]
+    common = {"caches": "warm", "cold_run": False, "status": "reached", "metric": "mean_episode_length"}
+    common |= {"direction": ">=", "threshold": 285.0, "budget_s": 40.0, "slot": "cuda:0", "startup_s": 9.0}
+    common |= {"reached_training_s": 1.0, "reached_iteration": 3, "fps_total": 1e6, "final_metric": 290.0}
+    common |= {"concurrent_jobs": 1, "fps_total": 1e6}
+    results = [
+        common | {"task": "cartpole", "algo": "ppo", "seed": 0, "reached": True, "reached_s": 10.0},
+        common
+        | {"task": "cartpole", "algo": "td3", "seed": 0, "reached": False, "reached_s": None, "status": "budget"},
+    ]
+    judged = verdicts(results)
+    assert judged["cartpole"]["passes"] and not judged["cartpole --algo td3"]["passes"]
+    assert "| cartpole --algo td3 | 0 | warm |" in runs_table(results)
+    columns, rows = _learn([_Run("A", [{"kind": "learn", "task": "cartpole", "results": results}])])
+    assert [row[0] for row in rows] == ["cartpole", "cartpole --algo td3"]
+
+
+class _Run:
+    def __init__(self, label: str, benches: list[dict]):
+        self.label, self.benches = label, benches
+
+
+@pytest.mark.slow
+def test_an_off_policy_learner_runs_in_the_suite(tmp_path: Path, cache_dir: Path) -> None:
+    """cartpole with --algos td3 (small networks through --train-args, which are checked against
+    TD3's settings): its job trains with --algo td3 and reaches an episode length of 60."""
+    run = tmp_path / "td3"
+    small = "--algo.actor-hidden-dims 64 64 --algo.critic-hidden-dims 128 128 --algo.batch-size 512"
+    flags = ["--algos", "td3", "--seeds", "1", "--threshold", "60", "--budget-s", "150", "--videos", "none"]
+    done = subprocess.run(_bench(run, cache_dir, *flags, f"--train-args={small}"), check=False)
+    assert done.returncode == 0
+    (r,) = json.loads((run / "bench.json").read_text())["results"]
+    assert (r["algo"], r["status"]) == ("td3", "reached")
+    config = json.loads((run / "jobs" / "cartpole-td3-seed0" / "run" / "config.json").read_text())
+    assert config["algo"]["actor_hidden_dims"] == [64, 64]
+    assert "| cartpole --algo td3 | mean_episode_length >= 60 in 150 s | 1 of 1 |" in (run / "report.md").read_text()

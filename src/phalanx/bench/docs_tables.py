@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from phalanx.bench.learn import run_label
 from phalanx.bench.learn_report import from_launch, judged, result_text, verdicts
 from phalanx.bench.markdown import markdown_table
 from phalanx.bench.table_runs import (
@@ -208,7 +209,7 @@ def _learn(runs: list[Run]) -> Rows:
         for bench in run.benches:
             for r in bench["results"]:
                 if r["status"] != "not run":
-                    entries.setdefault(r["task"], []).append((run.label, r))
+                    entries.setdefault(run_label(r), []).append((run.label, r))
     rows = []
     for task, labelled in entries.items():
         results = [r for _, r in labelled]

@@ -67,13 +67,22 @@ def passes(reached: int, seeds: int) -> bool:
     return seeds > 0 and reached >= math.ceil(2 * seeds / 3)
 
 
-def plan(tasks: dict[str, LearningResult], seeds: list[int], cold: bool) -> list[JobSpec]:
-    """Every job: per task a cold run (seed `seeds[0]`) if asked, then one warm run per seed."""
+def plan(
+    tasks: dict[str, LearningResult], seeds: list[int], cold: bool, algos: tuple[str, ...] = ("ppo",)
+) -> list[JobSpec]:
+    """Every job: per task a cold run (seed `seeds[0]`, the first algorithm) if asked, then one
+    warm run per algorithm and seed."""
     specs = []
     for task, result in tasks.items():
-        specs += [JobSpec(task, seeds[0], True, result)] if cold else []
-        specs += [JobSpec(task, seed, False, result) for seed in seeds]
+        specs += [JobSpec(task, seeds[0], True, result, algos[0])] if cold else []
+        specs += [JobSpec(task, seed, False, result, algo) for algo in algos for seed in seeds]
     return specs
+
+
+def run_label(r: dict[str, Any]) -> str:
+    """What a run's row is judged under: its task, or "TASK --algo NAME" for an off-policy run."""
+    algo = r.get("algo", "ppo")
+    return r["task"] if algo == "ppo" else f"{r['task']} --algo {algo}"
 
 
 @dataclass(frozen=True)
@@ -185,10 +194,10 @@ class Suite:
                 return "wait", None
         given = []
         for need in self.prerequisites.get(spec.task, []):
-            run = (need.task, spec.seed, False)
-            job = next((j for s, j in self.jobs.items() if (s.task, s.seed, s.cold) == run), None)
+            run = (need.task, spec.seed, False, "ppo")  # the prerequisite task's own training
+            job = next((j for s, j in self.jobs.items() if (s.task, s.seed, s.cold, s.algo) == run), None)
             if job is None:
-                planned = any((s.task, s.seed, s.cold) == run for s in self.pending)
+                planned = any((s.task, s.seed, s.cold, s.algo) == run for s in self.pending)
                 return ("wait", None) if planned else ("skip", f"no {need.task}-seed{spec.seed} run in this suite")
             if job.running:
                 return "wait", None

@@ -100,14 +100,37 @@ def check_flags(cfg: LearnCfg) -> None:
         raise ConfigError(f"got {cfg.videos!r}; allowed: {', '.join(VIDEOS)}", "videos")
 
 
-def checked_train_args(cfg: LearnCfg, tasks: list[str]) -> list[str]:
-    """`--train-args` split, and parsed and checked for every task."""
-    from phalanx.training.cfg import TrainCfg, check_train_cfg
+def checked_algos(cfg: LearnCfg, tasks: list[str]) -> tuple[str, ...]:
+    """`--algos` split and checked: known algorithms, each once, and each one every task trains
+    with (an off-policy learner on a pixel task is refused, naming the task)."""
+    from phalanx.rl.cfg import ALGORITHMS
     from phalanx.training.registry import train_cfg
+
+    algos = tuple(part.strip() for part in cfg.algos.split(",") if part.strip())
+    if not algos or len(set(algos)) != len(algos) or any(a not in ALGORITHMS for a in algos):
+        raise ConfigError(
+            f"got {cfg.algos!r}; allowed: distinct names of {', '.join(ALGORITHMS)}, comma-separated", "algos"
+        )
+    for task in tasks:
+        images = train_cfg(task).policy.image_group
+        if images is not None and algos != ("ppo",):
+            raise ConfigError(f"task {task!r} learns from images ({images!r}), which only ppo does", "algos")
+    return algos
+
+
+def checked_train_args(cfg: LearnCfg, tasks: list[str], algos: tuple[str, ...]) -> list[str]:
+    """`--train-args` split, and parsed and checked for every task and algorithm (its `--algo.*`
+    flags must fit each algorithm's settings)."""
+    from phalanx.training.cfg import TrainCfg, check_train_cfg
+    from phalanx.training.registry import algo_cfg, train_cfg
 
     train_args = split_args(cfg.train_args, "train_args")
     for task in tasks:
-        check_train_cfg(parse_flags(TrainCfg, train_cfg(task), train_args, f"--train-args of {task}"))
+        for algo in algos:
+            defaults = train_cfg(task)
+            if algo != "ppo":
+                defaults.algo = algo_cfg(task, algo)
+            check_train_cfg(parse_flags(TrainCfg, defaults, train_args, f"--train-args of {task} --algo {algo}"))
     return train_args
 
 
@@ -149,7 +172,8 @@ def run_learn(args: list[str], console: Console) -> None:
     results = task_results(names, cfg)
     tasks = list(results)
     prerequisites = prerequisite_tasks(results)
-    train_args = checked_train_args(cfg, tasks)
+    algos = checked_algos(cfg, tasks)
+    train_args = checked_train_args(cfg, tasks, algos)
     machine = machine_info()
     device, slots = slots_for(cfg, machine["gpu_uuids"])
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
@@ -157,7 +181,7 @@ def run_learn(args: list[str], console: Console) -> None:
     if (run_dir / "jobs").exists():
         raise ConfigError(f"{run_dir} holds an earlier bench learn; give a new directory", "run_dir")
     cache_root = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
-    specs = plan(results, list(range(cfg.seeds)), cfg.cold)
+    specs = plan(results, list(range(cfg.seeds)), cfg.cold, algos)
     steps = {task: video_steps(env_cfg(task), cfg.video_s) for task in tasks}
     suite = Suite(specs, slots, run_dir, cache_root, train_args, cfg.window, prerequisites, steps)
     bench: dict[str, Any] = {

@@ -40,10 +40,13 @@ class JobSpec:
     seed: int
     cold: bool
     result: LearningResult
+    algo: str = "ppo"
+    """`phalanx train --algo`: the task's PPO, or an off-policy learner."""
 
     @property
     def name(self) -> str:
-        return f"{self.task}-seed{self.seed}" + ("-cold" if self.cold else "")
+        algo = "" if self.algo == "ppo" else f"-{self.algo}"
+        return f"{self.task}{algo}-seed{self.seed}" + ("-cold" if self.cold else "")
 
 
 class MetricFollower:
@@ -187,6 +190,7 @@ class LearnJob:
         timed = rows[3:] or rows
         return {
             "task": spec.task,
+            "algo": spec.algo,
             "seed": spec.seed,
             "cold_run": spec.cold,
             "caches": self.caches,
@@ -272,7 +276,8 @@ def _thinned(points: list[tuple[float, float]]) -> list[list[float]]:
 def train_command(spec: JobSpec, device: str, run_dir: Path, train_args: list[str], extra: list[str]) -> list[str]:
     """`phalanx train` of the job: the task's defaults, the user's flags, then the bench's own (an
     iteration count no job reaches, no periodic checkpoints, no dashboard)."""
-    command = [sys.executable, "-m", "phalanx", "train", spec.task, *train_args, *extra]
+    algo = [] if spec.algo == "ppo" else ["--algo", spec.algo]
+    command = [sys.executable, "-m", "phalanx", "train", spec.task, *algo, *train_args, *extra]
     command += ["--seed", str(spec.seed), "--device", device, "--max-iterations", "1000000000"]
     command += ["--save-interval", "1000000000", "--logger", "none", "--run-dir", str(run_dir)]
     return command

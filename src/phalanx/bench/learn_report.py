@@ -6,14 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from phalanx.bench.learn import passes
+from phalanx.bench.learn import passes, run_label
 from phalanx.bench.markdown import markdown_table
 
 
 def by_task(results: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The runs by what they are judged under: the task, and its algorithm where not PPO (`run_label`)."""
     tasks: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        tasks.setdefault(r["task"], []).append(r)
+        tasks.setdefault(run_label(r), []).append(r)
     return tasks
 
 
@@ -82,12 +83,12 @@ def runs_table(results: list[dict[str, Any]]) -> str:
     rows = []
     for r in results:
         if r["status"] == "not run":
-            rows.append([r["task"], str(r["seed"]), "-", "-", f"not run: {r['reason']}"])
+            rows.append([run_label(r), str(r["seed"]), "-", "-", f"not run: {r['reason']}"])
             continue
         gpu = (r.get("gpu_uuid") or r["slot"])[:12]
         seed = f"{r['seed']} (cold run)" if r["cold_run"] else str(r["seed"])
         rows.append(
-            [r["task"], seed, r["caches"], gpu, r["status"], _s(r["startup_s"], 1)]
+            [run_label(r), seed, r["caches"], gpu, r["status"], _s(r["startup_s"], 1)]
             + [_s(r["reached_s"], 1) + after(r), _s(r["reached_training_s"], 1), _s(r["reached_iteration"])]
             + [_s(r["fps_total"]), _metric(r["final_metric"]), str(r["concurrent_jobs"])]
             + [f"[{r['video']}](videos/{r['video']})" if r.get("video") else "-"]
@@ -161,7 +162,7 @@ def plot_task(run_dir: Path, task: str, runs: list[dict[str, Any]]) -> Path | No
     ax.set(xlabel="seconds from launch", ylabel=first["metric"], title=task)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = run_dir / f"learn-{task}.png"
+    path = run_dir / f"learn-{task.replace(' --algo ', '-')}.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -134,6 +134,9 @@ class LearnCfg:
 
     seeds: int = 3
     """Warm runs per task, with seeds 0 .. K-1; a task passes when two thirds of them reach its threshold."""
+    algos: str = "ppo"
+    """Comma-separated algorithms each task trains with (`phalanx train --algo`: ppo, td3, sac),
+    each judged on its own, side by side in one run: e.g. 'ppo,td3'."""
     gpus: str | None = None
     """Comma-separated CUDA device indices, one job on each at a time; default: every visible GPU."""
     device: str | None = None
