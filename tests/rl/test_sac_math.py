@@ -72,3 +72,32 @@ def test_the_actors_actions_and_log_std_stay_in_their_ranges() -> None:
     actions, log_probs = actor.sample(obs, torch.Generator().manual_seed(0))
     assert actions.abs().max() <= 2.5 and actor(obs).abs().max() <= 2.5
     assert torch.isfinite(log_probs).all()
+
+
+@pytest.mark.parametrize("algo", ["td3", "sac"])
+def test_a_bfloat16_update_follows_the_float32_one(algo: str) -> None:
+    """The same learner and batch under bfloat16 autocast (on the CPU here; on CUDA in training)
+    and in float32: float32 losses within bfloat16's rounding (8 mantissa bits) of each other."""
+    from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg
+    from phalanx.rl.sac import SAC
+    from phalanx.rl.td3 import TD3
+
+    cfg = (TD3Cfg if algo == "td3" else SACCfg)(actor_hidden_dims=(32,), critic_hidden_dims=(32,), policy_delay=1)
+    batch = {
+        "obs": {"policy": torch.randn(256, 5), "critic": torch.randn(256, 5)},
+        "next_obs": {"policy": torch.randn(256, 5), "critic": torch.randn(256, 5)},
+        "actions": torch.rand(256, 2) * 2 - 1,
+        "reward": torch.randn(256),
+        "bootstrap": torch.ones(256),
+        "discount": torch.full((256,), 0.99),
+    }
+    losses = []
+    for bf16 in (False, True):
+        torch.manual_seed(0)
+        learner = (TD3 if algo == "td3" else SAC)(
+            cfg, 5, 5, 2, 4, torch.device("cpu"), torch.Generator(), False, bf16=bf16
+        )
+        losses.append(learner.update(batch))
+    for name, value in losses[0].items():
+        assert losses[1][name].dtype == torch.float32, name
+        torch.testing.assert_close(losses[1][name], value, rtol=3e-2, atol=3e-2, msg=name)

@@ -24,8 +24,8 @@ class TwinCritic(nn.Module):
         return self.q1(x), self.q2(x)
 
     def value(self, logits: torch.Tensor) -> torch.Tensor:
-        """The expected return of a distribution's logits (batch, atoms) -> (batch,)."""
-        return (functional.softmax(logits, dim=-1) * self.support).sum(dim=-1)
+        """The expected return of a distribution's logits (batch, atoms) -> (batch,), in float32."""
+        return (functional.softmax(logits.float(), dim=-1) * self.support).sum(dim=-1)
 
     def q_value(self, obs: torch.Tensor, actions: torch.Tensor, clipped_double_q: bool) -> torch.Tensor:
         """The smaller (clipped double Q) or the mean of the two critics' expected returns, (batch,)."""
@@ -74,13 +74,13 @@ def critic_loss(
         logits1, logits2 = target_critic(batch["next_obs"]["critic"], next_actions)
         support = target_critic.support
         args = (support, reward, batch["bootstrap"], batch["discount"])
-        target1 = project(functional.softmax(logits1, -1), *args)
-        target2 = project(functional.softmax(logits2, -1), *args)
+        target1 = project(functional.softmax(logits1.float(), -1), *args)
+        target2 = project(functional.softmax(logits2.float(), -1), *args)
         value1, value2 = (target1 * support).sum(-1), (target2 * support).sum(-1)
         if clipped_double_q:
             target1 = target2 = torch.where((value1 < value2)[:, None], target1, target2)
     q1, q2 = critic(batch["obs"]["critic"], batch["actions"])
     # Cross-entropy H(target, q) = -sum_z target(z) log softmax(q)(z), per critic, batch mean.
-    loss1 = -(target1 * functional.log_softmax(q1, -1)).sum(-1).mean()
-    loss2 = -(target2 * functional.log_softmax(q2, -1)).sum(-1).mean()
+    loss1 = -(target1 * functional.log_softmax(q1.float(), -1)).sum(-1).mean()
+    loss2 = -(target2 * functional.log_softmax(q2.float(), -1)).sum(-1).mean()
     return loss1 + loss2, torch.minimum(value1, value2).mean()

@@ -24,7 +24,8 @@ class OffPolicyLearner:
     the keys `update` may return (an update returns those it computed). With several ranks
     (`dist`), each learns from its own envs' buffer: the networks start as rank 0's, every
     gradient is averaged over ranks before its step and the normalizers merge every rank's
-    observations, so the networks stay alike on every rank."""
+    observations, so the networks stay alike on every rank. With `bf16` the update's network
+    passes run under bfloat16 autocast (`precision`)."""
 
     loss_names: tuple[str, ...] = ()
 
@@ -39,8 +40,9 @@ class OffPolicyLearner:
         generator: torch.Generator,
         normalize: bool,
         dist: DistContext | None = None,
+        bf16: bool = False,
     ):
-        self.cfg, self.device, self.generator = cfg, device, generator
+        self.cfg, self.device, self.generator, self.bf16 = cfg, device, generator, bf16
         self.dist = dist or DistContext()
         self.actor = actor.to(device)
         critic = TwinCritic(critic_obs_dim, action_dim, cfg.critic_hidden_dims, cfg.v_min, cfg.v_max, cfg.num_atoms)
@@ -87,6 +89,11 @@ class OffPolicyLearner:
         for key in ("obs", "next_obs"):
             out[key] = {g: norms[g](x) for g, x in batch[key].items()}
         return out
+
+    def precision(self) -> torch.autocast:
+        """Where the update's network passes run: under bfloat16 autocast with `bf16` (the losses
+        and the optimizers stay float32), else in float32."""
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16)
 
     def step(self, optimizer: torch.optim.Optimizer, module: nn.Module, loss: torch.Tensor) -> None:
         """One optimizer step on `loss`, its gradient averaged over ranks and clipped to

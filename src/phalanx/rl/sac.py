@@ -47,8 +47,8 @@ class SquashedGaussianActor(nn.Module):
         self.bound, self.log_std_range = bound, log_std_range
 
     def distribution(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The pre-squash mean and log standard deviation, each (batch, action_dim)."""
-        mean, raw = self.net(obs).chunk(2, dim=-1)
+        """The pre-squash mean and log standard deviation, each (batch, action_dim), in float32."""
+        mean, raw = self.net(obs).float().chunk(2, dim=-1)
         low, high = self.log_std_range
         return mean, low + 0.5 * (high - low) * (torch.tanh(raw) + 1)
 
@@ -107,12 +107,13 @@ class SAC(OffPolicyLearner):
         generator: torch.Generator,
         normalize: bool,
         dist: DistContext | None = None,
+        bf16: bool = False,
     ):
         log_std_range = (cfg.log_std_min, cfg.log_std_max)
         actor = SquashedGaussianActor(
             obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound, log_std_range
         )
-        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist)
+        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist, bf16)
         self.log_alpha = torch.tensor(math.log(cfg.alpha_init), device=device, requires_grad=True)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
         self.target_entropy = cfg.target_entropy_per_action * action_dim
@@ -136,19 +137,21 @@ class SAC(OffPolicyLearner):
         actor's and the temperature's; then the target critics' soft update."""
         cfg, batch = self.cfg, self.normalized(batch)
         alpha = self.log_alpha.detach().exp()
-        with torch.no_grad():
-            next_actions, next_log_prob = self.actor.sample(batch["next_obs"]["policy"], self.generator)
-        reward = entropy_reward(batch, alpha, next_log_prob)
-        loss, target_value = critic_loss(
-            self.critic, self.target_critic, batch, next_actions, reward, cfg.clipped_double_q
-        )
+        with self.precision():
+            with torch.no_grad():
+                next_actions, next_log_prob = self.actor.sample(batch["next_obs"]["policy"], self.generator)
+            reward = entropy_reward(batch, alpha, next_log_prob)
+            loss, target_value = critic_loss(
+                self.critic, self.target_critic, batch, next_actions, reward, cfg.clipped_double_q
+            )
         self.step(self.critic_optimizer, self.critic, loss)
         out = {"loss/critic": loss.detach(), "learner/q_target": target_value, "learner/alpha": alpha}
         self.updates += 1
         if self.updates % cfg.policy_delay == 0:
             obs = batch["obs"]
-            actions, log_probs = self.actor.sample(obs["policy"], self.generator)
-            a_loss = actor_loss(self.critic, actions, log_probs, obs["critic"], alpha, cfg.clipped_double_q)
+            with self.precision():
+                actions, log_probs = self.actor.sample(obs["policy"], self.generator)
+                a_loss = actor_loss(self.critic, actions, log_probs, obs["critic"], alpha, cfg.clipped_double_q)
             self.step(self.actor_optimizer, self.actor, a_loss)
             t_loss = alpha_loss(self.log_alpha, log_probs, self.target_entropy)
             self.alpha_optimizer.zero_grad(set_to_none=True)

@@ -67,9 +67,10 @@ class TD3(OffPolicyLearner):
         generator: torch.Generator,
         normalize: bool,
         dist: DistContext | None = None,
+        bf16: bool = False,
     ):
         actor = TanhActor(obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound)
-        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist)
+        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist, bf16)
         self.noise_std = torch.empty(num_envs, 1, device=device)
         self.resample_noise(torch.ones(num_envs, dtype=torch.bool, device=device))
 
@@ -95,16 +96,18 @@ class TD3(OffPolicyLearner):
         """One critic update on `batch` (normalized here), the actor's every `policy_delay`-th, and
         the target critics' soft update. Returns the losses as device tensors."""
         cfg, batch = self.cfg, self.normalized(batch)
-        with torch.no_grad():
-            next_actions = target_actions(self.actor, batch["next_obs"]["policy"], cfg, self.generator)
-        loss, target_value = critic_loss(
-            self.critic, self.target_critic, batch, next_actions, batch["reward"], cfg.clipped_double_q
-        )
+        with self.precision():
+            with torch.no_grad():
+                next_actions = target_actions(self.actor, batch["next_obs"]["policy"], cfg, self.generator).float()
+            loss, target_value = critic_loss(
+                self.critic, self.target_critic, batch, next_actions, batch["reward"], cfg.clipped_double_q
+            )
         self.step(self.critic_optimizer, self.critic, loss)
         out = {"loss/critic": loss.detach(), "learner/q_target": target_value}
         self.updates += 1
         if self.updates % cfg.policy_delay == 0:
-            a_loss = actor_loss(self.critic, self.actor, batch, cfg.clipped_double_q)
+            with self.precision():
+                a_loss = actor_loss(self.critic, self.actor, batch, cfg.clipped_double_q)
             self.step(self.actor_optimizer, self.actor, a_loss)
             out["loss/actor"] = a_loss.detach()
         self.update_targets()

@@ -69,10 +69,10 @@ class TrainCfg:
     from Ampere on: inputs rounded to 10 mantissa bits, sums in float32); `--no-tf32` keeps full
     float32. The env's own arithmetic is float32 either way."""
     bf16_update: bool = True
-    """On CUDA, the PPO update's network passes (forward and backward) run under bfloat16
-    autocast: half the memory traffic of float32 activations. The losses, their statistics, the
-    optimizer and policy inference stay float32 (TF32). `--no-bf16-update` keeps the update in
-    float32."""
+    """On CUDA, the update's network passes (PPO's forward and backward, the off-policy
+    learners' forward) run under bfloat16 autocast: half the memory traffic of float32
+    activations. The losses, their statistics, the optimizer and policy inference stay float32
+    (TF32). `--no-bf16-update` keeps the update in float32."""
     compile_update: bool = True
     """On CUDA, torch.compile the update's minibatch losses, forward and backward: fused kernels
     instead of one per op. The compile takes seconds with an empty inductor cache; a second

@@ -62,6 +62,7 @@ class OffPolicyTrainer(Trainer):
             self.generator,
             cfg.empirical_normalization,
             self.dist,
+            bf16=cfg.bf16_update and env.device.type == "cuda",
         )
         self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, spec, env.action_dim, env.device)
         self._groups = {"policy": "policy", "critic": critic_group(env.observation_spec)}
