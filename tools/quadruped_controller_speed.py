@@ -4,7 +4,7 @@ graph and replayed, per batch size, with the share of its force QP (the same QP 
 alone). No simulator.
 
     python tools/quadruped_controller_speed.py [--batches 1024,4096,16384] [--qp-iterations 25]
-        [--qp-backend torch|warp] [--mpc] [--out F]
+        [--qp-backend torch|warp] [--mpc] [--out F.json]
 
 With --mpc the body's forces come from the centroidal MPC (`MPCCfg`'s defaults; its own solver,
 the torch backend): "body controller" is then the MPC's QP built and solved.
@@ -12,7 +12,8 @@ the torch backend): "body controller" is then the MPC's QP built and solved.
 The robots stand in a trot-ready pose (feet about 0.35 x 0.22 m around the center of mass, 0.5
 m below it) with a little noise per robot; the command asks for the weight plus a small
 acceleration and steps to below the hips. A physics step of an env with decimation D runs D
-controller steps.
+controller steps. --out writes the rows as a bench.json (`bench-table controller` in the docs,
+through `phalanx bench docs`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 
 import torch
 
+from phalanx.bench.machine import tool_bench
 from phalanx.bench.physics import captured_seconds
 from phalanx.control.body import BodyCfg, yaw_rotation
 from phalanx.control.mpc import MPCCfg
@@ -109,9 +112,10 @@ def main() -> None:
         }
         rows.append(row)
         print(json.dumps(row))
-    if args.out:
-        info = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__, "rows": rows}
-        write_text_atomic(args.out, json.dumps(info, indent=1))
+    if args.out:  # a bench.json of kind "controller" (`bench-table controller` in the docs)
+        script, argv = "quadruped_controller_speed.py", sys.argv[1:]
+        bench = tool_bench("controller", "quadruped controller", script, argv, str(device), results=rows)
+        write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@
 #                  the policy on the GPU) at each of CLASSIC_ENVS robots (default 1024 4096 16384);
 #                  nothing else runs beside it, as it uses every core.
 #   The solver and the pipeline: tools/qp_speed.py (warp and torch; proxsuite's one-core time
-#   where it imports) and tools/qp_pipeline.py (anymal-qp, anymal-stones-qp; its host QP needs
-#   proxsuite).
+#   where it imports), tools/qp_pipeline.py (anymal-qp, anymal-stones-qp; its host QP needs
+#   proxsuite) and tools/quadruped_controller_speed.py (the controller alone, warp QP).
 # Each result is a bench.json under $OUT (copy it to docs/results/NAME/ and run `phalanx bench docs
 # docs`); logs, training metrics and status go into $OUT/tables.tgz as each step ends.
 #   PLAN=play TRAIN_S=390 bash tools/tables_gpu.sh;  PLAN=stones TRAIN_S=340 bash tools/tables_gpu.sh
@@ -54,6 +54,8 @@ solver() {  # GPU
   for task in anymal-qp anymal-stones-qp; do
     run "pipeline-$task" 150 "$1" python3 tools/qp_pipeline.py "$task" --num-envs 4096 --out "$work/results/pipeline-$task.json"
   done
+  run controller-speed 120 "$1" python3 tools/quadruped_controller_speed.py --batches 1024,4096,16384,65536 \
+    --qp-backend warp --out "$work/results/controller-speed.json"
 }
 stones() {  # NAME TASK GPU LABEL [--checkpoint FILE]: the policy's success per level, NAME.json
   local name=$1 task=$2 gpu=$3 label=$4

@@ -259,6 +259,33 @@ def test_a_qp_table_from_tools_qp_speed(tmp_path) -> None:
     assert "- A: `python tools/qp_speed.py --device cpu --batches 16,64 --iterations 25 --backends torch`" in text
 
 
+def test_a_controller_table_from_tools_quadruped_controller_speed(tmp_path) -> None:
+    """The rows tools/quadruped_controller_speed.py --out writes (it needs CUDA: written here as it
+    writes them): a row per body controller, solver and step count, a column per batch."""
+    from phalanx.bench.machine import tool_bench
+
+    rows = [
+        {"batch": n, "qp_iterations": 25, "qp_backend": "warp", "body_controller": "qp"}
+        | {"controller_steps_per_s": rate, "qp_share": share, "controller_step_ms": 1.0, "body_controller_ms": 0.5}
+        for n, rate, share in ((1024, 1.57e6, 0.78), (4096, 5.57e6, 0.77))
+    ]
+    rows.append(
+        rows[0] | {"body_controller": "mpc", "qp_backend": "torch", "controller_steps_per_s": 2e5, "qp_share": 0.9}
+    )
+    argv = ["--batches", "1024,4096", "--qp-backend", "warp", "--out", "x.json"]
+    bench = tool_bench(
+        "controller", "quadruped controller", "quadruped_controller_speed.py", argv, "cuda", results=rows
+    )
+    raw = tmp_path / "results" / "controller"
+    raw.mkdir(parents=True)
+    (raw / "bench.json").write_text(json.dumps(bench))
+    text = _built(tmp_path, "controller: results/controller")
+    assert "| body controller | solver | ADMM steps | M steps/s, 1,024 robots (body's share) |" in text, text
+    assert "| force QP | warp | 25 | 1.57 (78%) | 5.57 (77%) | A |" in text
+    assert "| MPC | torch | 25 | 0.20 (90%) | - | A |" in text
+    assert "- A: `python tools/quadruped_controller_speed.py --batches 1024,4096 --qp-backend warp`" in text
+
+
 def test_a_pipeline_table_from_tools_qp_pipeline(tmp_path) -> None:
     """tools/qp_pipeline.py --out, run on the CPU (nothing captured there): a row per task."""
     raw = tmp_path / "results" / "pipeline"

@@ -27,7 +27,7 @@ from phalanx.bench.table_runs import (
     runs_of,
     values_cell,
 )
-from phalanx.bench.tool_tables import classic, pipeline, played, qp_speed, stones, viewer
+from phalanx.bench.tool_tables import classic, controller_speed, pipeline, played, qp_speed, stones, viewer
 from phalanx.core.errors import ConfigError
 
 
@@ -308,6 +308,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., Rows], tuple[str, ...]]] 
     "stones": (("stones",), stones, ()),
     "play": (("play",), played, ()),
     "qp": (("qp",), qp_speed, ()),
+    "controller": (("controller",), controller_speed, ()),
     "pipeline": (("pipeline",), pipeline, ()),
     "viewer": (("viewer",), viewer, ()),
     "classic": (("classic",), classic, ()),

@@ -65,6 +65,28 @@ def qp_speed(runs: list[Run]) -> Rows:
     return columns + ["largest dual residual", "flagged", "run"], rows
 
 
+def controller_speed(runs: list[Run]) -> Rows:
+    """`tools/quadruped_controller_speed.py`: the quadruped controller alone, a row per body
+    controller (force QP or MPC), its solver and ADMM steps of each run, a column per batch of
+    robots: million controller steps per second, and the body controller's share of a step."""
+    batches = sorted({r["batch"] for run in runs for bench in run.benches for r in bench["results"]})
+    rows = []
+    for run in runs:
+        key = lambda b, r: (r.get("body_controller", "qp"), r["qp_backend"], r["qp_iterations"])  # noqa: E731
+        for (body, backend, steps), rs in grouped(run, key).items():
+            by_batch = {r["batch"]: r for r in rs}
+            cells = [
+                f"{values_cell([by_batch[n]['controller_steps_per_s']], 1e6, 2)} ({by_batch[n]['qp_share']:.0%})"
+                if n in by_batch
+                else "-"
+                for n in batches
+            ]
+            rows.append([{"qp": "force QP", "mpc": "MPC"}[body], backend, str(steps), *cells, run.label])
+    columns = ["body controller", "solver", "ADMM steps"]
+    columns += [f"M steps/s, {n:,} robots (body's share)" for n in batches]
+    return [*columns, "run"], rows
+
+
 def _solver(r: dict[str, Any]) -> str:
     if r["backend"] == "warp":
         return f"one Warp kernel, {r['block_dim']} threads per block"
