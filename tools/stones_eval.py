@@ -66,17 +66,7 @@ def main() -> None:
         cfg.actions.controller.params["body_controller"] = args.body_controller
     if args.blind:
         cfg.actions.controller.params.update(foothold_reach=0.0, swing_clearance=0.0)
-    params = cfg.actions.controller.params
-    for item in args.param:
-        name, _, value = item.partition("=")
-        if name not in params or not value:
-            parser.error(f"--param: must be NAME=VALUE with NAME one of {', '.join(sorted(params))}, got {item!r}")
-        try:
-            params[name] = _value(value, params[name])
-        except ValueError:
-            parser.error(
-                f"--param: {name} must be of its default's type ({type(params[name]).__name__}), got {value!r}"
-            )
+    set_controller_params(parser, cfg.actions.controller.params, args.param)
     cfg.commands["base_velocity"].params.update(
         lin_vel_x=(args.speed, args.speed), lin_vel_y=(0.0, 0.0), ang_vel_z=(0.0, 0.0), heading=None, standing=0.0
     )
@@ -143,6 +133,21 @@ def main() -> None:
             "stones", args.task, "stones_eval.py", sys.argv[1:], str(env.device), config=config, results=results
         )
         write_text_atomic(args.out, json.dumps(bench, indent=1) + "\n")
+
+
+def set_controller_params(parser: argparse.ArgumentParser, params: dict, items: list[str]) -> None:
+    """`--param NAME=VALUE` items into the controller's `params`, each of its default's type; a
+    name it lacks or a value of another type ends the tool with `parser.error` (one line, exit 2)."""
+    for item in items:
+        name, _, value = item.partition("=")
+        if name not in params or not value:
+            parser.error(f"--param: must be NAME=VALUE with NAME one of {', '.join(sorted(params))}, got {item!r}")
+        try:
+            params[name] = _value(value, params[name])
+        except ValueError:
+            parser.error(
+                f"--param: {name} must be of its default's type ({type(params[name]).__name__}), got {value!r}"
+            )
 
 
 def _value(text: str, default: object) -> object:

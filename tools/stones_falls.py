@@ -12,9 +12,10 @@ below their swing trajectory they run (the trajectory's point at the swing's pro
 foot's height), how high above the ground under them, and how often they touch it (within 2
 cm: the controller's contact test).
 
-    python tools/stones_falls.py [--num-envs 60] [--steps 500] [--blind] [--out F.json]
+    python tools/stones_falls.py [--num-envs 60] [--steps 500] [--blind] [--param NAME=VALUE ...] [--out F.json]
 
 --blind: the high level does not look at the stones (no foothold search, the fixed swing lift).
+--param: a quadruped controller param, as tools/stones_eval.py's (e.g. `swing_kp=3200`).
 Prints, per cause, the falls of each level, and the mid-swing figures; --out writes them as JSON.
 """
 
@@ -28,6 +29,7 @@ import torch
 from phalanx.control.swing import swing_trajectory
 from phalanx.core.files import write_text_atomic
 from phalanx.training.registry import env_cfg, make, play_env_cfg
+from stones_eval import set_controller_params
 
 TASK = "anymal-stones-qp"
 WINDOW = 15  # env steps (0.3 s) before the tipping
@@ -38,6 +40,7 @@ def main() -> None:
     parser.add_argument("--num-envs", type=int, default=60)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--blind", action="store_true")
+    parser.add_argument("--param", action="append", default=[], help="NAME=VALUE: a controller param (repeatable)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -48,6 +51,7 @@ def main() -> None:
     )
     if args.blind:
         cfg.actions.controller.params.update(foothold_reach=0.0, swing_clearance=0.0)
+    set_controller_params(parser, cfg.actions.controller.params, args.param)
     env = make(cfg, num_envs=args.num_envs, device="cpu", seed=args.seed, verbose=False)
     levels = env.terrain.curriculum.num_levels
     level = torch.arange(env.num_envs) % levels
