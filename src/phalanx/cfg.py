@@ -1,7 +1,8 @@
 """Everything a task file configures, from one module: the env (`TaskCfg`, its terms' configs and
 the term base classes, actions, physics, actuators, cameras, terrain), the training defaults
-(`TrainCfg`, PPO, the policy's networks) and the result the task must learn (`LearningResult`).
-With `phalanx.register` and the term library `phalanx.mdp`, a task needs nothing else:
+(`TrainCfg`, PPO, the policy's networks; the off-policy learners' `TD3Cfg`, `SACCfg`) and the
+result the task must learn (`LearningResult`). With `phalanx.register` and the term library
+`phalanx.mdp`, a task needs nothing else:
 
     import phalanx
     from phalanx import mdp
@@ -28,6 +29,7 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
 )
 from phalanx.rl.cfg import PolicyCfg, PPOCfg
+from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg, off_policy_algos
 from phalanx.sim.actuators import ActuatorCfg
 from phalanx.sim.cameras import CameraCfg
 from phalanx.sim.cfg import SimCfg
@@ -53,10 +55,13 @@ __all__ = [
     "PPOCfg",
     "PolicyCfg",
     "RewardTermCfg",
+    "SACCfg",
     "SimCfg",
+    "TD3Cfg",
     "TaskCfg",
     "Term",
     "TerminationTermCfg",
     "TerrainCfg",
     "TrainCfg",
+    "off_policy_algos",
 ]
