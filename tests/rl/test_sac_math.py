@@ -69,7 +69,7 @@ def test_the_actors_actions_and_log_std_stay_in_their_ranges() -> None:
     obs = 100 * torch.randn(64, 3)
     _, log_std = actor.distribution(obs)
     assert log_std.min() >= -5.0 and log_std.max() <= 2.0
-    actions, log_probs = actor.sample(obs, torch.Generator().manual_seed(0))
+    actions, log_probs, _ = actor.sample(obs, torch.Generator().manual_seed(0))
     assert actions.abs().max() <= 2.5 and actor(obs).abs().max() <= 2.5
     assert torch.isfinite(log_probs).all()
 
@@ -97,6 +97,9 @@ def test_a_bfloat16_update_follows_the_float32_one(algo: str) -> None:
         learner = (TD3 if algo == "td3" else SAC)(
             cfg, 5, 5, 2, 4, torch.device("cpu"), torch.Generator(), False, bf16=bf16
         )
+        with learner.precision():
+            hidden = learner.critic.q1[0](torch.randn(3, 7))
+        assert hidden.dtype == (torch.bfloat16 if bf16 else torch.float32), "the passes run in bfloat16"
         losses.append(learner.update(batch))
     for name, value in losses[0].items():
         assert losses[1][name].dtype == torch.float32, name

@@ -71,16 +71,30 @@ def test_critic_loss_is_the_cross_entropy_to_the_ended_episodes_reward() -> None
 
 
 def test_clipped_double_q_learns_the_smaller_target() -> None:
-    """Target critics valued 0.25 (softmax [1/4, 1/4, 1/2]) and -0.25 ([1/2, 1/4, 1/4]), reward 0,
-    bootstrap 1, discount 0.99 on [-1, 0, 1]: both critics learn the second's projection."""
+    """Target critics valued 0.25 (softmax [1/4, 1/4, 1/2]) and -0.25 ([1/2, 1/4, 1/4]), an ended
+    episode's bootstrap 0 aside: reward 0, bootstrap 1, discount 1 on [-1, 0, 1] keep each target
+    where it is. With clipped double Q both critics learn [1/2, 1/4, 1/4]; without, each its own.
+    Online critics [ln 2, 0, 0] (softmax [1/2, 1/4, 1/4]) and uniform: cross-entropies
+    H([1/2, 1/4, 1/4], [1/2, 1/4, 1/4]) = 1.5 ln 2 and H(., uniform) = ln 3 with clipped double Q;
+    without, critic 1 meets [1/4, 1/4, 1/2]: 0.25 ln 2 + 0.25 ln 4 + 0.5 ln 4 = 1.75 ln 2."""
     target = constant_critic([0.0, 0.0, math.log(2)], [math.log(2), 0.0, 0.0])
-    critic = constant_critic([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])  # uniform: log softmax = -ln 3 for every atom
+    critic = constant_critic([math.log(2), 0.0, 0.0], [0.0, 0.0, 0.0])
     batch = _batch(0.0, 1.0)
+    batch["discount"] = torch.ones(5)
     loss, value = critic_loss(critic, target, batch, batch["actions"], batch["reward"], True)
-    # Against a uniform prediction any target distribution costs ln 3 per critic.
-    assert float(loss.detach()) == pytest.approx(2 * math.log(3), rel=1e-6)
-    # The smaller target: [1/2, 1/4, 1/4] shrunk by 0.99 toward 0 keeps its mean times 0.99.
-    assert float(value) == pytest.approx(-0.25 * 0.99, rel=1e-5)
+    assert float(loss.detach()) == pytest.approx(1.5 * math.log(2) + math.log(3), rel=1e-5)
+    assert float(value) == pytest.approx(-0.25, rel=1e-5)
+    loss, _ = critic_loss(critic, target, batch, batch["actions"], batch["reward"], False)
+    assert float(loss.detach()) == pytest.approx(1.75 * math.log(2) + math.log(3), rel=1e-5)
+
+
+def test_a_target_at_the_end_of_any_support_stays_on_its_last_atom() -> None:
+    """An ended episode's reward past v_max, or at it, lands on the last atom, also where
+    (v_max - v_min) / delta rounds one float step past it (251 atoms on [-1, 150])."""
+    support = torch.linspace(-1.0, 150.0, 251)
+    probs = torch.full((2, 251), 1 / 251)
+    out = project(probs, support, torch.tensor([1000.0, 150.0]), torch.zeros(2), torch.ones(2))
+    torch.testing.assert_close(out[:, -1], torch.ones(2))
 
 
 @pytest.mark.parametrize(("clipped", "expected"), [(True, 0.25), (False, 0.0)])

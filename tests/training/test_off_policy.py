@@ -97,7 +97,7 @@ def test_a_run_without_its_buffer_resumes_with_a_warning(tmp_path: Path, capsys)
         == 0
     )
     out = capsys.readouterr().out
-    assert "resumed without rank 0's replay buffer (none was saved" in out and "resumed from" in out
+    assert "resumed without the replay buffers (rank 0: none was saved" in out and "resumed from" in out
 
 
 def test_resuming_with_another_algorithm_is_refused(tmp_path: Path, capsys) -> None:

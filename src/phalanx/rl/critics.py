@@ -45,7 +45,9 @@ def project(
     v_min, v_max = support[0], support[-1]
     delta = (v_max - v_min) / (atoms - 1)
     target = (reward[:, None] + (bootstrap * discount)[:, None] * support).clamp(v_min, v_max)
-    b = (target - v_min) / delta  # the moved atom's position in atoms, in [0, atoms - 1]
+    # The moved atom's position in atoms, in [0, atoms - 1] (clamped: at v_max the division can
+    # round one float step past the last atom).
+    b = ((target - v_min) / delta).clamp(0, atoms - 1)
     lower, upper = b.floor().long(), b.ceil().long()
     # On an atom exactly (lower == upper) the whole mass goes to it: widen the pair by one.
     on_atom = lower == upper

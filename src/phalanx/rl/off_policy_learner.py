@@ -76,11 +76,23 @@ class OffPolicyLearner:
 
     @torch.no_grad()
     def observe(self, obs: dict[str, torch.Tensor]) -> None:
-        """Folds one env step's observations ("policy", "critic") of every rank into the normalizers' statistics."""
-        for norm, group in ((self.obs_norm, "policy"), (self.critic_norm, "critic")):
-            if isinstance(norm, EmpiricalNormalizer):
-                norm.accumulate(obs[group])
-                norm.commit(self.dist)
+        """Folds one env step's observations ("policy", "critic") of every rank into the
+        normalizers' statistics (one sum over ranks for both)."""
+        norms = [
+            (n, g)
+            for n, g in ((self.obs_norm, "policy"), (self.critic_norm, "critic"))
+            if isinstance(n, EmpiricalNormalizer)
+        ]
+        for norm, group in norms:
+            norm.accumulate(obs[group])
+        if self.dist.active and norms:
+            pending = self.dist.sum_(torch.cat([norm.pending for norm, _ in norms]))
+            for norm, part in zip(
+                (n for n, _ in norms), pending.split([n.pending.numel() for n, _ in norms]), strict=True
+            ):
+                norm.pending.copy_(part)
+        for norm, _ in norms:
+            norm.commit()
 
     def normalized(self, batch: dict) -> dict:
         """`batch` with its obs and next obs normalized ("policy": the actor's statistics, "critic": the critics')."""

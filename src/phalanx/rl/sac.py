@@ -55,12 +55,13 @@ class SquashedGaussianActor(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.bound * torch.tanh(self.distribution(obs)[0])
 
-    def sample(self, obs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        """A reparameterized action (batch, action_dim) and its log-probability (batch,)."""
+    def sample(self, obs: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A reparameterized action (batch, action_dim), its log-probability (batch,) and the
+        distribution's log standard deviation (batch, action_dim)."""
         mean, log_std = self.distribution(obs)
         eps = torch.randn(mean.shape, device=mean.device, generator=generator)
         u = mean + log_std.exp() * eps
-        return self.bound * torch.tanh(u), log_prob(u, eps, log_std, self.bound)
+        return self.bound * torch.tanh(u), log_prob(u, eps, log_std, self.bound), log_std
 
 
 def log_prob(u: torch.Tensor, eps: torch.Tensor, log_std: torch.Tensor, bound: float) -> torch.Tensor:
@@ -129,8 +130,9 @@ class SAC(OffPolicyLearner):
         obs = self.obs_norm(obs)
         if not explore:
             return self.actor(obs)
-        self._std.copy_(self.actor.distribution(obs)[1].exp().mean())
-        return self.actor.sample(obs, self.generator)[0]
+        actions, _, log_std = self.actor.sample(obs, self.generator)
+        self._std.copy_(log_std.exp().mean())
+        return actions
 
     def update(self, batch: dict) -> dict[str, torch.Tensor]:
         """One critic update on `batch` (normalized here); every `policy_delay`-th also the
@@ -139,7 +141,7 @@ class SAC(OffPolicyLearner):
         alpha = self.log_alpha.detach().exp()
         with self.precision():
             with torch.no_grad():
-                next_actions, next_log_prob = self.actor.sample(batch["next_obs"]["policy"], self.generator)
+                next_actions, next_log_prob, _ = self.actor.sample(batch["next_obs"]["policy"], self.generator)
             reward = entropy_reward(batch, alpha, next_log_prob)
             loss, target_value = critic_loss(
                 self.critic, self.target_critic, batch, next_actions, reward, cfg.clipped_double_q
@@ -150,7 +152,7 @@ class SAC(OffPolicyLearner):
         if self.updates % cfg.policy_delay == 0:
             obs = batch["obs"]
             with self.precision():
-                actions, log_probs = self.actor.sample(obs["policy"], self.generator)
+                actions, log_probs, _ = self.actor.sample(obs["policy"], self.generator)
                 a_loss = actor_loss(self.critic, actions, log_probs, obs["critic"], alpha, cfg.clipped_double_q)
             self.step(self.actor_optimizer, self.actor, a_loss)
             t_loss = alpha_loss(self.log_alpha, log_probs, self.target_entropy)

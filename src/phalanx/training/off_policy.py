@@ -155,18 +155,28 @@ class OffPolicyTrainer(Trainer):
         super().save()
 
     def load_buffer(self, checkpoint: Path) -> None:
-        """After resuming from `checkpoint`: this rank's replay buffer saved with it, or (none,
-        or one of another iteration) an empty buffer that refills before the next update, with a
-        warning that the run does not continue exactly."""
+        """After resuming from `checkpoint`: every rank's replay buffer saved with it; where any
+        rank has none of that iteration (none saved, a save cut short, a job with more ranks),
+        every rank starts with an empty buffer, so that all ranks update in step, and says that
+        the run does not continue exactly. The file is read on the CPU, memory-mapped, and copied
+        into the buffer: the device never holds two copies."""
         path = buffer_file(checkpoint, self.dist.rank)
-        saved = torch.load(path, map_location=self.device, weights_only=True) if path.is_file() else None
-        if saved is not None and saved["iteration"] == self.iteration:
+        saved = torch.load(path, map_location="cpu", mmap=True, weights_only=True) if path.is_file() else None
+        fits = saved is not None and saved["iteration"] == self.iteration
+        everywhere = self.dist.spread(int(fits), self.device)[0] == 1
+        if everywhere:
             self.buffer.load_state_dict(saved["buffer"])
             return
-        why = "none was saved" if saved is None else f"{path.name} is of iteration {saved['iteration']}"
+        self.buffer.pos = self.buffer.size = 0
+        if saved is None:
+            why = "none was saved"
+        elif not fits:
+            why = f"{path.name} is of iteration {saved['iteration']}"
+        else:
+            why = "another rank's is missing"
         self.console.print(
-            f"[yellow]warning:[/yellow] resumed without rank {self.dist.rank}'s replay buffer ({why}; "
-            "--algo.checkpoint-buffer saves it): it refills before the next update; the run does not continue exactly"
+            f"[yellow]warning:[/yellow] resumed without the replay buffers (rank {self.dist.rank}: {why}; "
+            "--algo.checkpoint-buffer saves them): they refill first, so the run does not continue exactly"
         )
 
 
