@@ -45,12 +45,15 @@ class OffPolicyTrainer(Trainer):
     ):
         self._begin(cfg, env, run_dir, console, dist, progress)
         algo: OffPolicyCfg = cfg.algo
-        spec = {"policy": tuple(env.observation_spec["policy"])}
-        spec["critic"] = tuple(env.observation_spec[critic_group(env.observation_spec)])
+        # "policy": the actor's group, "critic": the critics' (the env's "critic" group, or "policy" again).
+        self._groups = {"policy": "policy", "critic": critic_group(env.observation_spec)}
+        spec = {key: tuple(env.observation_spec[group]) for key, group in self._groups.items()}
         for group, shape in spec.items():
             if len(shape) != 1:
                 raise ConfigError(f"learns from vector observations; group {group!r} has shape {shape}", "algo")
-        _check_memory(ReplayBuffer.bytes_needed(algo.buffer_size, env.num_envs, spec, env.action_dim), env.device)
+        # The buffer keeps each of the env's groups once: an env without a critic group stores "policy" alone.
+        stored = {key: spec[key] for key, group in self._groups.items() if key == "policy" or group != "policy"}
+        _check_memory(ReplayBuffer.bytes_needed(algo.buffer_size, env.num_envs, stored, env.action_dim), env.device)
         torch.manual_seed(cfg.seed)  # the networks' initial weights
         self.learner = (TD3 if isinstance(algo, TD3Cfg) else SAC)(
             algo,
@@ -64,8 +67,7 @@ class OffPolicyTrainer(Trainer):
             self.dist,
             bf16=cfg.bf16_update and env.device.type == "cuda",
         )
-        self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, spec, env.action_dim, env.device)
-        self._groups = {"policy": "policy", "critic": critic_group(env.observation_spec)}
+        self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, stored, env.action_dim, env.device)
 
     @property
     def policy(self) -> torch.nn.Module:
@@ -112,6 +114,8 @@ class OffPolicyTrainer(Trainer):
             with phase_range("off_policy_update", self.profiling):
                 for _ in range(algo.updates_per_step):
                     batch = self.buffer.sample(algo.batch_size, algo.n_step, algo.gamma, self.generator)
+                    for key in ("obs", "next_obs"):  # the critics read the policy group where the env has no other
+                        batch[key].setdefault("critic", batch[key]["policy"])
                     for name, value in self.learner.update(batch).items():
                         i = names.index(name)
                         sums[i] += value
