@@ -6,17 +6,17 @@ from typing import Any
 
 from torch import nn
 
-from phalanx.rl.sac import SquashedGaussianActor
-from phalanx.rl.td3 import TanhActor
+from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg
+from phalanx.rl.sac import SAC
+from phalanx.rl.td3 import TD3
 
 
 def off_policy_actor(algo: dict[str, Any], obs_dim: int, action_dim: int) -> nn.Module | None:
     """FastTD3's tanh actor or FastSAC's squashed Gaussian one (its forward: the deterministic
-    action) as `algo` (a run's stored TD3Cfg or SACCfg data) builds it; None for PPO's settings."""
+    action), built by its learner from `algo` (a run's stored TD3Cfg or SACCfg data); None for
+    PPO's settings."""
     if "num_atoms" not in algo:
         return None
-    dims, scale, bound = tuple(algo["actor_hidden_dims"]), algo["init_scale"], algo["action_bound"]
-    if "alpha_init" in algo:
-        log_std_range = (algo["log_std_min"], algo["log_std_max"])
-        return SquashedGaussianActor(obs_dim, action_dim, dims, scale, bound, log_std_range)
-    return TanhActor(obs_dim, action_dim, dims, scale, bound)
+    cfg, learner = (SACCfg, SAC) if "alpha_init" in algo else (TD3Cfg, TD3)
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in algo.items()}
+    return learner.make_actor(cfg(**fields), obs_dim, action_dim)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class OffPolicyLearner:
-    """The shared part; `update(batch)` and `act(obs, explore)` are each learner's. `loss_names`:
+    """The shared part; `make_actor`, `update(batch)` and `act(obs, explore)` are each learner's. `loss_names`:
     the keys `update` may return (an update returns those it computed). With several ranks
     (`dist`), each learns from its own envs' buffer: the networks start as rank 0's, every
     gradient is averaged over ranks before its step and the normalizers merge every rank's
@@ -32,10 +32,10 @@ class OffPolicyLearner:
     def __init__(
         self,
         cfg: OffPolicyCfg,
-        actor: nn.Module,
         obs_dim: int,
         critic_obs_dim: int,
         action_dim: int,
+        num_envs: int,
         device: torch.device,
         generator: torch.Generator,
         normalize: bool,
@@ -43,8 +43,9 @@ class OffPolicyLearner:
         bf16: bool = False,
     ):
         self.cfg, self.device, self.generator, self.bf16 = cfg, device, generator, bf16
+        self.action_dim, self.num_envs = action_dim, num_envs
         self.dist = dist or DistContext()
-        self.actor = actor.to(device)
+        self.actor = self.make_actor(cfg, obs_dim, action_dim).to(device)
         critic = TwinCritic(critic_obs_dim, action_dim, cfg.critic_hidden_dims, cfg.v_min, cfg.v_max, cfg.num_atoms)
         self.critic = critic.to(device)
         self.dist.broadcast_module(self.actor)
@@ -57,6 +58,11 @@ class OffPolicyLearner:
         self.critic_norm = EmpiricalNormalizer(critic_obs_dim).to(device) if normalize else nn.Identity()
         self.updates = 0  # critic updates so far (a host count: it picks the actor's turns)
         self._no_extra = torch.zeros(0, device=device)  # nothing rides along the gradients' all-reduce
+
+    @staticmethod
+    def make_actor(cfg: OffPolicyCfg, obs_dim: int, action_dim: int) -> nn.Module:
+        """The learner's actor for `cfg` (also what play and export rebuild from a checkpoint)."""
+        raise NotImplementedError
 
     def resample_noise(self, envs: torch.Tensor) -> None:
         """Called with the mask (num_envs,) of envs whose episode just ended; a learner whose

@@ -15,7 +15,6 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from phalanx.dist import DistContext
 from phalanx.rl.critics import TwinCritic, critic_loss
 from phalanx.rl.models import mlp
 from phalanx.rl.off_policy_learner import OffPolicyLearner
@@ -97,28 +96,22 @@ class SAC(OffPolicyLearner):
 
     loss_names = ("loss/critic", "loss/actor", "loss/alpha", "learner/q_target", "learner/alpha", "learner/entropy")
 
-    def __init__(
-        self,
-        cfg: SACCfg,
-        obs_dim: int,
-        critic_obs_dim: int,
-        action_dim: int,
-        num_envs: int,
-        device: torch.device,
-        generator: torch.Generator,
-        normalize: bool,
-        dist: DistContext | None = None,
-        bf16: bool = False,
-    ):
+    cfg: SACCfg
+
+    @staticmethod
+    def make_actor(cfg: SACCfg, obs_dim: int, action_dim: int) -> SquashedGaussianActor:
         log_std_range = (cfg.log_std_min, cfg.log_std_max)
-        actor = SquashedGaussianActor(
+        return SquashedGaussianActor(
             obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound, log_std_range
         )
-        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist, bf16)
-        self.log_alpha = torch.tensor(math.log(cfg.alpha_init), device=device, requires_grad=True)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
-        self.target_entropy = cfg.target_entropy_per_action * action_dim
-        self._std = torch.zeros((), device=device)  # the last acting step's mean standard deviation
+
+    def __init__(self, *args, **kwargs):
+        """`OffPolicyLearner`'s arguments, with a `SACCfg`."""
+        super().__init__(*args, **kwargs)
+        self.log_alpha = torch.tensor(math.log(self.cfg.alpha_init), device=self.device, requires_grad=True)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.cfg.alpha_learning_rate)
+        self.target_entropy = self.cfg.target_entropy_per_action * self.action_dim
+        self._std = torch.zeros((), device=self.device)  # the last acting step's mean standard deviation
 
     def exploration_std(self) -> torch.Tensor:
         """The pre-squash standard deviation of the last actions taken, averaged."""

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from phalanx.dist import DistContext
 from phalanx.rl.critics import TwinCritic, critic_loss
 from phalanx.rl.models import mlp
 from phalanx.rl.off_policy_learner import OffPolicyLearner
@@ -56,23 +55,17 @@ class TD3(OffPolicyLearner):
 
     loss_names = ("loss/critic", "loss/actor", "learner/q_target")
 
-    def __init__(
-        self,
-        cfg: TD3Cfg,
-        obs_dim: int,
-        critic_obs_dim: int,
-        action_dim: int,
-        num_envs: int,
-        device: torch.device,
-        generator: torch.Generator,
-        normalize: bool,
-        dist: DistContext | None = None,
-        bf16: bool = False,
-    ):
-        actor = TanhActor(obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound)
-        super().__init__(cfg, actor, obs_dim, critic_obs_dim, action_dim, device, generator, normalize, dist, bf16)
-        self.noise_std = torch.empty(num_envs, 1, device=device)
-        self.resample_noise(torch.ones(num_envs, dtype=torch.bool, device=device))
+    cfg: TD3Cfg
+
+    @staticmethod
+    def make_actor(cfg: TD3Cfg, obs_dim: int, action_dim: int) -> TanhActor:
+        return TanhActor(obs_dim, action_dim, cfg.actor_hidden_dims, cfg.init_scale, cfg.action_bound)
+
+    def __init__(self, *args, **kwargs):
+        """`OffPolicyLearner`'s arguments, with a `TD3Cfg`."""
+        super().__init__(*args, **kwargs)
+        self.noise_std = torch.empty(self.num_envs, 1, device=self.device)
+        self.resample_noise(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
 
     def resample_noise(self, envs: torch.Tensor) -> None:
         """A new exploration noise scale, uniform in [std_min, std_max], for the envs of mask `envs` (num_envs,)."""

@@ -84,11 +84,13 @@ class OffPolicyTrainer(Trainer):
         names = self.learner.loss_names
         sums = torch.zeros(len(names), device=self.device)
         counts = torch.zeros(len(names), device=self.device)
-        obs = {key: self.env.obs[group] for key, group in self._groups.items()}
+        groups = set(self._groups.values())  # each of the env's groups once (the critics' may be "policy")
+        env_obs = self.env.obs
         for t in range(self.cfg.num_steps_per_env):
             self.progress.tick()
             collect_timer.begin()
-            obs = {key: value.clone() for key, value in obs.items()}  # the env overwrites its buffers
+            current = {group: env_obs[group].clone() for group in groups}  # the env overwrites its buffers
+            obs = {key: current[group] for key, group in self._groups.items()}
             self.learner.observe(obs)
             actions = self.learner.act(obs["policy"])
             step_timer.begin()
@@ -97,9 +99,8 @@ class OffPolicyTrainer(Trainer):
             step_timer.end()
             done = terminated | truncated
             final = extras["final_obs"]
-            next_obs = {
-                key: torch.where(done[:, None], final[group], env_obs[group]) for key, group in self._groups.items()
-            }
+            ended = {group: torch.where(done[:, None], final[group], env_obs[group]) for group in groups}
+            next_obs = {key: ended[group] for key, group in self._groups.items()}
             self.buffer.add(obs, actions, reward, next_obs, terminated, truncated)
             self.learner.resample_noise(done)
             self.stats.add(extras["episode"])
@@ -108,7 +109,6 @@ class OffPolicyTrainer(Trainer):
             collect_timer.end()
             if self.watch is not None:
                 self.watch.step(t)
-            obs = {key: env_obs[group] for key, group in self._groups.items()}
             if self.buffer.size <= max(algo.learning_starts, algo.n_step - 1):
                 continue
             with phase_range("off_policy_update", self.profiling):
