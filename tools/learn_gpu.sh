@@ -4,13 +4,17 @@
 # goes back), each call waits up to WAIT_S seconds for it and packs what it has into $OUT.
 #   call 1:  START=1 TASKS="cartpole ant ..." ARGS="--seeds 3 --gpus 0,1,2,3" WAIT_S=500 bash tools/learn_gpu.sh
 #   later:   WAIT_S=500 bash tools/learn_gpu.sh          (again until it says the suite is done)
+# NAME=X keeps suite X apart (/tmp/learn-X, $OUT/learn-X.tgz, $OUT/status-X.txt): several suites
+# share one GPU at once (each with --gpus 0), which overlaps their start-ups; their times then
+# count a shared GPU.
 # SRC=DIR (with PHALANX_COMMIT=HASH) runs another commit's code: `git archive HASH src | tar -x -C DIR`
 # here, and carry DIR, to finish a suite over several sessions at one commit.
 # $OUT/learn.tgz: the run directory without caches and checkpoints (bench.json, report.md, plots,
 # videos, each job's train.log, metrics.jsonl and config.json); $OUT/status.txt: progress.
 set -uo pipefail
 out=${OUT:?set OUT}
-work=/tmp/learn
+name=${NAME:+-$NAME}
+work=/tmp/learn$name
 mkdir -p "$work"
 if [ -n "${START:-}" ]; then
   nvidia-smi -L > "$work/gpus.txt"
@@ -39,7 +43,7 @@ for r in results:
     print(r["task"], r["seed"], r["status"], r.get("caches"), r.get("reached_s"), r.get("startup_s"), r.get("final_metric"))
 EOF
   tail -5 "$work/bench.log"
-} > "$out/status.txt" 2>&1
-cp "$work/bench.log" "$out/bench.log" 2>/dev/null
-tar -C "$work" --exclude='run/cache' --exclude='*/checkpoints' --exclude='events.out.tfevents*' -czf "$out/learn.tgz" run gpus.txt 2>/dev/null
-cat "$out/status.txt"
+} > "$out/status$name.txt" 2>&1
+cp "$work/bench.log" "$out/bench$name.log" 2>/dev/null
+tar -C "$work" --exclude='run/cache' --exclude='*/checkpoints' --exclude='events.out.tfevents*' -czf "$out/learn$name.tgz" run gpus.txt 2>/dev/null
+cat "$out/status$name.txt"
