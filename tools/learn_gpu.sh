@@ -21,9 +21,10 @@ if [ -n "${START:-}" ]; then
   # The suite's jobs import this copy of the code: a later call may bring another working tree.
   rm -rf "$work/src" && cp -r "${SRC:-.}/src" "$work/src"
   PHALANX_COMMIT=${PHALANX_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-  export PHALANX_COMMIT PYTHONUNBUFFERED=1 PYTHONPATH="/tmp/site:$work/src"
-  # shellcheck disable=SC2086  # TASKS and ARGS are word lists
-  setsid nohup python3 -m phalanx bench learn $TASKS $ARGS --run-dir "$work/run" > "$work/bench.log" 2>&1 < /dev/null &
+  export PHALANX_COMMIT PYTHONUNBUFFERED=1 PYTHONPATH="$work/src:${PYTHONPATH:-/tmp/site}"
+  # TASKS and ARGS are word lists, split as the shell would: ARGS may quote --train-args="A B".
+  eval "set -- $TASKS $ARGS"
+  setsid nohup python3 -m phalanx bench learn "$@" --run-dir "$work/run" > "$work/bench.log" 2>&1 < /dev/null &
   echo $! > "$work/pid"
 fi
 pid=$(cat "$work/pid")
