@@ -372,3 +372,24 @@ def test_an_off_policy_learner_runs_in_the_suite(tmp_path: Path, cache_dir: Path
     config = json.loads((run / "jobs" / "cartpole-td3-seed0" / "run" / "config.json").read_text())
     assert config["algo"]["actor_hidden_dims"] == [64, 64]
     assert "| cartpole --algo td3 | mean_episode_length >= 60 in 150 s | 1 of 1 |" in (run / "report.md").read_text()
+
+
+def test_a_job_not_started_says_why_in_the_suites_rows(tmp_path: Path) -> None:
+    """bench.json is rewritten after each job: a job still waiting then is not yet started (not
+    'stopped'), one the suite gave up on says why, and one left when the suite was stopped says
+    so; each row names its algorithm."""
+    from phalanx.bench.learn import Suite
+    from phalanx.bench.learn_job import JobSpec
+
+    result = LearningResult(metric="mean_reward", threshold=5.0, budget_s=10.0)
+    waiting, skipped = JobSpec("a", 0, False, result, "td3"), JobSpec("b", 0, False, result)
+    suite = Suite([waiting, skipped], [], tmp_path, tmp_path, [], 1, {}, {})
+    suite.pending.remove(skipped)
+    suite.skipped[skipped] = "no teacher"
+    rows = suite.results([waiting, skipped])
+    assert [(r["algo"], r["status"], r["reason"]) for r in rows] == [
+        ("td3", "not run", "not started yet (the suite was running when this was written)"),
+        ("ppo", "not run", "no teacher"),
+    ]
+    suite.stop_all()
+    assert suite.results([waiting])[0]["reason"] == "the suite stopped before it started"

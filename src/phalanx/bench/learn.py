@@ -230,8 +230,15 @@ class Suite:
                 slot = next(s for s in self.slots if s.name == job.slot)
                 rows.append(job.outcome() | {"gpu_uuid": slot.gpu_uuid})
             else:
-                reason = self.skipped.get(spec, "the suite stopped before it started")
-                rows.append({"task": spec.task, "seed": spec.seed, "cold_run": spec.cold, "caches": None})
+                if spec in self.skipped:
+                    reason = self.skipped[spec]
+                elif spec in self.pending and not self.stopping:
+                    reason = "not started yet (the suite was running when this was written)"
+                else:
+                    reason = "the suite stopped before it started"
+                rows.append(
+                    {"task": spec.task, "algo": spec.algo, "seed": spec.seed, "cold_run": spec.cold, "caches": None}
+                )
                 rows[-1] |= {"status": "not run", "reason": reason, "reached": False}
         return rows
 
