@@ -117,3 +117,24 @@ def test_hostile_values_in_a_checkpoint_are_one_line(case: str, tmp_path: Path, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and (f"checkpoint: {path}" in err or f"--resume {path}" in err), err
     assert reason in err, err
+
+
+@pytest.mark.parametrize("algo", ["ppo", "td3"])
+def test_a_stored_network_config_with_a_foreign_field_is_one_line(algo: str, tmp_path: Path, capsys) -> None:
+    """play and export rebuild the checkpoint's network from its stored settings (PPO's
+    config.policy, an off-policy run's config.algo): a field that is not the config's is one line
+    naming it, not a TypeError."""
+    run, part = tmp_path / "run", "policy" if algo == "ppo" else "algo"
+    command = ["train", "cartpole", "--algo", algo, "--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4"]
+    if algo == "td3":
+        command += ["--algo.batch-size", "16", "--algo.buffer-size", "20", "--algo.learning-starts", "2"]
+    assert main([*command, "--max-iterations", "1", "--run-dir", str(run)]) == 0
+    state = torch.load(run / "checkpoints" / "model_last.pt", weights_only=True)
+    state["config"][part] = state["config"][part] | {"bogus": 1}
+    path = tmp_path / "foreign.pt"
+    torch.save(state, path)
+    capsys.readouterr()
+    for args in (["play", "cartpole", "--device", "cpu", "--steps", "2"], ["export", "cartpole", "--out", str(tmp_path)]):
+        assert main([*args, "--checkpoint", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"config.{part}: unknown fields ['bogus']" in err, err

@@ -46,6 +46,11 @@ def from_data(cls: type, data: Any, path: str, resolve: Callable[[str, Any, str]
     return _convert(cls, data, path, resolve)
 
 
+def no_references(reference: str, annotation: Any, path: str) -> Any:
+    """`from_data`'s `resolve` for configs that name no functions: any reference is refused."""
+    raise ConfigError(f"a function reference {reference!r} where none belongs", path)
+
+
 @functools.cache
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)

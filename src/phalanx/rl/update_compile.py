@@ -23,12 +23,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 
-from phalanx.core.cfg_data import from_data, to_data
-from phalanx.core.errors import ConfigError
+from phalanx.core.cfg_data import from_data, no_references, to_data
 from phalanx.rl.cfg import DistillCfg, PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.ppo import PPO, PPOCfg
@@ -148,10 +147,6 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
-def _refuse(reference: str, annotation: Any, path: str) -> Any:
-    raise ConfigError(f"the update's spec names no functions, got {reference!r}", path)
-
-
 def one_minibatch(spec: UpdateSpec) -> UpdateSpec:
     """The same update over a rollout of one minibatch: the same minibatch shapes, so the same
     compiled graphs, for a fraction of the rollout's memory (a pixel task's images included)."""
@@ -161,7 +156,7 @@ def one_minibatch(spec: UpdateSpec) -> UpdateSpec:
 
 
 def main() -> None:
-    spec = one_minibatch(from_data(UpdateSpec, json.loads(sys.stdin.read()), "spec", _refuse))
+    spec = one_minibatch(from_data(UpdateSpec, json.loads(sys.stdin.read()), "spec", no_references))
     device = torch.device(spec.device)
     if device.type == "cuda":  # a rank's device: nothing of this process on another GPU
         torch.cuda.set_device(device)

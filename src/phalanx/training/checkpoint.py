@@ -17,6 +17,7 @@ import torch
 from rich.console import Console
 from torch import nn
 
+from phalanx.core.cfg_data import from_data, no_references
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import atomic_path
 from phalanx.training.library_checkpoints import library_of, not_phalanxs
@@ -188,6 +189,15 @@ def load_weights(module: nn.Module, weights: dict[str, torch.Tensor], source: st
                 "(the network sizes or the task's observations and actions differ)"
             )
     module.load_state_dict(weights)
+
+
+def stored_cfg(cls: type, data: Any, path: str, source: str) -> Any:
+    """The config `cls` a checkpoint stores at `path` (e.g. "config.policy"), rebuilt from its
+    data; a field of another type or one that `cls` lacks is one line naming `source`."""
+    try:
+        return from_data(cls, data, path, no_references)
+    except ConfigError as error:
+        raise CheckpointError(f"{source}: {error}") from None
 
 
 NETWORK_FIELDS = ("actor_hidden_dims", "critic_hidden_dims", "activation")

@@ -24,7 +24,7 @@ from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import ActorCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.off_policy_actors import off_policy_actor
-from phalanx.training.checkpoint import load_weights
+from phalanx.training.checkpoint import CheckpointError, load_weights, stored_cfg
 
 if TYPE_CHECKING:
     from phalanx.envs.cfg import ObsTermCfg
@@ -71,11 +71,15 @@ def deployed_policy(state: dict[str, Any], observation_spec: dict[str, tuple[int
     if config["empirical_normalization"]:
         normalizer = EmpiricalNormalizer(observation_spec["policy"][0])
         load_weights(normalizer, state["obs_norm"], "--checkpoint: the observation normalizer")
-    actor = off_policy_actor(config.get("algo", {}), observation_spec["policy"][0], action_dim)
+    try:
+        actor = off_policy_actor(config.get("algo", {}), observation_spec["policy"][0], action_dim)
+    except ConfigError as error:
+        raise CheckpointError(f"--checkpoint: {error}") from None
     if actor is not None:  # FastTD3's or FastSAC's: its deterministic action
         load_weights(actor, state["policy"], "--checkpoint: the actor")
         return DeployedPolicy(actor, normalizer).eval().requires_grad_(False)
-    policy = ActorCritic.for_env(observation_spec, action_dim, PolicyCfg(**config["policy"]))
+    policy_cfg = stored_cfg(PolicyCfg, config["policy"], "config.policy", "--checkpoint")
+    policy = ActorCritic.for_env(observation_spec, action_dim, policy_cfg)
     load_weights(policy, state["policy"], "--checkpoint: the policy")
     if policy.actor_encoder is None:
         module = DeployedPolicy(policy.actor, normalizer)

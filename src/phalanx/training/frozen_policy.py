@@ -13,7 +13,7 @@ from phalanx.core.errors import ConfigError
 from phalanx.rl.cfg import PolicyCfg
 from phalanx.rl.models import mlp
 from phalanx.rl.normalizer import EmpiricalNormalizer
-from phalanx.training.checkpoint import load_weights
+from phalanx.training.checkpoint import load_weights, stored_cfg
 
 ActorFactory = Callable[[int, int, torch.device, int], nn.Module]
 """(obs_dim, action_dim, device, seed) -> a frozen module: observations -> mean actions."""
@@ -47,7 +47,7 @@ def untrained_actor(policy: PolicyCfg, normalize: bool) -> ActorFactory:
 def checkpoint_actor(state: dict[str, Any], source: str) -> ActorFactory:
     """The actor of a checkpoint written by `phalanx train` (`source` names it in errors)."""
     config = state["config"]
-    policy = PolicyCfg(**config["policy"])
+    policy = stored_cfg(PolicyCfg, config["policy"], "config.policy", source)
     if policy.image_group is not None:
         raise ConfigError(f"{source}: its policy reads images ({policy.image_group!r}); a frozen actor reads vectors")
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Collection
 from pathlib import Path
 
-from phalanx.core.cfg_data import from_data
+from phalanx.core.cfg_data import from_data, no_references
 from phalanx.core.errors import ConfigError
 from phalanx.envs.stored_cfg import env_cfg_from_data
 from phalanx.training.cfg import TrainCfg
@@ -32,12 +32,8 @@ def train_cfg_from_file(path: str, task: str, packages: Collection[str]) -> Trai
         raise ConfigError(f"{path} trained {data.get('task')!r}, not {task!r}", "config")
     settings = {k: v for k, v in data.items() if k not in (*WHERE_IT_WENT, "env")}
     try:
-        cfg = from_data(TrainCfg, settings, "config", _no_terms)
+        cfg = from_data(TrainCfg, settings, "config", no_references)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}", "config") from None
     cfg.env = env_cfg_from_data(data["env"], f"--config {path}", packages)
     return cfg
-
-
-def _no_terms(reference: str, annotation: object, path: str) -> None:
-    raise ConfigError(f"a function reference {reference!r} where none belongs", path)
