@@ -134,7 +134,10 @@ def test_a_stored_network_config_with_a_foreign_field_is_one_line(algo: str, tmp
     path = tmp_path / "foreign.pt"
     torch.save(state, path)
     capsys.readouterr()
-    for args in (["play", "cartpole", "--device", "cpu", "--steps", "2"], ["export", "cartpole", "--out", str(tmp_path)]):
+    for args in (
+        ["play", "cartpole", "--device", "cpu", "--steps", "2"],
+        ["export", "cartpole", "--out", str(tmp_path)],
+    ):
         assert main([*args, "--checkpoint", str(path)]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and f"config.{part}: unknown fields ['bogus']" in err, err
