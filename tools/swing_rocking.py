@@ -15,45 +15,24 @@ import json
 import sys
 from pathlib import Path
 
-import mujoco
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "control"))
-import test_legged_control as walk_test  # noqa: E402 (the test's ANYmal with motors and its state readers)
+from test_legged_control import _walk  # noqa: E402 (the test's walk of an ANYmal with motors)
 
 from phalanx.control.mpc import MPCCfg  # noqa: E402
-from phalanx.control.quadruped import QuadrupedCfg, QuadrupedController  # noqa: E402
+
+SECONDS, SPEED = 4.0, 0.5
 
 
-def rocking(kp: float, kd: float, mpc: bool, seconds: float = 4.0, velocity: float = 0.5) -> dict[str, float]:
-    model = walk_test._anymal_with_motors()
-    data = walk_test._standing(model)
-    dt = model.opt.timestep
-    cfg = QuadrupedCfg(walk_test._body_cfg(model), mpc=MPCCfg() if mpc else None, swing_kp=kp, swing_kd=kd)
-    controller = QuadrupedController(cfg, 1, 4)
-    ground = float(walk_test._legs(model, data)[2][0, 0, 2])
-    high = walk_test.HeuristicCfg(height=float(data.subtree_com[1][2]) - ground)
-    thighs = [model.body(f"{foot}_THIGH").id for foot in walk_test.FEET]
-    rates, positions = [], []
-    for _ in range(round(seconds / dt)):
-        state = walk_test._state(model, data)
-        rates.append(state.angular_velocity[0, :2].abs().max().item())
-        hips = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None]
-        command = walk_test.heuristic_command(
-            high, controller.clock, state.com, state.com_velocity, hips, torch.tensor([[velocity, 0.0]]),
-            torch.zeros(1), ground,
-        )  # fmt: skip
-        if mpc:
-            command.com_acceleration = torch.zeros(1, 3)
-        data.ctrl[:] = controller.step(state, command, dt).torques[0].numpy()
-        mujoco.mj_step(model, data)
-        positions.append(data.qpos[0])
-    r, second = np.array(rates), round(1.0 / dt)
+def rocking(kp: float, kd: float, mpc: bool) -> dict[str, float]:
+    positions, _, rates = _walk(SECONDS, (SPEED, 0.0), MPCCfg() if mpc else None, swing_kp=kp, swing_kd=kd)
+    second = round(len(rates) / SECONDS)  # steps per second
     return {
-        "swing_kp": kp, "swing_kd": kd, "mpc": mpc, "max": float(r.max()), "p95": float(np.percentile(r, 95)),
-        "p50": float(np.median(r)), "max_after_1s": float(r[second:].max()),
-        "speed_last_s": float(positions[-1] - positions[-1 - second]),
+        "swing_kp": kp, "swing_kd": kd, "mpc": mpc, "max": float(rates.max()),
+        "p95": float(np.percentile(rates, 95)), "p50": float(np.median(rates)),
+        "max_after_1s": float(rates[second:].max()),
+        "speed_last_s": float(positions[-1, 0] - positions[-1 - second, 0]),
     }  # fmt: skip
 
 
