@@ -82,7 +82,7 @@ def test_a_bfloat16_update_follows_the_float32_one(algo: str) -> None:
     from phalanx.rl.sac import SAC
     from phalanx.rl.td3 import TD3
 
-    cfg = (TD3Cfg if algo == "td3" else SACCfg)(actor_hidden_dims=(32,), critic_hidden_dims=(32,), policy_delay=1)
+    cfg = (TD3Cfg if algo == "td3" else SACCfg)(actor_hidden_dims=(32,), critic_hidden_dims=(32,))
     batch = {
         "obs": {"policy": torch.randn(256, 5), "critic": torch.randn(256, 5)},
         "next_obs": {"policy": torch.randn(256, 5), "critic": torch.randn(256, 5)},
@@ -100,7 +100,7 @@ def test_a_bfloat16_update_follows_the_float32_one(algo: str) -> None:
         with learner.precision():
             hidden = learner.critic.q1[0](torch.randn(3, 7))
         assert hidden.dtype == (torch.bfloat16 if bf16 else torch.float32), "the passes run in bfloat16"
-        losses.append(learner.update(batch))
+        losses.append(learner.update(batch, actor_turn=True))
     for name, value in losses[0].items():
         assert losses[1][name].dtype == torch.float32, name
         torch.testing.assert_close(losses[1][name], value, rtol=3e-2, atol=3e-2, msg=name)

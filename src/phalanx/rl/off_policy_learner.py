@@ -11,21 +11,26 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext
 from phalanx.rl.critics import TwinCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
+from phalanx.rl.replay import ReplayBuffer
+from phalanx.rl.rollout_graphs import StagedGraphs
 
 if TYPE_CHECKING:
     from phalanx.rl.off_policy_cfg import OffPolicyCfg
 
 
 class OffPolicyLearner:
-    """The shared part; `make_actor`, `update(batch)` and `act(obs, explore)` are each learner's. `loss_names`:
-    the keys `update` may return (an update returns those it computed). With several ranks
-    (`dist`), each learns from its own envs' buffer: the networks start as rank 0's, every
-    gradient is averaged over ranks before its step and the normalizers merge every rank's
-    observations, so the networks stay alike on every rank. With `bf16` the update's network
-    passes run under bfloat16 autocast (`precision`)."""
+    """The shared part; `make_actor`, `update(batch, actor_turn)` and `act(obs, explore)` are each
+    learner's. `loss_names`: the keys `update` may return (an update returns those it computed).
+    With several ranks (`dist`), each learns from its own envs' buffer: the networks start as rank
+    0's, every gradient is averaged over ranks before its step and the normalizers merge every
+    rank's observations, so the networks stay alike on every rank. With `bf16` the update's
+    network passes run under bfloat16 autocast (`precision`). With `capture` (CUDA) `learn`
+    replays each kind of update (the critics' alone, or with the actor's) from a CUDA graph,
+    batch drawing included, once each kind has run eagerly."""
 
     loss_names: tuple[str, ...] = ()
 
@@ -41,7 +46,10 @@ class OffPolicyLearner:
         normalize: bool,
         dist: DistContext | None = None,
         bf16: bool = False,
+        capture: bool = False,
     ):
+        if capture and device.type != "cuda":
+            raise ConfigError(f"capture_update: CUDA graph capture needs a CUDA device, got {device}")
         self.cfg, self.device, self.generator, self.bf16 = cfg, device, generator, bf16
         self.action_dim, self.num_envs = action_dim, num_envs
         self.dist = dist or DistContext()
@@ -51,13 +59,19 @@ class OffPolicyLearner:
         self.dist.broadcast_module(self.actor)
         self.dist.broadcast_module(self.critic)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        adamw = {"weight_decay": cfg.weight_decay}
+        # capturable: the step count stays on the device, so that a CUDA graph can step.
+        adamw = {"weight_decay": cfg.weight_decay, "capturable": capture}
         self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=cfg.actor_learning_rate, **adamw)
         self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=cfg.critic_learning_rate, **adamw)
         self.obs_norm = EmpiricalNormalizer(obs_dim).to(device) if normalize else nn.Identity()
         self.critic_norm = EmpiricalNormalizer(critic_obs_dim).to(device) if normalize else nn.Identity()
         self.updates = 0  # critic updates so far (a host count: it picks the actor's turns)
         self._no_extra = torch.zeros(0, device=device)  # nothing rides along the gradients' all-reduce
+        self.capture = capture
+        self._graphs = StagedGraphs(capture, generator)
+        # Each loss's sum and count over the updates since `reset_losses` (`learn` adds to them).
+        self.loss_sums = torch.zeros(len(self.loss_names), device=device)
+        self.loss_counts = torch.zeros(len(self.loss_names), device=device)
 
     @staticmethod
     def make_actor(cfg: OffPolicyCfg, obs_dim: int, action_dim: int) -> nn.Module:
@@ -122,6 +136,35 @@ class OffPolicyLearner:
         if self.cfg.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(module.parameters(), self.cfg.max_grad_norm)
         optimizer.step()
+
+    def learn(self, buffer: ReplayBuffer) -> None:
+        """One update on a batch of `cfg.batch_size` n-step transitions drawn from `buffer`: the
+        critics', and every `policy_delay`-th also the actor's; its losses join `loss_sums` and
+        `loss_counts`. With `capture` each kind is recorded at its first call after both kinds
+        have run eagerly (their optimizers' state exists then) and replayed from then on."""
+        self.updates += 1
+        actor_turn = self.updates % self.cfg.policy_delay == 0
+        if self.updates > self.cfg.policy_delay:
+            self._graphs.warm()
+        self._graphs.run(actor_turn, self._learn, buffer, actor_turn)
+
+    def _learn(self, buffer: ReplayBuffer, actor_turn: bool) -> None:
+        cfg = self.cfg
+        batch = buffer.sample(cfg.batch_size, cfg.n_step, cfg.gamma, self.generator)
+        for key in ("obs", "next_obs"):  # the critics read the policy group where the env has no other
+            batch[key].setdefault("critic", batch[key]["policy"])
+        for name, value in self.update(batch, actor_turn).items():
+            i = self.loss_names.index(name)
+            self.loss_sums[i] += value
+            self.loss_counts[i] += 1
+
+    def reset_losses(self) -> None:
+        self.loss_sums.zero_()
+        self.loss_counts.zero_()
+
+    def release_graphs(self) -> None:
+        """Drops the captured updates (NCCL keeps a communicator whose collectives a graph holds)."""
+        self._graphs.clear()
 
     @torch.no_grad()
     def update_targets(self) -> None:

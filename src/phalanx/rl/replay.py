@@ -3,8 +3,10 @@ returns drawn at sampling time.
 
 Each env keeps its own ring of its last `capacity` transitions, written all envs at once (one
 `add` per env step): Shape of each stored field: (capacity, num_envs, ...). The write position
-and fill level are host integers that advance by one per `add`, so neither adding nor sampling
-reads the device.
+and fill level advance by one per `add`, as host integers (what the trainer decides by, and
+what a checkpoint keeps) and as device scalars (what `add` and `sample` index with): neither
+reads the device, and a CUDA graph that recorded them writes and draws where the buffer stands
+at each replay, not where it stood at the recording.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class ReplayBuffer:
         self.truncated = torch.zeros(ring, dtype=torch.bool, device=device)
         self.pos = 0  # the ring index the next `add` writes
         self.size = 0  # how many env steps each ring holds
+        self._at = torch.zeros(1, dtype=torch.long, device=device)  # pos, on the device
+        self._filled = torch.zeros((), dtype=torch.long, device=device)  # size, on the device
 
     @staticmethod
     def bytes_needed(capacity: int, num_envs: int, obs_spec: dict[str, tuple[int, ...]], action_dim: int) -> int:
@@ -56,14 +60,20 @@ class ReplayBuffer:
         is what the step led to: for an env whose episode ended, its episode's final observation
         (not the next episode's first)."""
         for group, store in self.obs.items():
-            store[self.pos].copy_(obs[group])
-            self.next_obs[group][self.pos].copy_(next_obs[group])
-        self.actions[self.pos].copy_(actions)
-        self.rewards[self.pos].copy_(rewards)
-        self.terminated[self.pos].copy_(terminated)
-        self.truncated[self.pos].copy_(truncated)
+            self._put(store, obs[group])
+            self._put(self.next_obs[group], next_obs[group])
+        self._put(self.actions, actions)
+        self._put(self.rewards, rewards)
+        self._put(self.terminated, terminated)
+        self._put(self.truncated, truncated)
+        self._at.add_(1).remainder_(self.capacity)
+        self._filled.add_(1).clamp_(max=self.capacity)
         self.pos = (self.pos + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
+
+    def _put(self, store: torch.Tensor, value: torch.Tensor) -> None:
+        """value, one env step of every env, into `store`'s ring slot at the device's write position."""
+        store.index_copy_(0, self._at, value.to(store.dtype)[None])
 
     def sample(
         self, batch_size: int, n_step: int, gamma: float, generator: torch.Generator
@@ -79,8 +89,12 @@ class ReplayBuffer:
         groups (batch, ...); actions (batch, action_dim); reward, discount, bootstrap (batch,)."""
         if self.size < n_step:
             raise ConfigError(f"the buffer holds {self.size} steps per env, fewer than n_step = {n_step}")
-        oldest = (self.pos - self.size) % self.capacity
-        starts = torch.randint(0, self.size - n_step + 1, (batch_size,), device=self.device, generator=generator)
+        oldest = (self._at[0] - self._filled) % self.capacity
+        # Uniform over the starts that have n_step steps after them: a float in [0, 1) scaled by
+        # their count (a device scalar) and floored, the last clamped against rounding up.
+        count = self._filled - (n_step - 1)
+        scaled = torch.rand(batch_size, device=self.device, generator=generator) * count
+        starts = torch.minimum(scaled.long(), count - 1)
         start = (oldest + starts) % self.capacity
         env = torch.randint(0, self.num_envs, (batch_size,), device=self.device, generator=generator)
         reward = torch.zeros(batch_size, device=self.device)
@@ -103,6 +117,12 @@ class ReplayBuffer:
             "discount": gamma ** steps.float(),
         }
 
+    def clear(self) -> None:
+        """Forgets every stored step: the next `add` writes each ring's first slot."""
+        self.pos = self.size = 0
+        self._at.zero_()
+        self._filled.zero_()
+
     def state_dict(self) -> dict[str, object]:
         """Everything stored, for an exact resume (as large as the buffer)."""
         return {
@@ -123,6 +143,8 @@ class ReplayBuffer:
         for name in ("actions", "rewards", "terminated", "truncated"):
             getattr(self, name).copy_(state[name])
         self.pos, self.size = int(state["pos"]), int(state["size"])
+        self._at.fill_(self.pos)
+        self._filled.fill_(self.size)
 
 
 def _numel(shape: tuple[int, ...]) -> int:

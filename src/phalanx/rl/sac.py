@@ -109,7 +109,9 @@ class SAC(OffPolicyLearner):
         """`OffPolicyLearner`'s arguments, with a `SACCfg`."""
         super().__init__(*args, **kwargs)
         self.log_alpha = torch.tensor(math.log(self.cfg.alpha_init), device=self.device, requires_grad=True)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=self.cfg.alpha_learning_rate)
+        self.alpha_optimizer = torch.optim.Adam(
+            [self.log_alpha], lr=self.cfg.alpha_learning_rate, capturable=self.capture
+        )
         self.target_entropy = self.cfg.target_entropy_per_action * self.action_dim
         self._std = torch.zeros((), device=self.device)  # the last acting step's mean standard deviation
 
@@ -127,9 +129,9 @@ class SAC(OffPolicyLearner):
         self._std.copy_(log_std.exp().mean())
         return actions
 
-    def update(self, batch: dict) -> dict[str, torch.Tensor]:
-        """One critic update on `batch` (normalized here); every `policy_delay`-th also the
-        actor's and the temperature's; then the target critics' soft update."""
+    def update(self, batch: dict, actor_turn: bool) -> dict[str, torch.Tensor]:
+        """One critic update on `batch` (normalized here); on the actor's turn also the actor's
+        and the temperature's; then the target critics' soft update."""
         cfg, batch = self.cfg, self.normalized(batch)
         alpha = self.log_alpha.detach().exp()
         with self.precision():
@@ -141,8 +143,7 @@ class SAC(OffPolicyLearner):
             )
         self.step(self.critic_optimizer, self.critic, loss)
         out = {"loss/critic": loss.detach(), "learner/q_target": target_value, "learner/alpha": alpha}
-        self.updates += 1
-        if self.updates % cfg.policy_delay == 0:
+        if actor_turn:
             obs = batch["obs"]
             with self.precision():
                 actions, log_probs, _ = self.actor.sample(obs["policy"], self.generator)

@@ -85,9 +85,9 @@ class TD3(OffPolicyLearner):
             actions = (actions + noise).clamp(-self.cfg.action_bound, self.cfg.action_bound)
         return actions
 
-    def update(self, batch: dict) -> dict[str, torch.Tensor]:
-        """One critic update on `batch` (normalized here), the actor's every `policy_delay`-th, and
-        the target critics' soft update. Returns the losses as device tensors."""
+    def update(self, batch: dict, actor_turn: bool) -> dict[str, torch.Tensor]:
+        """One critic update on `batch` (normalized here), the actor's too on its turn, and the
+        target critics' soft update. Returns the losses as device tensors."""
         cfg, batch = self.cfg, self.normalized(batch)
         with self.precision():
             with torch.no_grad():
@@ -97,8 +97,7 @@ class TD3(OffPolicyLearner):
             )
         self.step(self.critic_optimizer, self.critic, loss)
         out = {"loss/critic": loss.detach(), "learner/q_target": target_value}
-        self.updates += 1
-        if self.updates % cfg.policy_delay == 0:
+        if actor_turn:
             with self.precision():
                 a_loss = actor_loss(self.critic, self.actor, batch, cfg.clipped_double_q)
             self.step(self.actor_optimizer, self.actor, a_loss)

@@ -60,7 +60,8 @@ class TrainCfg:
     """Deprecated (one release): the task's CPU env count is `TaskCfg.cpu_num_envs`; where set, it
     takes that place."""
     capture_update: bool | None = None
-    """Record the whole PPO update as one CUDA graph and replay it; default: on for CUDA."""
+    """Record the whole PPO update as one CUDA graph and replay it (off-policy: each kind of
+    gradient update, its batch drawn from the replay buffer included); default: on for CUDA."""
     capture_rollout: bool | None = None
     """Replay each rollout step's policy inference and bookkeeping as CUDA graphs (the env step
     has its own); default: on for CUDA."""

@@ -66,6 +66,7 @@ class OffPolicyTrainer(Trainer):
             cfg.empirical_normalization,
             self.dist,
             bf16=cfg.bf16_update and env.device.type == "cuda",
+            capture=env.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update,
         )
         self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, stored, env.action_dim, env.device)
 
@@ -74,16 +75,15 @@ class OffPolicyTrainer(Trainer):
         return self.learner.actor
 
     def release_graphs(self) -> None:
-        """Nothing is captured yet."""
+        """Drops the learner's captured updates."""
+        self.learner.release_graphs()
 
     def _learn(self, step_timer: IntervalTimer, collect_timer: IntervalTimer) -> dict[str, torch.Tensor]:
         """`num_steps_per_env` env steps, each stored and followed by `updates_per_step` updates
         once `learning_starts` steps are in; returns the iteration's mean of each of the
         learner's losses (over the updates that computed it)."""
         algo: OffPolicyCfg = self.cfg.algo
-        names = self.learner.loss_names
-        sums = torch.zeros(len(names), device=self.device)
-        counts = torch.zeros(len(names), device=self.device)
+        self.learner.reset_losses()
         groups = set(self._groups.values())  # each of the env's groups once (the critics' may be "policy")
         env_obs = self.env.obs
         for t in range(self.cfg.num_steps_per_env):
@@ -113,15 +113,9 @@ class OffPolicyTrainer(Trainer):
                 continue
             with phase_range("off_policy_update", self.profiling):
                 for _ in range(algo.updates_per_step):
-                    batch = self.buffer.sample(algo.batch_size, algo.n_step, algo.gamma, self.generator)
-                    for key in ("obs", "next_obs"):  # the critics read the policy group where the env has no other
-                        batch[key].setdefault("critic", batch[key]["policy"])
-                    for name, value in self.learner.update(batch).items():
-                        i = names.index(name)
-                        sums[i] += value
-                        counts[i] += 1
-        means = sums / counts.clamp_min(1)
-        losses = dict(zip(names, means, strict=True))
+                    self.learner.learn(self.buffer)
+        means = self.learner.loss_sums / self.learner.loss_counts.clamp_min(1)
+        losses = dict(zip(self.learner.loss_names, means, strict=True))
         losses["learning_rate"] = torch.tensor(algo.actor_learning_rate, device=self.device)
         losses["skipped_updates"] = torch.zeros((), device=self.device)
         return losses
@@ -171,7 +165,7 @@ class OffPolicyTrainer(Trainer):
         if everywhere:
             self.buffer.load_state_dict(saved["buffer"])
             return
-        self.buffer.pos = self.buffer.size = 0
+        self.buffer.clear()
         if saved is None:
             why = "none was saved"
         elif not fits:
