@@ -328,33 +328,37 @@ def _off_policy_trainer(algo: str, capture: bool, seed: int = 1):
     cfg = train_cfg("cartpole")
     cfg.algo = algo_cfg("cartpole", algo)
     cfg.algo.batch_size, cfg.algo.buffer_size, cfg.algo.learning_starts = 1024, 64, 2
-    cfg.num_steps_per_env, cfg.capture_update, cfg.bf16_update = 8, capture, False
+    cfg.num_steps_per_env, cfg.bf16_update = 8, False
+    cfg.capture_update = cfg.capture_rollout = capture
     env = phalanx.make("cartpole", num_envs=256, device="cuda", seed=seed, verbose=False)
     return OffPolicyTrainer(cfg, env, run_dir=None)
 
 
 @pytest.mark.parametrize("algo", ["td3", "sac"])
-def test_a_captured_off_policy_update_never_syncs_the_host(algo: str) -> None:
-    """Drawing the batch from the replay buffer and both kinds of update, replayed from their
-    graphs under torch's sync debug mode "error": any host sync raises."""
+def test_a_captured_off_policy_iteration_never_syncs_the_host(algo: str) -> None:
+    """Acting, storing, drawing batches from the replay buffer and both kinds of update, each
+    replayed from its graph, through a whole iteration under torch's sync debug mode "error":
+    any host sync raises."""
+    from phalanx.training.timing import IntervalTimer
+
     trainer = _off_policy_trainer(algo, capture=True)
     for _ in range(2):  # fill, warm up, capture
         trainer.iterate()
     assert set(trainer.learner._graphs._graphs) == {False, True}, "both kinds of update were captured"
+    assert {key[0] for key in trainer.graphs._graphs} == {"act", "store"}, "acting and storing were captured"
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        for _ in range(4):
-            trainer.learner.learn(trainer.buffer)
+        losses = trainer._learn(IntervalTimer(trainer.device), IntervalTimer(trainer.device))
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert torch.isfinite(trainer.learner.loss_sums).all()
+    assert all(torch.isfinite(value).all() for value in losses.values())
 
 
 @pytest.mark.parametrize("algo", ["td3", "sac"])
 def test_captured_off_policy_training_matches_eager_training(algo: str) -> None:
-    """The same seed captured and eager (float32): the graphs change where the updates are
-    launched from, not what they compute. The critics' projection adds with atomics, whose order
+    """The same seed captured and eager (float32): the graphs change where acting, storing and
+    the updates are launched from, not what they compute. The critics' projection adds with atomics, whose order
     varies from run to run, hence a tolerance rather than equality."""
     params = []
     for capture in (True, False):
@@ -362,5 +366,6 @@ def test_captured_off_policy_training_matches_eager_training(algo: str) -> None:
         for _ in range(3):
             trainer.iterate()
         assert trainer.learner.capture == capture and bool(trainer.learner._graphs._graphs) == capture
+        assert bool(trainer.graphs._graphs) == capture, "acting and storing replay graphs where captured"
         params.append(torch.cat([p.detach().flatten() for p in trainer.learner.actor.parameters()]))
     torch.testing.assert_close(params[0], params[1], atol=1e-3, rtol=1e-3)

@@ -13,7 +13,7 @@ def _fill(rewards: list[float], capacity: int, terminated=(), truncated=()) -> R
     """One env whose step t has obs t, next obs t + 0.5 and reward rewards[t]."""
     buffer = ReplayBuffer(capacity, 1, {"policy": (1,)}, 1, torch.device("cpu"))
     for t, r in enumerate(rewards):
-        buffer.add(
+        buffer.write(
             {"policy": torch.tensor([[float(t)]])},
             torch.zeros(1, 1),
             torch.tensor([r]),
@@ -21,6 +21,7 @@ def _fill(rewards: list[float], capacity: int, terminated=(), truncated=()) -> R
             torch.tensor([t in terminated]),
             torch.tensor([t in truncated]),
         )
+        buffer.advance()
     return buffer
 
 

@@ -1,12 +1,12 @@
 """A replay buffer on the device for off-policy learning from many parallel envs, with n-step
 returns drawn at sampling time.
 
-Each env keeps its own ring of its last `capacity` transitions, written all envs at once (one
-`add` per env step): Shape of each stored field: (capacity, num_envs, ...). The write position
-and fill level advance by one per `add`, as host integers (what the trainer decides by, and
-what a checkpoint keeps) and as device scalars (what `add` and `sample` index with): neither
-reads the device, and a CUDA graph that recorded them writes and draws where the buffer stands
-at each replay, not where it stood at the recording.
+Each env keeps its own ring of its last `capacity` transitions, written all envs at once, one
+env step at a time: shape of each stored field (capacity, num_envs, ...). The write position and
+fill level move on by one per env step twice: on the device in `write` (where it and `sample`
+index), and on the host in `advance` (what the trainer decides by and a checkpoint keeps). So
+neither reads the device, and a CUDA graph that recorded `write` or `sample` writes and draws
+where the buffer stands at each replay, not where it stood at the recording.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class ReplayBuffer:
         self.rewards = torch.zeros(ring, device=device)
         self.terminated = torch.zeros(ring, dtype=torch.bool, device=device)
         self.truncated = torch.zeros(ring, dtype=torch.bool, device=device)
-        self.pos = 0  # the ring index the next `add` writes
+        self.pos = 0  # the ring index the next `write` writes
         self.size = 0  # how many env steps each ring holds
         self._at = torch.zeros(1, dtype=torch.long, device=device)  # pos, on the device
         self._filled = torch.zeros((), dtype=torch.long, device=device)  # size, on the device
@@ -47,7 +47,7 @@ class ReplayBuffer:
         floats = 2 * sum(_numel(shape) for shape in obs_spec.values()) + action_dim + 1
         return capacity * num_envs * (4 * floats + 2)
 
-    def add(
+    def write(
         self,
         obs: dict[str, torch.Tensor],
         actions: torch.Tensor,
@@ -58,7 +58,8 @@ class ReplayBuffer:
     ) -> None:
         """Stores one env step of every env, overwriting each ring's oldest once full. `next_obs`
         is what the step led to: for an env whose episode ended, its episode's final observation
-        (not the next episode's first)."""
+        (not the next episode's first). Device work only (a CUDA graph may record it); the host's
+        count of the steps stored moves on in `advance`."""
         for group, store in self.obs.items():
             self._put(store, obs[group])
             self._put(self.next_obs[group], next_obs[group])
@@ -68,6 +69,9 @@ class ReplayBuffer:
         self._put(self.truncated, truncated)
         self._at.add_(1).remainder_(self.capacity)
         self._filled.add_(1).clamp_(max=self.capacity)
+
+    def advance(self) -> None:
+        """Counts one `write` on the host (its write position and fill level)."""
         self.pos = (self.pos + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
@@ -118,7 +122,7 @@ class ReplayBuffer:
         }
 
     def clear(self) -> None:
-        """Forgets every stored step: the next `add` writes each ring's first slot."""
+        """Forgets every stored step: the next `write` writes each ring's first slot."""
         self.pos = self.size = 0
         self._at.zero_()
         self._filled.zero_()

@@ -63,8 +63,9 @@ class TrainCfg:
     """Record the whole PPO update as one CUDA graph and replay it (off-policy: each kind of
     gradient update, its batch drawn from the replay buffer included); default: on for CUDA."""
     capture_rollout: bool | None = None
-    """Replay each rollout step's policy inference and bookkeeping as CUDA graphs (the env step
-    has its own); default: on for CUDA."""
+    """Replay each rollout step's policy inference and bookkeeping (off-policy: acting, and
+    storing into the replay buffer) as CUDA graphs (the env step has its own); default: on for
+    CUDA."""
     tf32: bool = True
     """Policy inference and the PPO update multiply float32 matrices on TF32 tensor cores (GPUs
     from Ampere on: inputs rounded to 10 mantissa bits, sums in float32); `--no-tf32` keeps full

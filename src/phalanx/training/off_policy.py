@@ -24,7 +24,7 @@ from phalanx.rl.td3 import TD3
 from phalanx.training.cfg import TrainCfg
 from phalanx.training.checkpoint import load_weights, save_checkpoint
 from phalanx.training.timing import IntervalTimer, phase_range
-from phalanx.training.trainer import Trainer, to_device
+from phalanx.training.trainer import Trainer, rollout_graphs, to_device
 
 
 class OffPolicyTrainer(Trainer):
@@ -69,43 +69,50 @@ class OffPolicyTrainer(Trainer):
             capture=env.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update,
         )
         self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, stored, env.action_dim, env.device)
+        self.graphs = rollout_graphs(cfg, env, self.generator)
+        # What every iteration logs beside the losses (made once: no copy to the device per iteration).
+        self._constant_logs = {
+            "learning_rate": torch.tensor(algo.actor_learning_rate, device=env.device),
+            "skipped_updates": torch.zeros((), device=env.device),
+        }
+        # The acting and storing graphs' static inputs: each of the env's groups before and after a step.
+        read = set(self._groups.values())
+        self._obs_in = {group: env.obs[group].clone() for group in read}
+        self._next_in = {group: env.obs[group].clone() for group in read}
 
     @property
     def policy(self) -> torch.nn.Module:
         return self.learner.actor
 
     def release_graphs(self) -> None:
-        """Drops the learner's captured updates."""
+        """Drops the acting and storing graphs and the learner's captured updates."""
+        self.graphs.clear()
         self.learner.release_graphs()
 
     def _learn(self, step_timer: IntervalTimer, collect_timer: IntervalTimer) -> dict[str, torch.Tensor]:
         """`num_steps_per_env` env steps, each stored and followed by `updates_per_step` updates
         once `learning_starts` steps are in; returns the iteration's mean of each of the
-        learner's losses (over the updates that computed it)."""
+        learner's losses (over the updates that computed it). With rollout capture the acting
+        before each `env.step` and the storing after it replay CUDA graphs of their own
+        (recorded in the second iteration), the env step the env's graph between them."""
         algo: OffPolicyCfg = self.cfg.algo
         self.learner.reset_losses()
-        groups = set(self._groups.values())  # each of the env's groups once (the critics' may be "policy")
         env_obs = self.env.obs
+        last = self.cfg.num_steps_per_env - 1
         for t in range(self.cfg.num_steps_per_env):
             self.progress.tick()
             collect_timer.begin()
-            current = {group: env_obs[group].clone() for group in groups}  # the env overwrites its buffers
-            obs = {key: current[group] for key, group in self._groups.items()}
-            self.learner.observe(obs)
-            actions = self.learner.act(obs["policy"])
+            _copy_in(self._obs_in, env_obs)
+            actions = self.graphs.run(("act",), self._act)
             step_timer.begin()
             with phase_range("env_step", self.profiling):
                 env_obs, reward, terminated, truncated, extras = self.env.step(actions)
             step_timer.end()
-            done = terminated | truncated
-            final = extras["final_obs"]
-            ended = {group: torch.where(done[:, None], final[group], env_obs[group]) for group in groups}
-            next_obs = {key: ended[group] for key, group in self._groups.items()}
-            self.buffer.add(obs, actions, reward, next_obs, terminated, truncated)
-            self.learner.resample_noise(done)
-            self.stats.add(extras["episode"])
-            if t == self.cfg.num_steps_per_env - 1:
-                self.stats.keep_log(extras["log"])
+            _copy_in(self._next_in, env_obs)
+            self.graphs.run(
+                ("store", t == last), self._store, actions, reward, terminated, truncated, extras, t == last
+            )
+            self.buffer.advance()
             collect_timer.end()
             if self.watch is not None:
                 self.watch.step(t)
@@ -114,11 +121,30 @@ class OffPolicyTrainer(Trainer):
             with phase_range("off_policy_update", self.profiling):
                 for _ in range(algo.updates_per_step):
                     self.learner.learn(self.buffer)
+        self.graphs.warm()
         means = self.learner.loss_sums / self.learner.loss_counts.clamp_min(1)
         losses = dict(zip(self.learner.loss_names, means, strict=True))
-        losses["learning_rate"] = torch.tensor(algo.actor_learning_rate, device=self.device)
-        losses["skipped_updates"] = torch.zeros((), device=self.device)
-        return losses
+        return losses | self._constant_logs
+
+    def _act(self) -> torch.Tensor:
+        """The step's observations join the normalizers; the exploring actions for them."""
+        obs = {key: self._obs_in[group] for key, group in self._groups.items()}
+        self.learner.observe(obs)
+        return self.learner.act(obs["policy"])
+
+    def _store(self, actions, reward, terminated, truncated, extras: dict[str, Any], last: bool) -> None:
+        """The step into the replay buffer (the episode's final observations where one ended),
+        new exploration for the envs whose episode ended, and the episode statistics."""
+        done = terminated | truncated
+        final = extras["final_obs"]
+        ended = {group: torch.where(done[:, None], final[group], self._next_in[group]) for group in self._next_in}
+        obs = {key: self._obs_in[group] for key, group in self._groups.items()}
+        next_obs = {key: ended[group] for key, group in self._groups.items()}
+        self.buffer.write(obs, actions, reward, next_obs, terminated, truncated)
+        self.learner.resample_noise(done)
+        self.stats.add(extras["episode"])
+        if last:
+            self.stats.keep_log(extras["log"])
 
     def _action_std(self) -> torch.Tensor:
         """The learner's exploration standard deviation."""
@@ -176,6 +202,12 @@ class OffPolicyTrainer(Trainer):
             f"[yellow]warning:[/yellow] resumed without the replay buffers (rank {self.dist.rank}: {why}; "
             "--algo.checkpoint-buffer saves them): they refill first, so the run does not continue exactly"
         )
+
+
+def _copy_in(static: dict[str, torch.Tensor], obs: dict[str, torch.Tensor]) -> None:
+    """The env's observations into the graphs' static inputs."""
+    for group, value in static.items():
+        value.copy_(obs[group])
 
 
 def buffer_file(checkpoint: Path, rank: int) -> Path:

@@ -75,10 +75,7 @@ class Trainer:
         capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         images = cfg.policy.image_group
         self.ppo = spec.ppo(policy, self.generator, capture=capture_update, dist=self.dist, teacher=teacher_actor)
-        capture_rollout = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
-        if capture_rollout and not env.capture:
-            raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
-        self.graphs = StagedGraphs(capture_rollout, self.generator)
+        self.graphs = rollout_graphs(cfg, env, self.generator)
         # The policy's static input: the groups the actor and critic read (not an image group they do
         # not) and the image targets the update learns.
         read = {"policy", self.ppo.critic_group} | ({images} if images else set())
@@ -437,6 +434,15 @@ def to_device(value: Any, device: torch.device) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(device)
     return value
+
+
+def rollout_graphs(cfg: TrainCfg, env: VecEnv, generator: torch.Generator) -> StagedGraphs:
+    """The graphs of the agent's work around each env step: recorded where `cfg.capture_rollout`
+    says (default: where the env captures its own step, on CUDA)."""
+    capture = env.capture if cfg.capture_rollout is None else cfg.capture_rollout
+    if capture and not env.capture:
+        raise ConfigError("capture_rollout: needs the env step captured too (a CUDA device)")
+    return StagedGraphs(capture, generator)
 
 
 def update_spec(cfg: TrainCfg, env: VecEnv, student: bool = False) -> UpdateSpec:
