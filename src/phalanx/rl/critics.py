@@ -9,6 +9,9 @@ from torch.nn import functional
 
 from phalanx.rl.models import mlp
 
+_FIXED_POINT = 2.0**40
+"""`project`'s unit: its shares are summed as integer multiples of 1 / _FIXED_POINT."""
+
 
 class TwinCritic(nn.Module):
     """Two critics (obs, action) -> logits over the return support `support` (num_atoms,)."""
@@ -53,10 +56,13 @@ def project(
     on_atom = lower == upper
     lower = torch.where(on_atom & (upper > 0), lower - 1, lower)
     upper = torch.where(on_atom & (lower == upper), upper + 1, upper)
-    out = torch.zeros_like(probs)
-    out.scatter_add_(1, lower, probs * (upper.float() - b))
-    out.scatter_add_(1, upper, probs * (b - lower.float()))
-    return out
+    # Summed in fixed point: each share rounded to a multiple of 2^-40 (far below what a float32
+    # target can hold of a share) and added as int64, whose sums come out the same in any order
+    # (a GPU's float atomics do not): training repeats bit for bit on a GPU as on the CPU.
+    out = torch.zeros(probs.shape, dtype=torch.int64, device=probs.device)
+    out.scatter_add_(1, lower, (probs * (upper.float() - b) * _FIXED_POINT).round().long())
+    out.scatter_add_(1, upper, (probs * (b - lower.float()) * _FIXED_POINT).round().long())
+    return out.to(probs.dtype) / _FIXED_POINT
 
 
 def critic_loss(

@@ -59,8 +59,10 @@ class OffPolicyLearner:
         self.dist.broadcast_module(self.actor)
         self.dist.broadcast_module(self.critic)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        # capturable: the step count stays on the device, so that a CUDA graph can step.
-        adamw = {"weight_decay": cfg.weight_decay, "capturable": capture}
+        # Capturable on every CUDA run, captured or not: the step count stays on the device (a graph
+        # can step, the host never waits), and captured and eager training do the same arithmetic.
+        self.capturable = device.type == "cuda"
+        adamw = {"weight_decay": cfg.weight_decay, "capturable": self.capturable}
         self.actor_optimizer = torch.optim.AdamW(self.actor.parameters(), lr=cfg.actor_learning_rate, **adamw)
         self.critic_optimizer = torch.optim.AdamW(self.critic.parameters(), lr=cfg.critic_learning_rate, **adamw)
         self.obs_norm = EmpiricalNormalizer(obs_dim).to(device) if normalize else nn.Identity()

@@ -110,7 +110,7 @@ class SAC(OffPolicyLearner):
         super().__init__(*args, **kwargs)
         self.log_alpha = torch.tensor(math.log(self.cfg.alpha_init), device=self.device, requires_grad=True)
         self.alpha_optimizer = torch.optim.Adam(
-            [self.log_alpha], lr=self.cfg.alpha_learning_rate, capturable=self.capture
+            [self.log_alpha], lr=self.cfg.alpha_learning_rate, capturable=self.capturable
         )
         self.target_entropy = self.cfg.target_entropy_per_action * self.action_dim
         self._std = torch.zeros((), device=self.device)  # the last acting step's mean standard deviation
