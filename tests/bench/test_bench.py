@@ -53,7 +53,12 @@ def test_throughput_times_the_cameras_renders_of_the_task_as_changed(tmp_path: P
     assert main(args) == 0
     (r,) = json.loads((tmp_path / "bench.json").read_text())["results"]
     assert r["observation_spec"]["image"] == [40, 48, 6], "two stacked 48x40 RGB frames"
-    assert r["phases_s"]["render"] > 0 and len(r["render_frames_per_s"]) == 1 and r["render_frames_per_s"][0] > 0
+    assert len(r["render_frames_per_s"]) == 1 and r["render_frames_per_s"][0] > 0, "the camera's renders were timed"
+    # Physics and the renders are timed apart from the step they share: the render phase is the
+    # renders' time, capped by what physics leaves of the step. On a busy CPU physics timed alone
+    # can fill the whole step, which leaves nothing to the render phase.
+    phases, step_s = r["phases_s"], r["num_envs"] * r["num_steps_per_env"] / r["fps_step"]
+    assert phases["render"] > 0 or phases["physics"] == pytest.approx(step_s, rel=1e-9)
     assert sum(r["phases_s"].values()) == pytest.approx(r["iteration_s"], rel=1e-6)
     assert r["encoder_s"] > 0, "the policy's image encoder, timed apart"
     assert "| render |" in (tmp_path / "report.md").read_text()
