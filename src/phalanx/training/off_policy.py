@@ -24,7 +24,7 @@ from phalanx.rl.td3 import TD3
 from phalanx.training.cfg import TrainCfg
 from phalanx.training.checkpoint import load_weights, save_checkpoint
 from phalanx.training.timing import IntervalTimer, phase_range
-from phalanx.training.trainer import Trainer, rollout_graphs, to_device
+from phalanx.training.trainer import Trainer, rollout_graphs, to_device, update_capture
 
 
 class OffPolicyTrainer(Trainer):
@@ -66,7 +66,7 @@ class OffPolicyTrainer(Trainer):
             cfg.empirical_normalization,
             self.dist,
             bf16=cfg.bf16_update and env.device.type == "cuda",
-            capture=env.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update,
+            capture=update_capture(cfg, env.device),
         )
         self.buffer = ReplayBuffer(algo.buffer_size, env.num_envs, stored, env.action_dim, env.device)
         self.graphs = rollout_graphs(cfg, env, self.generator)

@@ -72,9 +72,10 @@ class Trainer:
         policy = spec.actor_critic()
         teacher_actor = None if teacher is None else self._teacher_actor(teacher, policy)
         self.dist.broadcast_module(policy)
-        capture_update = self.device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
         images = cfg.policy.image_group
-        self.ppo = spec.ppo(policy, self.generator, capture=capture_update, dist=self.dist, teacher=teacher_actor)
+        self.ppo = spec.ppo(
+            policy, self.generator, capture=update_capture(cfg, self.device), dist=self.dist, teacher=teacher_actor
+        )
         self.graphs = rollout_graphs(cfg, env, self.generator)
         # The policy's static input: the groups the actor and critic read (not an image group they do
         # not) and the image targets the update learns.
@@ -434,6 +435,12 @@ def to_device(value: Any, device: torch.device) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to(device)
     return value
+
+
+def update_capture(cfg: TrainCfg, device: torch.device) -> bool:
+    """Whether the learner records its updates as CUDA graphs: `cfg.capture_update`, by default
+    where `device` is CUDA."""
+    return device.type == "cuda" if cfg.capture_update is None else cfg.capture_update
 
 
 def rollout_graphs(cfg: TrainCfg, env: VecEnv, generator: torch.Generator) -> StagedGraphs:
