@@ -125,6 +125,7 @@ def test_the_tables_give_each_task_its_verdict() -> None:
         (["cartpole", "--budget-s", "0"], "--budget-s: must be a finite number > 0 seconds, got 0.0"),
         (["cartpole", "--budget-s", "-5"], "--budget-s: must be a finite number > 0 seconds, got -5.0"),
         (["cartpole", "--seeds", "0"], "--seeds: must be a positive integer, got 0"),
+        (["cartpole", "--first-seed", "-1"], "--first-seed: must be an integer >= 0, got -1"),
         (["anymal-nav"], "anymal-nav trains over a trained anymal-flat policy: add anymal-flat to the tasks"),
         (["cartpole", "ant", "--threshold", "3"], "--threshold: overrides one task's result, got 2 tasks"),
         (["cartpole", "--videos", "some"], "--videos: got 'some'; allowed: each, first, none"),
@@ -165,7 +166,8 @@ def _bench(run_dir: Path, cache: Path, *flags: str) -> list[str]:
 def test_jobs_stop_at_their_threshold_and_at_their_budget(tmp_path: Path, cache_dir: Path) -> None:
     """cartpole on the CPU, 2 seeds: an episode length of 100 (a third of the way to balanced) is
     reached after some iterations (stopped there, a video played of the first seed; the bench exits
-    0), one of 1e9 never (stopped at the budget; the task fails, the bench exits 1)."""
+    0), one of 1e9 never (stopped at the budget; the task fails, the bench exits 1), with the seed
+    --first-seed names."""
     run = tmp_path / "reached"
     flags = ["--seeds", "2", "--threshold", "100", "--budget-s", "120", "--videos", "first"]
     done = subprocess.run(_bench(run, cache_dir, *flags), check=False)
@@ -185,10 +187,11 @@ def test_jobs_stop_at_their_threshold_and_at_their_budget(tmp_path: Path, cache_
     assert (run / "learn-cartpole.png").stat().st_size > 1000
 
     run = tmp_path / "budget"
-    flags = ["--seeds", "1", "--threshold", "1e9", "--budget-s", "20", "--videos", "none"]
+    flags = ["--seeds", "1", "--first-seed", "5", "--threshold", "1e9", "--budget-s", "20", "--videos", "none"]
     assert subprocess.run(_bench(run, cache_dir, *flags), check=False).returncode == 1
     (r,) = json.loads((run / "bench.json").read_text())["results"]
-    assert r["status"] == "budget" and not r["reached"] and r["exit_code"] == 143
+    assert r["status"] == "budget" and not r["reached"] and r["exit_code"] == 143 and r["seed"] == 5
+    assert json.loads((run / "jobs" / "cartpole-seed5" / "run" / "config.json").read_text())["seed"] == 5
     assert 20 < r["wall_s"] < 20 + 60 and r["final_metric"] < 1e9 and r["iterations"] > 0
     assert "**fail**" in (run / "report.md").read_text()
 

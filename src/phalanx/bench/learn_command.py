@@ -89,6 +89,7 @@ def prerequisite_tasks(results: dict[str, LearningResult]) -> dict[str, list[Pre
 def check_flags(cfg: LearnCfg) -> None:
     """Checks the flags that need no task."""
     check_int("seeds", cfg.seeds)
+    check_int("first_seed", cfg.first_seed, minimum=0)
     check_int("window", cfg.window)
     check_int("cpu_jobs", cfg.cpu_jobs)
     check_positive("video_s", cfg.video_s, " seconds")
@@ -181,7 +182,7 @@ def run_learn(args: list[str], console: Console) -> None:
     if (run_dir / "jobs").exists():
         raise ConfigError(f"{run_dir} holds an earlier bench learn; give a new directory", "run_dir")
     cache_root = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
-    specs = plan(results, list(range(cfg.seeds)), cfg.cold, algos)
+    specs = plan(results, list(range(cfg.first_seed, cfg.first_seed + cfg.seeds)), cfg.cold, algos)
     steps = {task: video_steps(env_cfg(task), cfg.video_s) for task in tasks}
     suite = Suite(specs, slots, run_dir, cache_root, train_args, cfg.window, prerequisites, steps)
     bench: dict[str, Any] = {

@@ -133,7 +133,11 @@ class LearnCfg:
     process, until it reaches the result its registration declares or its budget runs out."""
 
     seeds: int = 3
-    """Warm runs per task, with seeds 0 .. K-1; a task passes when two thirds of them reach its threshold."""
+    """Warm runs per task, with seeds S .. S+K-1 (S: --first-seed); a task passes when two thirds
+    of them reach its threshold."""
+    first_seed: int = 0
+    """The first seed: a later suite adds seeds to an earlier one's (e.g. --seeds 2 --first-seed 1
+    after a suite of --seeds 1)."""
     algos: str = "ppo"
     """Comma-separated algorithms each task trains with (`phalanx train --algo`: ppo, td3, sac),
     each judged on its own, side by side in one run: e.g. 'ppo,td3'."""
