@@ -1,6 +1,6 @@
 """How much the swing's tracking gains rock a walking ANYmal's base, in MuJoCo C on the CPU: the
 heuristic high level over the quadruped controller (force QP, or the centroidal MPC with
-`--mpc`) walks 4 s at 0.5 m/s on flat ground, as tests/control/test_legged_control.py's walk
+`--mpc`) walks 4 s at 0.5 m/s on flat ground, as tests/control/anymal_mujoco.py's walk
 does, once per `KP,KD` (swing_kp N/m, swing_kd N s/m); prints the base's roll and pitch rates
 (largest, 95th percentile, median, largest after the first second) and the speed of its last
 second, and writes them as JSON with `--out`.
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "control"))
-from test_legged_control import _walk  # noqa: E402 (the test's walk of an ANYmal with motors)
+from anymal_mujoco import walk  # noqa: E402 (the controller tests' ANYmal with motors in MuJoCo C)
 
 from phalanx.control.mpc import MPCCfg  # noqa: E402
 
@@ -26,7 +26,7 @@ SECONDS, SPEED = 4.0, 0.5
 
 
 def rocking(kp: float, kd: float, mpc: bool) -> dict[str, float]:
-    positions, _, rates = _walk(SECONDS, (SPEED, 0.0), MPCCfg() if mpc else None, swing_kp=kp, swing_kd=kd)
+    positions, _, rates = walk(SECONDS, (SPEED, 0.0), MPCCfg() if mpc else None, swing_kp=kp, swing_kd=kd)
     second = round(len(rates) / SECONDS)  # steps per second
     return {
         "swing_kp": kp, "swing_kd": kd, "mpc": mpc, "max": float(rates.max()),

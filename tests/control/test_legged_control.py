@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 import pytest
 import torch
+from anymal_mujoco import FEET, anymal_with_motors, body_cfg, controller_state, legs, standing, walk
 
-from phalanx.assets import asset_path
 from phalanx.control.body import BodyCfg, BodyController, attitude_pd, yaw_rotation
 from phalanx.control.gait import TROT, GaitClock
 from phalanx.control.heuristic import HeuristicCfg, heuristic_command, raibert_footholds
@@ -18,10 +18,6 @@ from phalanx.control.legs import joint_torques, leg_jacobians
 from phalanx.control.mpc import MPCCfg
 from phalanx.control.quadruped import QuadrupedCfg, QuadrupedCommand, QuadrupedController, QuadrupedState
 from phalanx.control.swing import swing_clearance, swing_trajectory
-from phalanx.sim.actuators import ActuatorCfg, apply_actuators
-from phalanx.tasks.anymal.mdp.quadruped_control import standing_body
-
-FEET = ("LF", "RF", "LH", "RH")
 
 
 def test_a_trot_alternates_diagonal_pairs_at_the_set_frequency() -> None:
@@ -86,39 +82,8 @@ def test_a_swing_lifts_over_the_ground_in_its_way_then_its_clearance() -> None:
     assert path[50, 0, 2] >= radius + 0.1 + clearance - 1e-6
 
 
-def _anymal_with_motors() -> mujoco.MjModel:
-    """ANYmal with torque actuators in place of its position actuators: torque = ctrl (N m),
-    within +-80 (`ActuatorCfg` kind "torque", as a task would ask for them)."""
-    spec = mujoco.MjSpec.from_file(str(asset_path("anymal.xml")))
-    apply_actuators(spec, [ActuatorCfg(".*", kind="torque", effort_limit=80.0)])
-    return spec.compile()
-
-
-def _standing(model: mujoco.MjModel) -> mujoco.MjData:
-    """The home pose with the feet just on the floor."""
-    data = mujoco.MjData(model)
-    mujoco.mj_resetDataKeyframe(model, data, 0)
-    mujoco.mj_forward(model, data)
-    sites = [model.site(f"{foot}_foot").id for foot in FEET]
-    radius = model.geom("LF_foot").size[0]
-    data.qpos[2] -= data.site_xpos[sites, 2].min() - radius
-    mujoco.mj_forward(model, data)
-    return data
-
-
-def _legs(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(1, 4, 3, 3) anchors and axes of each leg's joints, (1, 4, 3) feet, world."""
-    joints = [[model.joint(f"{foot}_{j}").id for j in ("HAA", "HFE", "KFE")] for foot in FEET]
-    sites = [model.site(f"{foot}_foot").id for foot in FEET]
-
-    def t(a: np.ndarray) -> torch.Tensor:
-        return torch.tensor(np.asarray(a), dtype=torch.float32)[None]
-
-    return t(data.xanchor[joints]), t(data.xaxis[joints]), t(data.site_xpos[sites])
-
-
 def test_leg_jacobians_match_mujocos() -> None:
-    model = _anymal_with_motors()
+    model = anymal_with_motors()
     data = mujoco.MjData(model)
     rng = np.random.default_rng(0)
     for _ in range(3):
@@ -127,7 +92,7 @@ def test_leg_jacobians_match_mujocos() -> None:
         data.qpos[3:7] /= np.linalg.norm(data.qpos[3:7])
         data.qpos[7:] = rng.uniform(-1, 1, 12)
         mujoco.mj_forward(model, data)
-        anchors, axes, feet = _legs(model, data)
+        anchors, axes, feet = legs(model, data)
         ours = leg_jacobians(anchors, axes, feet)[0]  # (4, 3, 3)
         for leg, foot in enumerate(FEET):
             jacp = np.zeros((3, model.nv))
@@ -139,17 +104,12 @@ def test_leg_jacobians_match_mujocos() -> None:
     torch.testing.assert_close(joint_torques(jacobians, force), torch.einsum("bkij,bki->bkj", jacobians, force))
 
 
-def _body_cfg(model: mujoco.MjModel) -> BodyCfg:
-    """The whole robot's mass, and its inertia about the center of mass in the home pose."""
-    return standing_body(model, "base", [f"{foot}_foot" for foot in FEET])[0]
-
-
 def test_the_body_controller_holds_a_standing_robots_weight_within_the_friction_pyramids() -> None:
-    model = _anymal_with_motors()
-    data = _standing(model)
-    cfg = _body_cfg(model)
+    model = anymal_with_motors()
+    data = standing(model)
+    cfg = body_cfg(model)
     controller = BodyController(cfg, 2, 4)
-    _, _, feet = _legs(model, data)
+    _, _, feet = legs(model, data)
     com = torch.tensor(data.subtree_com[1], dtype=torch.float32)
     rel = (feet - com).expand(2, -1, -1)
     stance = torch.tensor([[True] * 4, [True, False, False, True]])  # four feet; one trot pair
@@ -172,42 +132,24 @@ def test_the_body_controller_holds_a_standing_robots_weight_within_the_friction_
     assert not solution.primal_infeasible.any()
 
 
-def _state(model: mujoco.MjModel, data: mujoco.MjData) -> QuadrupedState:
-    """What the quadruped controller reads, from MuJoCo's data (one robot): a foot touches the
-    floor with its centre within 2 cm of where it stands on it (as anymal-qp's env sees it)."""
-    anchors, axes, feet = _legs(model, data)
-    rotation = torch.tensor(data.xmat[1].reshape(3, 3), dtype=torch.float32)[None]
-    omega = rotation @ torch.tensor(data.qvel[3:6], dtype=torch.float32)[None, :, None]  # base frame -> world
-    velocity = torch.zeros(1, 4, 3)
-    for leg, foot in enumerate(FEET):
-        v = np.zeros(6)
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, model.site(f"{foot}_foot").id, v, 0)
-        velocity[0, leg] = torch.tensor(v[3:], dtype=torch.float32)
-    com = torch.tensor(data.subtree_com[1], dtype=torch.float32)[None]
-    com_velocity = torch.tensor(data.qvel[:3], dtype=torch.float32)[None]  # the base's: close enough
-    radius = float(model.site_size[model.site(f"{FEET[0]}_foot").id, 0])
-    contact = feet[..., 2] < radius + 0.02
-    return QuadrupedState(rotation, omega.squeeze(-1), com, com_velocity, feet, velocity, anchors, axes, contact)
-
-
 def _trot(seconds: float, frequency: float) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Closes the loop in MuJoCo C with `QuadrupedController` under a fixed high-level command:
     hold the center of mass at its standing height (PD), the base level and heading as it started,
     trot at `frequency` (0: stand on all four feet), step to below the thighs. Returns the base's
     heights and tilts (rad) over time, the feet's largest slip when standing (m) and the highest a
     foot rose off the floor (m)."""
-    model = _anymal_with_motors()
-    data = _standing(model)
+    model = anymal_with_motors()
+    data = standing(model)
     dt = model.opt.timestep
     offsets = TROT if frequency else (0.0, 0.0, 0.0, 0.0)  # all in phase and stopped: four feet stand
-    controller = QuadrupedController(QuadrupedCfg(_body_cfg(model), offsets=offsets), 1, 4)
+    controller = QuadrupedController(QuadrupedCfg(body_cfg(model), offsets=offsets), 1, 4)
     height = float(data.subtree_com[1][2])
     thighs = [model.body(f"{foot}_THIGH").id for foot in FEET]  # the feet stand below the thighs
-    ground = float(_legs(model, data)[2][0, 0, 2])
-    first = _legs(model, data)[2]
+    ground = float(legs(model, data)[2][0, 0, 2])
+    first = legs(model, data)[2]
     heights, tilts, slip, lift = [], [], 0.0, 0.0
     for _ in range(round(seconds / dt)):
-        state = _state(model, data)
+        state = controller_state(model, data)
         footholds = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None].clone()
         footholds[..., 2] = ground
         command = QuadrupedCommand(
@@ -238,10 +180,10 @@ def test_the_controllers_trot_a_torque_controlled_anymal_in_place() -> None:
 
 
 def test_a_reset_restarts_the_gait_and_takes_new_lift_off_points() -> None:
-    model = _anymal_with_motors()
-    data = _standing(model)
-    controller = QuadrupedController(QuadrupedCfg(_body_cfg(model)), 2, 4)
-    state = _state(model, data)
+    model = anymal_with_motors()
+    data = standing(model)
+    controller = QuadrupedController(QuadrupedCfg(body_cfg(model)), 2, 4)
+    state = controller_state(model, data)
     state = QuadrupedState(*(torch.cat((v, v)) for v in vars(state).values()))
     command = QuadrupedCommand(
         com_acceleration=torch.zeros(2, 3),
@@ -264,14 +206,14 @@ def test_a_foot_the_gait_has_standing_takes_force_only_once_it_touches() -> None
     """A foot that should stand but is still in the air (a late touch-down, `QuadrupedState.contact`
     False) gets no force from the QP or the MPC; it reaches on for its foothold, as at the end of
     its swing, while the other standing feet carry the body."""
-    model = _anymal_with_motors()
-    data = _standing(model)
-    state = _state(model, data)
+    model = anymal_with_motors()
+    data = standing(model)
+    state = controller_state(model, data)
     assert state.contact.all(), "standing, every foot touches the floor"
     late = QuadrupedState(**(vars(state) | {"contact": torch.tensor([[False, True, True, True]])}))
     footholds = state.feet + torch.tensor([0.05, 0.0, 0.0])
     for mpc in (None, MPCCfg()):
-        controller = QuadrupedController(QuadrupedCfg(_body_cfg(model), mpc=mpc), 1, 4)
+        controller = QuadrupedController(QuadrupedCfg(body_cfg(model), mpc=mpc), 1, 4)
         command = heuristic_command(
             HeuristicCfg(height=0.5), controller.clock, state.com, state.com_velocity, state.feet, torch.zeros(1, 2),
             torch.zeros(1), 0.0,
@@ -287,40 +229,8 @@ def test_a_foot_the_gait_has_standing_takes_force_only_once_it_touches() -> None
         torch.testing.assert_close(out.torques[0, :3], expected, atol=1e-4, rtol=1e-4)
 
 
-def _walk(
-    seconds: float, velocity: tuple[float, float], mpc: MPCCfg | None = None, **swing: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The heuristic high level over `QuadrupedController` in MuJoCo C, commanded to move at
-    `velocity` (m/s, world) facing +x, the forces from the force QP (or from `mpc`); `swing`:
-    QuadrupedCfg's swing gains (swing_kp, swing_kd) where not its defaults. Returns the base's
-    positions (T, 3), tilts (T,) (rad) and larger of its roll and pitch rates (T,) (rad/s)
-    (tools/swing_rocking.py walks it too)."""
-    model = _anymal_with_motors()
-    data = _standing(model)
-    dt = model.opt.timestep
-    controller = QuadrupedController(QuadrupedCfg(_body_cfg(model), mpc=mpc, **swing), 1, 4)
-    ground = float(_legs(model, data)[2][0, 0, 2])  # the feet's centres on the floor
-    cfg = HeuristicCfg(height=float(data.subtree_com[1][2]) - ground)
-    thighs = [model.body(f"{foot}_THIGH").id for foot in FEET]
-    positions, tilts, rocking = [], [], []
-    for _ in range(round(seconds / dt)):
-        state = _state(model, data)
-        rocking.append(state.angular_velocity[0, :2].abs().max().item())
-        hips = torch.tensor(data.xpos[thighs], dtype=torch.float32)[None]
-        command = heuristic_command(
-            cfg, controller.clock, state.com, state.com_velocity, hips, torch.tensor([velocity]), torch.zeros(1), ground
-        )
-        if mpc is not None:  # the MPC tracks the heuristic's reference: no acceleration of its own
-            command.com_acceleration = torch.zeros(1, 3)
-        data.ctrl[:] = controller.step(state, command, dt).torques[0].numpy()
-        mujoco.mj_step(model, data)
-        positions.append(data.qpos[:3].copy())
-        tilts.append(math.acos(min(1.0, data.xmat[1][8])))
-    return np.array(positions), np.array(tilts), np.array(rocking)
-
-
 def test_the_heuristic_high_level_walks_a_torque_controlled_anymal_as_commanded() -> None:
-    positions, tilts, _ = _walk(4.0, (0.5, 0.0))
+    positions, tilts, _ = walk(4.0, (0.5, 0.0))
     last_second = positions[-200:]
     speed = (last_second[-1] - last_second[0])[:2] / 1.0
     # It walks about 20 % slower than asked (0.41 m/s): a baseline, with no integral action.
@@ -333,7 +243,7 @@ def test_the_centroidal_mpc_walks_a_torque_controlled_anymal_as_commanded() -> N
     it is asked for, within 20 % (the force QP's PD walks 20 % slow), level and at its height, and
     steady: the base rolls and pitches at under 1.5 rad/s (holding the forces over 4 steps rocks
     it at twice that)."""
-    positions, tilts, rates = _walk(4.0, (0.5, 0.0), MPCCfg())
+    positions, tilts, rates = walk(4.0, (0.5, 0.0), MPCCfg())
     rocking = rates.max()
     assert rocking < 1.5, rocking
     last_second = positions[-200:]
@@ -377,10 +287,10 @@ def test_yaw_rotation_attitude_pd_and_the_wrench_turn_the_right_way() -> None:
 def test_robots_of_a_batch_are_controlled_independently() -> None:
     """Four robots at four gait frequencies in one batch (as many as feet: a broadcast over the
     wrong axis would show) get the torques each gets alone, the stopped one's swing holding."""
-    model = _anymal_with_motors()
-    data = _standing(model)
-    cfg = QuadrupedCfg(_body_cfg(model))
-    one = _state(model, data)
+    model = anymal_with_motors()
+    data = standing(model)
+    cfg = QuadrupedCfg(body_cfg(model))
+    one = controller_state(model, data)
     frequencies = [0.0, 1.0, 2.0, 3.0]
     feet = one.feet + torch.linspace(0.0, 0.03, 4)[:, None, None]  # different lift-off points per robot
     state = QuadrupedState(**(vars(one) | {"feet": feet}))
