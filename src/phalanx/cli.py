@@ -237,7 +237,9 @@ def play(args: list[str], console: Console) -> None:
         raise ConfigError(f"--video-env: must be an env index in [0, {cfg.num_envs - 1}], got {cfg.video_env}")
     if cfg.video is not None:
         _check_writable_file(Path(cfg.video), "video", ".mp4")
-        _check_video_writer()
+        from phalanx.sim.video import check_video_writer
+
+        check_video_writer("video")
     if cfg.out is not None:
         _check_writable_file(Path(cfg.out), "out", ".json")
     if cfg.logger is not None:
@@ -344,15 +346,6 @@ def _check_writable_file(path: Path, flag: str, suffix: str) -> None:
         probe_writable(path.parent)
     except OSError as error:
         raise ConfigError(f"cannot write into {path.parent} ({error.strerror})", flag) from None
-
-
-def _check_video_writer() -> None:
-    """Refuses `--video` where no mp4 writer is installed."""
-    try:
-        import imageio_ffmpeg  # noqa: F401 (imageio's H.264 writer; without it imageio picks another that fails)
-    except ImportError:
-        missing = "an .mp4 needs imageio-ffmpeg, which is not installed: pip install imageio-ffmpeg"
-        raise ConfigError(missing, "video") from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -145,6 +145,16 @@ def test_bad_input_is_refused_in_one_line(args: list[str], message: str, capsys,
     assert not (tmp_path / "run").exists(), "nothing written"
 
 
+def test_videos_without_a_writer_are_refused_before_the_suite(monkeypatch, capsys, tmp_path: Path) -> None:
+    """A suite whose videos could not be written is refused before it trains (a GPU suite once
+    trained for 25 minutes, then every job's video failed)."""
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # as if not installed
+    assert main(["bench", "learn", "cartpole", *CPU, "--run-dir", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("--videos: an .mp4 needs imageio-ffmpeg, which is not installed: pip install imageio-ffmpeg")
+    assert not (tmp_path / "run").exists(), "nothing written"
+
+
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
     """One cache for the module's suites, warmed by one cartpole iteration (Warp compiles its CPU
@@ -347,11 +357,14 @@ def test_each_algorithm_is_judged_on_its_own() -> None:
     results = [
         common | {"task": "cartpole", "algo": "ppo", "seed": 0, "reached": True, "reached_s": 10.0},
         common
-        | {"task": "cartpole", "algo": "td3", "seed": 0, "reached": False, "reached_s": None, "status": "budget"},
+        | {"task": "cartpole", "algo": "td3", "seed": 0, "reached": False, "reached_s": None, "status": "budget"}
+        | {"video": None, "played": "play failed (exit 2): phalanx play cartpole: error: --video: ..."},
     ]
     judged = verdicts(results)
     assert judged["cartpole"]["passes"] and not judged["cartpole --algo td3"]["passes"]
-    assert "| cartpole --algo td3 | 0 | warm |" in runs_table(results)
+    table = runs_table(results).splitlines()
+    assert table[2].startswith("| cartpole | 0 | warm |") and table[2].endswith("| 1 | - |")
+    assert table[3].startswith("| cartpole --algo td3 | 0 | warm |") and table[3].endswith("| play failed |")
     columns, rows = _learn([_Run("A", [{"kind": "learn", "task": "cartpole", "results": results}])])
     assert [row[0] for row in rows] == ["cartpole", "cartpole --algo td3"]
 

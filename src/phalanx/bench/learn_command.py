@@ -99,6 +99,10 @@ def check_flags(cfg: LearnCfg) -> None:
         raise ConfigError(f"got {cfg.direction!r}; allowed: '>=', '<='", "direction")
     if cfg.videos not in VIDEOS:
         raise ConfigError(f"got {cfg.videos!r}; allowed: {', '.join(VIDEOS)}", "videos")
+    if cfg.videos != "none":  # found before the suite, not after hours of training
+        from phalanx.sim.video import check_video_writer
+
+        check_video_writer("videos")
 
 
 def checked_algos(cfg: LearnCfg, tasks: list[str]) -> tuple[str, ...]:

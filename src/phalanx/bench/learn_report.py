@@ -91,9 +91,16 @@ def runs_table(results: list[dict[str, Any]]) -> str:
             [run_label(r), seed, r["caches"], gpu, r["status"], _s(r["startup_s"], 1)]
             + [_s(r["reached_s"], 1) + after(r), _s(r["reached_training_s"], 1), _s(r["reached_iteration"])]
             + [_s(r["fps_total"]), _metric(r["final_metric"]), str(r["concurrent_jobs"])]
-            + [f"[{r['video']}](videos/{r['video']})" if r.get("video") else "-"]
+            + [_video(r)]
         )
     return markdown_table(columns, rows)
+
+
+def _video(r: dict[str, Any]) -> str:
+    """The run's video as a link, "play failed" (why: bench.json's `played`), or "-" (none asked)."""
+    if r.get("video"):
+        return f"[{r['video']}](videos/{r['video']})"
+    return "play failed" if str(r.get("played", "")).startswith("play failed") else "-"
 
 
 def after(r: dict[str, Any]) -> str:

@@ -15,6 +15,17 @@ from phalanx.core.files import atomic_path
 from phalanx.sim.simulator import Simulator
 
 
+def check_video_writer(flag: str) -> None:
+    """Refuses, naming `flag`, an mp4 to write where no mp4 writer is installed: imageio-ffmpeg is
+    imageio's H.264 writer; without it imageio picks another that fails after the rollout."""
+    try:
+        import imageio_ffmpeg  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "an .mp4 needs imageio-ffmpeg, which is not installed: pip install imageio-ffmpeg", flag
+        ) from None
+
+
 class EnvRecorder:
     """Renders world `env_id` of a `Simulator` through the model's first camera (phalanx's tasks
     name it "track"; a model without a camera gets "view", see `add_view_camera`), frame by
