@@ -348,3 +348,32 @@ def test_a_classic_table_from_tools_classic_pipeline(tmp_path) -> None:
     assert columns in text and re.search(r"\| anymal-qp \| 4 \| 2 of \d+ \| cpu \| [0-9,]+ \([0-9.]+ ms\) \|", text)
     bad = subprocess.run([*command[:-2], "--workers", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--workers: must be >= 1, got 0" in bad.stderr.splitlines()[-1]
+
+
+def test_a_scaling_model_table_from_tools_scaling_model(tmp_path) -> None:
+    """tools/scaling_model.py --out on a toy sweep (20 ms at 1,024 envs, 40 ms at 4,096) and two
+    all-reduces of 1,000 floats per iteration, against the model's terms by hand: inside a node
+    t = a + 2(k-1)/k S/b, across nodes 2 a_net per tree level + 2(m-1)/m (S/g)/b_net."""
+    sweep, counts = tmp_path / "sweep.json", tmp_path / "counts.json"
+    points = [{"num_envs": n, "iteration_s": t, "valid": True} for n, t in ((1024, 0.02), (4096, 0.04))]
+    sweep.write_text(json.dumps({"results": points}))
+    calls = [{"kind": "all_reduce", "numel": 1000, "dtype": "torch.float32", "calls": 2}]
+    counts.write_text(json.dumps({"task": "toy", "per_iteration": calls}))
+    raw = tmp_path / "results" / "model"
+    command = [sys.executable, str(ROOT / "tools" / "scaling_model.py"), "--sweep", str(sweep), "--collectives"]
+    command += [str(counts), "--envs", "1024", "--total-envs", "4096", "--gpus", "1,2,16", "--node-gpus", "8"]
+    command += ["--a-us", "10", "--b-gbs", "100", "--a-net-us", "5", "--b-net-gbs", "10"]
+    subprocess.run([*command, "--out", str(raw / "bench.json")], check=True, capture_output=True, timeout=120)
+    one, two, sixteen = json.loads((raw / "bench.json").read_text())["results"]
+    assert one["collectives_ms"] == 0 and one["weak_efficiency"] == 1 and one["strong_efficiency"] == 1
+    c2 = 2 * (10e-6 + 2 * (1 / 2) * 4000 / 100e9)
+    assert two["collectives_ms"] == pytest.approx(c2 * 1e3)
+    assert two["weak_efficiency"] == pytest.approx(0.02 / (0.02 + c2))
+    t1_2048 = 0.02 * 2**0.5  # log-log between the sweep's points
+    assert two["strong_efficiency"] == pytest.approx(0.04 / (2 * (t1_2048 + c2)))
+    c16 = 2 * ((10e-6 + 2 * (7 / 8) * 4000 / 100e9) + (2 * 5e-6 + 2 * (1 / 2) * (4000 / 8) / 10e9))
+    assert sixteen["collectives_ms"] == pytest.approx(c16 * 1e3)
+    text = _built(tmp_path, "scaling-model: results/model")
+    assert "| task | GPUs | C + J ms | weak: envs per GPU | weak: ms | weak efficiency (measured) |" in text, text
+    assert f"| toy | 2 | {c2 * 1e3:.2f} + 0.00 | 1,024 | {(0.02 + c2) * 1e3:.1f} | 100% | 2,048 |" in text
+    assert "- A: `python tools/scaling_model.py --sweep" in text

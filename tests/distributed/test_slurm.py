@@ -68,7 +68,7 @@ def test_the_slurm_script_trains_on_two_nodes_and_resumes_when_requeued(tmp_path
     srun, grace = (tmp_path / "srun.log").read_text().splitlines()
     assert grace == "grace=300 cpus=6", "a save's grace for torchrun; the job's cores for srun's task"
     args = shlex.split(srun)
-    assert args[:4] == ["--kill-on-bad-exit=1", "python", "-m", "torch.distributed.run"]
+    assert args[:4] == ["--kill-on-bad-exit=1", "python", "-m", "phalanx.dist.launch"]
     assert " --nnodes 2 --nproc_per_node 1 --rdzv_backend c10d --rdzv_endpoint 127.0.0.1:" in srun
     assert "--rdzv_id phalanx-4242" in srun and "--max-restarts 3" in srun
     assert f"-m phalanx train cartpole --distributed --run-dir {run_dir} --resume last --device cpu" in srun

@@ -28,7 +28,7 @@ from phalanx.flags import parse_flags
 
 MARKER = "<!-- bench-table "
 END = "<!-- bench-table end -->"
-BEGIN = r"<!-- bench-table (?P<kind>[a-z]+): (?P<sources>[^\n]*?) -->"
+BEGIN = r"<!-- bench-table (?P<kind>[a-z]+(?:-[a-z]+)*): (?P<sources>[^\n]*?) -->"
 BLOCK = re.compile(f"(?P<begin>{BEGIN}\n)(?P<body>.*?)(?P<end>{END})", re.S)
 
 
@@ -65,7 +65,9 @@ def _check_markers(page: Path, text: str) -> None:
                 raise ConfigError(f"{where}: an end marker without a table's begin marker before it")
             open_at = None
         elif re.fullmatch(BEGIN, line) is None:
-            raise ConfigError(f"{where}: expected `<!-- bench-table KIND: RESULTS... -->` (kind in lowercase letters)")
+            raise ConfigError(
+                f"{where}: expected `<!-- bench-table KIND: RESULTS... -->` (kind: lowercase words joined by hyphens)"
+            )
         elif open_at is not None:
             raise ConfigError(f"{where}: a begin marker inside the table begun on line {open_at}")
         else:

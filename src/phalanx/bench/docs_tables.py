@@ -27,7 +27,16 @@ from phalanx.bench.table_runs import (
     runs_of,
     values_cell,
 )
-from phalanx.bench.tool_tables import classic, controller_speed, pipeline, played, qp_speed, stones, viewer
+from phalanx.bench.tool_tables import (
+    classic,
+    controller_speed,
+    pipeline,
+    played,
+    qp_speed,
+    scaling_model,
+    stones,
+    viewer,
+)
 from phalanx.core.errors import ConfigError
 
 
@@ -312,6 +321,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., Rows], tuple[str, ...]]] 
     "pipeline": (("pipeline",), pipeline, ()),
     "viewer": (("viewer",), viewer, ()),
     "classic": (("classic",), classic, ()),
+    "scaling-model": (("scaling-model",), scaling_model, ()),
 }
 """A table's kind: the `phalanx bench` (or tool) result kinds it takes, its columns and rows (from
 the runs, and the marker's options), and the options its marker must give (besides `tasks`)."""

@@ -157,3 +157,27 @@ def viewer(runs: list[Run]) -> Rows:
 def _times(ratio: float) -> str:
     """A speed-up: "169x", "2.4x"."""
     return f"{ratio:.0f}x" if ratio >= 10 else f"{ratio:.1f}x"
+
+
+def scaling_model(runs: list[Run]) -> Rows:
+    """`tools/scaling_model.py`: per task and GPU count, the model's iteration (its all-reduces C
+    and the ranks' waiting J), its weak and strong scaling efficiency, and the measured one in
+    brackets where a `bench scaling` run gave it."""
+
+    def efficiency(predicted: float, measured: float | None) -> str:
+        return f"{predicted:.0%}" + ("" if measured is None else f" ({measured:.0%})")
+
+    rows = []
+    for run in runs:
+        for bench in run.benches:
+            for r in bench["results"]:
+                rows.append(
+                    [bench["task"], str(r["gpus"]), f"{r['collectives_ms']:.2f} + {r['jitter_ms']:.2f}"]
+                    + [f"{r['weak_envs_per_gpu']:,}", f"{r['weak_ms']:.1f}"]
+                    + [efficiency(r["weak_efficiency"], r["weak_measured"])]
+                    + [f"{r['strong_envs_per_gpu']:,.0f}", f"{r['strong_ms']:.1f}"]
+                    + [efficiency(r["strong_efficiency"], r["strong_measured"]), run.label]
+                )
+    columns = ["task", "GPUs", "C + J ms", "weak: envs per GPU", "weak: ms", "weak efficiency (measured)"]
+    columns += ["strong: envs per GPU", "strong: ms", "strong efficiency (measured)", "run"]
+    return columns, rows
