@@ -7,8 +7,9 @@
 # NAME=X keeps suite X apart (/tmp/learn-X, $OUT/learn-X.tgz, $OUT/status-X.txt): several suites
 # share one GPU at once (each with --gpus 0), which overlaps their start-ups; their times then
 # count a shared GPU.
-# Videos (bench learn's default) need imageio-ffmpeg on the machine: stage it with the rest
-# (`stage.sh ... imageio-ffmpeg==0.8.1`), or pass --videos none; bench learn refuses before it starts.
+# Videos (bench learn's default) need imageio and imageio-ffmpeg on the machine: stage them with
+# the rest (`stage.sh ... imageio-ffmpeg==0.8.1`, and imageio==2.38.1 pillow==12.0.0 where the
+# machine lacks them: bench learn names what is missing before it starts), or pass --videos none.
 # SRC=DIR (with PHALANX_COMMIT=HASH) runs another commit's code: `git archive HASH src | tar -x -C DIR`
 # here, and carry DIR, to finish a suite over several sessions at one commit.
 # $OUT/learn.tgz: the run directory without caches and checkpoints (bench.json, report.md, plots,

@@ -3,6 +3,7 @@ CPU and GPU alike)."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import mujoco_warp as mjw
@@ -16,14 +17,14 @@ from phalanx.sim.simulator import Simulator
 
 
 def check_video_writer(flag: str) -> None:
-    """Refuses, naming `flag`, an mp4 to write where no mp4 writer is installed: imageio-ffmpeg is
-    imageio's H.264 writer; without it imageio picks another that fails after the rollout."""
-    try:
-        import imageio_ffmpeg  # noqa: F401
-    except ImportError:
-        raise ConfigError(
-            "an .mp4 needs imageio-ffmpeg, which is not installed: pip install imageio-ffmpeg", flag
-        ) from None
+    """Refuses, naming `flag`, an mp4 to write where no mp4 writer is installed: imageio writes
+    it, through imageio-ffmpeg's H.264 encoder (without it imageio picks another that fails after
+    the rollout)."""
+    for module, package in (("imageio", "imageio"), ("imageio_ffmpeg", "imageio-ffmpeg")):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise ConfigError(f"an .mp4 needs {package}, which is not installed: pip install {package}", flag) from None
 
 
 class EnvRecorder:
