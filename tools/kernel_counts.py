@@ -1,0 +1,140 @@
+"""How many kernels one training iteration launches, by phase (issue #62): what a GPU's fixed
+per-iteration cost is made of when its envs are too few to fill it.
+
+    python tools/kernel_counts.py TASK [--num-envs N] [--device cpu|cuda] [TRAIN FLAGS ...]
+
+Trains TASK for two iterations (compiling what the task compiles), then counts, over a third,
+uncaptured: Warp's kernel launches (the physics and Warp's own kernels of phalanx: `wp.launch`
+calls) and torch's (the profiler's innermost aten ops that compute, views and allocations left
+out), inside the trainer's phases: each env step (env step: physics and observations, rewards,
+resets; the policy's inference and the rollout's records in between), the returns, and the PPO
+update. The counts do not depend on the device much: a CPU run gives what a GPU graph replays,
+but for the physics solver's iterations, which a CUDA graph runs as a conditional loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+
+import warp as wp
+from rich.console import Console
+from torch.profiler import ProfilerActivity, profile
+
+NOT_KERNELS = {
+    "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::slice", "aten::select", "aten::as_strided",
+    "aten::expand", "aten::t", "aten::transpose", "aten::unsqueeze", "aten::squeeze", "aten::detach",
+    "aten::detach_", "aten::alias", "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::resize_",
+    "aten::lift_fresh", "aten::set_", "aten::unbind", "aten::split", "aten::split_with_sizes", "aten::chunk",
+    "aten::narrow", "aten::permute", "aten::view_as", "aten::expand_as", "aten::flatten", "aten::unflatten",
+    "aten::item", "aten::_local_scalar_dense", "aten::result_type", "aten::is_nonzero", "aten::numpy_T",
+    "aten::_reshape_alias", "aten::contiguous", "aten::to", "aten::_to_copy", "aten::size", "aten::stride",
+    "aten::resolve_conj", "aten::resolve_neg", "aten::_conj", "aten::conj",
+}  # fmt: skip
+"""Ops that compute nothing on a device (views, metadata, allocations); aten::to of a tensor
+already there is none either, and its real copies show as aten::copy_; resolving the conjugate of
+a real tensor is none."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("task")
+    parser.add_argument("--num-envs", type=int, default=256)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", help="write the counts here as JSON")
+    args, train_flags = parser.parse_known_args()
+
+    from phalanx.flags import parse_flags
+    from phalanx.training.cfg import TrainCfg
+    from phalanx.training.registry import make, train_cfg
+    from phalanx.training.trainer import Trainer
+
+    cfg = parse_flags(TrainCfg, train_cfg(args.task), train_flags, f"kernel_counts {args.task}")
+    cfg.num_envs, cfg.device, cfg.capture_rollout, cfg.capture_update = args.num_envs, args.device, False, False
+    env = make(cfg.env, num_envs=args.num_envs, device=args.device, seed=cfg.seed)
+    trainer = Trainer(cfg, env, run_dir=None, console=Console(quiet=True))
+    for _ in range(2):
+        trainer.iterate()
+
+    launches = collections.Counter()
+    phase = ["outside"]
+    launch = wp.launch
+
+    def counted(kernel, *a, **k):
+        launches[(phase[0], getattr(kernel, "key", str(kernel)))] += 1
+        return launch(kernel, *a, **k)
+
+    def in_phase(name: str, fn):
+        def call(*a, **k):
+            phase[0] = name
+            try:
+                return fn(*a, **k)
+            finally:
+                phase[0] = "outside"
+
+        return call
+
+    env_step, update = env.step, trainer.ppo.update
+    env.step, trainer.ppo.update = in_phase("env step", env_step), in_phase("ppo update", update)
+    wp.launch = counted
+    trainer.profiling = True
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        trainer.iterate()
+    trainer.profiling = False
+    wp.launch = launch
+    env.step, trainer.ppo.update = env_step, update
+
+    events = prof.events()
+    ranges = [
+        (e.name, e.time_range.start, e.time_range.end)
+        for e in events
+        if e.name in ("env_step", "rollout", "ppo_update")
+    ]
+
+    def where(start: float) -> str:
+        inside = [name for name, a, b in ranges if a <= start <= b]
+        return (
+            "env step"
+            if "env_step" in inside
+            else "rollout, not env step"
+            if "rollout" in inside
+            else ("ppo update" if "ppo_update" in inside else "other")
+        )
+
+    torch_ops = collections.Counter()
+    for e in events:
+        if e.name.startswith("aten::") and e.name not in NOT_KERNELS and not e.cpu_children:
+            torch_ops[(where(e.time_range.start), e.name)] += 1
+    warp_by_phase = collections.Counter()
+    for (where_, _), n in launches.items():
+        warp_by_phase[where_] += n
+    steps = cfg.num_steps_per_env
+    by_phase = collections.Counter()
+    for (where_, _), n in torch_ops.items():
+        by_phase[where_] += n
+    summary = {
+        "task": args.task,
+        "num_envs": args.num_envs,
+        "device": args.device,
+        "num_steps_per_env": steps,
+        "num_mini_batches x epochs": [cfg.algo.num_mini_batches, cfg.algo.num_learning_epochs],
+        "torch_ops_by_phase": dict(by_phase),
+        "warp_launches_by_phase": dict(warp_by_phase),
+        "warp_launches_per_env_step": warp_by_phase["env step"] / steps,
+        "torch_ops_per_env_step": by_phase["env step"] / steps,
+        "torch_ops_per_rollout_step_outside_env": by_phase["rollout, not env step"] / steps,
+        "torch_ops_per_minibatch": by_phase["ppo update"] / (cfg.algo.num_mini_batches * cfg.algo.num_learning_epochs),
+        "top_warp_kernels": collections.Counter({k: n for (_, k), n in launches.items()}).most_common(15),
+        "top_update_ops": [(k, n) for (w, k), n in torch_ops.most_common() if w == "ppo update"][:15],
+    }
+    text = json.dumps(summary, indent=1)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
