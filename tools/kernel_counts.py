@@ -5,11 +5,13 @@ per-iteration cost is made of when its envs are too few to fill it.
 
 Trains TASK for two iterations (compiling what the task compiles), then counts, over a third,
 uncaptured: Warp's kernel launches (the physics and Warp's own kernels of phalanx: `wp.launch`
-calls) and torch's (the profiler's innermost aten ops that compute, views and allocations left
-out), inside the trainer's phases: each env step (env step: physics and observations, rewards,
-resets; the policy's inference and the rollout's records in between), the returns, and the PPO
-update. The counts do not depend on the device much: a CPU run gives what a GPU graph replays,
-but for the physics solver's iterations, which a CUDA graph runs as a conditional loop.
+calls) and torch's (the profiler's aten ops that compute and call no other op that does: views,
+allocations and metadata left out), inside the trainer's phases: each env step (physics and
+observations, rewards, resets), the rest of the rollout (the policy's inference, the records,
+the returns) and the PPO update. The counts are the CPU's: a GPU runs some ops as fewer kernels
+(a linear layer's product and bias as one, torch's multi-tensor norms and Adam as one each) and
+the physics solver's iterations as a conditional loop in its graph: they bound a GPU's count
+from above.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ NOT_KERNELS = {
     "aten::narrow", "aten::permute", "aten::view_as", "aten::expand_as", "aten::flatten", "aten::unflatten",
     "aten::item", "aten::_local_scalar_dense", "aten::result_type", "aten::is_nonzero", "aten::numpy_T",
     "aten::_reshape_alias", "aten::contiguous", "aten::to", "aten::_to_copy", "aten::size", "aten::stride",
-    "aten::resolve_conj", "aten::resolve_neg", "aten::_conj", "aten::conj",
+    "aten::resolve_conj", "aten::resolve_neg", "aten::_conj", "aten::conj", "aten::new_empty",
+    "aten::new_empty_strided",
 }  # fmt: skip
 """Ops that compute nothing on a device (views, metadata, allocations); aten::to of a tensor
 already there is none either, and its real copies show as aten::copy_; resolving the conjugate of
@@ -104,9 +107,21 @@ def main() -> None:
         )
 
     torch_ops = collections.Counter()
-    for e in events:
-        if e.name.startswith("aten::") and e.name not in NOT_KERNELS and not e.cpu_children:
+
+    def computes(e) -> bool:
+        return e.name.startswith("aten::") and e.name not in NOT_KERNELS
+
+    def innermost(e) -> int:
+        """Counts the computing ops under `e` that call no computing op, and `e` if none is under it."""
+        below = sum(innermost(child) for child in e.cpu_children)
+        if below == 0 and computes(e):
             torch_ops[(where(e.time_range.start), e.name)] += 1
+            return 1
+        return below
+
+    for e in events:
+        if e.cpu_parent is None:
+            innermost(e)
     warp_by_phase = collections.Counter()
     for (where_, _), n in launches.items():
         warp_by_phase[where_] += n
@@ -127,7 +142,9 @@ def main() -> None:
         "torch_ops_per_rollout_step_outside_env": by_phase["rollout, not env step"] / steps,
         "torch_ops_per_minibatch": by_phase["ppo update"] / (cfg.algo.num_mini_batches * cfg.algo.num_learning_epochs),
         "top_warp_kernels": collections.Counter({k: n for (_, k), n in launches.items()}).most_common(15),
-        "top_update_ops": [(k, n) for (w, k), n in torch_ops.most_common() if w == "ppo update"][:15],
+        "top_torch_ops_by_phase": {
+            p: [(k, n) for (w, k), n in torch_ops.most_common() if w == p][:12] for p in by_phase
+        },
     }
     text = json.dumps(summary, indent=1)
     print(text)
