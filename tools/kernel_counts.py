@@ -90,21 +90,13 @@ def main() -> None:
     env.step, trainer.ppo.update = env_step, update
 
     events = prof.events()
-    ranges = [
-        (e.name, e.time_range.start, e.time_range.end)
-        for e in events
-        if e.name in ("env_step", "rollout", "ppo_update")
-    ]
+    phases = {"env_step": "env step", "rollout": "rollout, not env step", "ppo_update": "ppo update"}
+    ranges = [(e.name, e.time_range.start, e.time_range.end) for e in events if e.name in phases]
 
     def where(start: float) -> str:
-        inside = [name for name, a, b in ranges if a <= start <= b]
-        return (
-            "env step"
-            if "env_step" in inside
-            else "rollout, not env step"
-            if "rollout" in inside
-            else ("ppo update" if "ppo_update" in inside else "other")
-        )
+        """The innermost phase open at `start` (an env step lies inside the rollout)."""
+        inside = {name for name, a, b in ranges if a <= start <= b}
+        return next((label for name, label in phases.items() if name in inside), "other")
 
     torch_ops = collections.Counter()
 
@@ -122,13 +114,12 @@ def main() -> None:
     for e in events:
         if e.cpu_parent is None:
             innermost(e)
-    warp_by_phase = collections.Counter()
+    warp_by_phase, by_phase = collections.Counter(), collections.Counter()
     for (where_, _), n in launches.items():
         warp_by_phase[where_] += n
-    steps = cfg.num_steps_per_env
-    by_phase = collections.Counter()
     for (where_, _), n in torch_ops.items():
         by_phase[where_] += n
+    steps = cfg.num_steps_per_env
     summary = {
         "task": args.task,
         "num_envs": args.num_envs,

@@ -60,24 +60,26 @@ def all_reduce_s(size_bytes: float, k: int, args: argparse.Namespace) -> float:
     return intra + inter
 
 
+def size_bytes(entry: dict) -> int:
+    """The bytes of a collective that tools/collectives.py recorded (its element count and dtype)."""
+    width = 8 if "64" in entry["dtype"] else 2 if "16" in entry["dtype"] else 4
+    return entry["numel"] * width
+
+
 def collectives_s(counts: dict, k: int, args: argparse.Namespace) -> float:
     """The iteration's all-reduces on k GPUs."""
-    total = 0.0
-    for entry in counts["per_iteration"]:
-        width = 8 if "64" in entry["dtype"] else 2 if "16" in entry["dtype"] else 4
-        total += entry["calls"] * all_reduce_s(entry["numel"] * width, k, args)
-    return total
+    return sum(entry["calls"] * all_reduce_s(size_bytes(entry), k, args) for entry in counts["per_iteration"])
 
 
 def jitter_s(k: int, j4: float) -> float:
     return 0.0 if k == 1 else j4 * math.sqrt(math.log(k) / math.log(4))
 
 
-def measured_efficiency(path: Path | None) -> dict[int, float]:
-    """GPUs -> efficiency of a `phalanx bench scaling` run (its valid rows)."""
+def measured(path: Path | None) -> dict[int, dict]:
+    """GPUs -> row of a `phalanx bench scaling` run (its valid rows)."""
     if path is None:
         return {}
-    return {r["gpus"]: r["efficiency"] for r in json.loads(path.read_text())["results"] if r["valid"]}
+    return {r["gpus"]: r for r in json.loads(path.read_text())["results"] if r["valid"]}
 
 
 def main() -> None:
@@ -103,19 +105,15 @@ def main() -> None:
     counts = json.loads(args.collectives.read_text())
     if args.probe is not None:  # a and b of this node: the smallest and the largest all-reduce timed
         rows = json.loads(args.probe.read_text())
-        timed = sorted((r["numel"] * 4, r.get("graph_us", r["eager_us"])) for r in rows["all_reduces"])
+        timed = sorted((size_bytes(r), r.get("graph_us", r["eager_us"])) for r in rows["all_reduces"])
         k = rows["world_size"]
         args.a_us = timed[0][1]
         if timed[-1][0] > timed[0][0] and timed[-1][1] > timed[0][1]:
             args.b_gbs = 2 * (k - 1) / k * (timed[-1][0] - timed[0][0]) / ((timed[-1][1] - timed[0][1]) * 1e-6) / 1e9
+    weak_seen, strong_seen = measured(args.weak_measured), measured(args.strong_measured)
     j4 = 0.0
-    if args.weak_measured is not None:
-        measured = {
-            r["gpus"]: r["epoch_s"] for r in json.loads(args.weak_measured.read_text())["results"] if r["valid"]
-        }
-        if 1 in measured and 4 in measured:
-            j4 = max(0.0, measured[4] - measured[1] - collectives_s(counts, 4, args))
-    weak_seen, strong_seen = measured_efficiency(args.weak_measured), measured_efficiency(args.strong_measured)
+    if 1 in weak_seen and 4 in weak_seen:
+        j4 = max(0.0, weak_seen[4]["epoch_s"] - weak_seen[1]["epoch_s"] - collectives_s(counts, 4, args))
     strong_1, weak_1 = t1(points, args.total_envs), t1(points, args.envs)
     results = []
     for k in (int(x) for x in args.gpus.split(",")):
@@ -129,11 +127,11 @@ def main() -> None:
                 "weak_envs_per_gpu": args.envs,
                 "weak_ms": (weak_1 + c + j) * 1e3,
                 "weak_efficiency": weak_1 / (weak_1 + c + j),
-                "weak_measured": weak_seen.get(k),
+                "weak_measured": weak_seen[k]["efficiency"] if k in weak_seen else None,
                 "strong_envs_per_gpu": args.total_envs / k,
                 "strong_ms": strong * 1e3,
                 "strong_efficiency": strong_1 / (k * strong),
-                "strong_measured": strong_seen.get(k),
+                "strong_measured": strong_seen[k]["efficiency"] if k in strong_seen else None,
             }
         )
     config = {name: getattr(args, name) for name in ("node_gpus", "a_us", "b_gbs", "a_net_us", "b_net_gbs")}
