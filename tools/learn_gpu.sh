@@ -8,8 +8,9 @@
 # share one GPU at once (each with --gpus 0), which overlaps their start-ups; their times then
 # count a shared GPU.
 # Videos (bench learn's default) need imageio and imageio-ffmpeg on the machine: stage them with
-# the rest (`stage.sh ... imageio-ffmpeg==0.8.1`, and imageio==2.38.1 pillow==12.0.0 where the
-# machine lacks them: bench learn names what is missing before it starts), or pass --videos none.
+# the rest (`stage.sh ... imageio-ffmpeg==0.6.0`: 0.8.1's wheel, 68 MB, is over a carry; and
+# imageio==2.38.1 pillow==12.0.0 where the machine lacks them: bench learn names what is missing
+# before it starts), or pass --videos none.
 # SRC=DIR (with PHALANX_COMMIT=HASH) runs another commit's code: `git archive HASH src | tar -x -C DIR`
 # here, and carry DIR, to finish a suite over several sessions at one commit.
 # $OUT/learn.tgz: the run directory without caches and checkpoints (bench.json, report.md, plots,
