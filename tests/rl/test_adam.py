@@ -112,3 +112,27 @@ def test_no_torch_dynamo_import() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda s: s[1].update(exp_avg=torch.zeros(3, 3)), "exp_avg of parameter 1 is torch.float32 (3, 3)"),
+        (lambda s: s[0].update(exp_avg_sq=torch.zeros(16, 5, dtype=torch.int64)), "exp_avg_sq of parameter 0"),
+        (lambda s: s[0].update(step=torch.zeros(2)), "step of parameter 0 is not one number"),
+        (lambda s: s.update({7: s[0]}), "state for parameter 7, the policy has 4"),
+    ],
+    ids=["shape", "dtype", "step", "index"],
+)
+def test_a_state_that_does_not_fit_the_parameters_is_refused(change, reason: str) -> None:
+    """Fused kernels given moments of another shape read past them (an internal assert, then a
+    crash of the process): such state is refused before it is kept."""
+    net, _ = _nets()
+    opt = FusedAdam(net.parameters(), lr=torch.tensor(1e-2))
+    _train(net, opt, opt.lr, 2)
+    state = _saved_and_loaded(opt.state_dict())
+    change(state["state"])
+    fresh = FusedAdam(net.parameters(), lr=torch.tensor(1e-2))
+    with pytest.raises(ValueError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+        fresh.load_state_dict(state)
+    assert fresh.state == {}

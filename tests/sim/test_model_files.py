@@ -89,6 +89,8 @@ def test_a_user_model_travels_in_the_checkpoint_and_the_run_directory(tmp_path: 
     checkpoint = run / "checkpoints" / "model_last.pt"
     assert main(["play", "my-robot", "--checkpoint", str(checkpoint), "--device", "cpu", "--num-envs", "2"]) == 0
     assert "episodes finished" in capsys.readouterr().out
+    assert main(["export", "my-robot", "--checkpoint", str(checkpoint), "--out", str(tmp_path / "exported")]) == 0
+    assert (tmp_path / "exported" / "policy.json").is_file()
     # A resumed run carries the model on, though its file is gone.
     resumed = phalanx.train(
         env, phalanx.train_cfg("cartpole"), run_dir=str(run), resume="last", **TINY | {"max_iterations": 3}

@@ -99,7 +99,18 @@ HOSTILE = {
         lambda s: s | {"ppo": s["ppo"] | {"optimizer": {"state": {}, "param_groups": "x"}}},
         "its learner or env state does not fit this run (TypeError",
     ),
+    "moments": (
+        lambda s: s | {"ppo": s["ppo"] | {"optimizer": _moment(s["ppo"]["optimizer"], 1, torch.zeros(3, 3))}},
+        "does not fit this run (ValueError: optimizer state exp_avg of parameter 1 is torch.float32 (3, 3)",
+    ),
 }
+
+
+def _moment(optimizer: dict, index: int, value: torch.Tensor) -> dict:
+    """`optimizer` (a state dict) with parameter `index`'s first moment replaced by `value`."""
+    state = dict(optimizer["state"])
+    state[index] = state[index] | {"exp_avg": value}
+    return optimizer | {"state": state}
 
 
 @pytest.mark.parametrize("case", list(HOSTILE))
@@ -117,6 +128,25 @@ def test_hostile_values_in_a_checkpoint_are_one_line(case: str, tmp_path: Path, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and (f"checkpoint: {path}" in err or f"--resume {path}" in err), err
     assert reason in err, err
+    assert not (tmp_path / "again").exists(), "a refused resume leaves no run directory behind"
+
+
+def test_an_off_policy_optimizer_state_of_another_shape_is_one_line(tmp_path: Path, capsys) -> None:
+    """TD3's critic moments of another shape: refused in one line before the run directory is
+    written, where torch's AdamW would fail at its first step."""
+    command = ["train", "cartpole", "--algo", "td3", "--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4",
+               "--algo.batch-size", "16", "--algo.buffer-size", "20", "--algo.learning-starts", "2"]  # fmt: skip
+    assert main([*command, "--max-iterations", "1", "--run-dir", str(tmp_path / "run")]) == 0
+    state = torch.load(tmp_path / "run" / "checkpoints" / "model_last.pt", weights_only=True)
+    learner = next(key for key, value in state.items() if isinstance(value, dict) and "critic_optimizer" in value)
+    state[learner]["critic_optimizer"] = _moment(state[learner]["critic_optimizer"], 0, torch.zeros(2))
+    path = tmp_path / "hostile.pt"
+    torch.save(state, path)
+    capsys.readouterr()
+    assert main([*command, "--max-iterations", "2", "--resume", str(path), "--run-dir", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "optimizer state exp_avg of parameter 0 is torch.float32 (2,)" in err, err
+    assert not (tmp_path / "again").exists()
 
 
 @pytest.mark.parametrize("algo", ["ppo", "td3"])

@@ -94,6 +94,7 @@ class FusedAdam:
             raise ValueError(
                 f"optimizer state for {len(group['params'])} parameters, the policy has {len(self.params)}"
             )
+        check_adam_state(state_dict, self.params)
         self.state = {}
         for i, saved in state_dict["state"].items():
             p = self.params[int(i)]
@@ -102,3 +103,26 @@ class FusedAdam:
                 "exp_avg": saved["exp_avg"].to(device=p.device, dtype=p.dtype, copy=True),
                 "exp_avg_sq": saved["exp_avg_sq"].to(device=p.device, dtype=p.dtype, copy=True),
             }
+
+
+def check_adam_state(state_dict: dict, params: list[torch.Tensor]) -> None:
+    """Refuses (ValueError) an Adam state dict whose per-parameter state does not fit `params`: an
+    index out of range, moments of another shape or not floating point, a step that is not one
+    number. torch's fused kernels read such state past its end and can crash the process."""
+    for key, saved in state_dict["state"].items():
+        i = int(key)
+        if not 0 <= i < len(params):
+            raise ValueError(f"optimizer state for parameter {key!r}, the policy has {len(params)}")
+        shape = tuple(params[i].shape)
+        for name in ("exp_avg", "exp_avg_sq"):
+            moment = saved[name]
+            if not isinstance(moment, torch.Tensor) or not moment.is_floating_point() or tuple(moment.shape) != shape:
+                got = (
+                    f"{moment.dtype} {tuple(moment.shape)}"
+                    if isinstance(moment, torch.Tensor)
+                    else type(moment).__name__
+                )
+                raise ValueError(f"optimizer state {name} of parameter {i} is {got}, the parameter is {shape}")
+        step = saved["step"]
+        if not (isinstance(step, torch.Tensor) and step.numel() == 1) and not isinstance(step, int | float):
+            raise ValueError(f"optimizer state step of parameter {i} is not one number")

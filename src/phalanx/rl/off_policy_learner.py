@@ -13,6 +13,7 @@ from torch import nn
 
 from phalanx.core.errors import ConfigError
 from phalanx.dist import DistContext
+from phalanx.rl.adam import check_adam_state
 from phalanx.rl.critics import TwinCritic
 from phalanx.rl.normalizer import EmpiricalNormalizer
 from phalanx.rl.replay import ReplayBuffer
@@ -187,6 +188,8 @@ class OffPolicyLearner:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in ("actor_optimizer", "critic_optimizer"):
+            check_adam_state(state[name], [p for group in getattr(self, name).param_groups for p in group["params"]])
         for name in ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer"):
             getattr(self, name).load_state_dict(state[name])
         self.obs_norm.load_state_dict(state["obs_norm"])

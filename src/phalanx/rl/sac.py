@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from phalanx.rl.adam import check_adam_state
 from phalanx.rl.critics import TwinCritic, critic_loss
 from phalanx.rl.models import mlp
 from phalanx.rl.off_policy_learner import OffPolicyLearner
@@ -169,4 +170,5 @@ class SAC(OffPolicyLearner):
         super().load_state_dict(state)
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
+        check_adam_state(state["alpha_optimizer"], [self.log_alpha])
         self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
