@@ -64,6 +64,8 @@ def test_the_guides_urdf_robot_trains_and_plays_with_a_video(tmp_path: Path) -> 
     trained = _phalanx(tmp_path, "train", "reacher-urdf", *module, *flags)
     assert trained.returncode == 0, trained.stderr[-2000:]
     assert "reacher.urdf" in json.loads((run / "config.json").read_text())["env"]["model"]
+    urdf = tmp_path / "my_reacher" / "reacher.urdf"
+    urdf.rename(tmp_path / "elsewhere.urdf")  # the URDF travels in the checkpoint: play needs no file
     video = tmp_path / "reacher-urdf.mp4"
     played = _phalanx(tmp_path, "play", "reacher-urdf", *module, "--checkpoint", str(run), "--device", "cpu",
                       "--num-envs", "4", "--steps", "20", "--video", str(video))  # fmt: skip
