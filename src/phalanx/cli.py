@@ -1,24 +1,4 @@
-"""The `phalanx` command line: list, train, play, view, export, bench.
-
-    phalanx list
-    phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
-                       [--resume CKPT|RUN_DIR|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
-                       [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
-                       [--config RUN/config.json]   (a run's settings again; flags after it on top)
-                       [--viewer [--viewer-port 8080]]   (the training live on a web page)
-    phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
-                      [--logger tensorboard|wandb|none]
-    phalanx play TASK --policy zero|random [...]      (a look at a task before training)
-    phalanx view TASK --checkpoint P|RUN_DIR|last | --policy zero|random [--num-envs N] [--port 8080]
-                      (the envs live on a web page)
-    phalanx export TASK --checkpoint P|RUN_DIR|last [--format onnx|torchscript] [--out DIR]
-    phalanx bench throughput|envs|scaling|startup|compare|learn|report|docs ...
-                      (`phalanx bench --help` says what each measures)
-
-`--module my_task.py` (any command) loads a task file that calls `phalanx.register`, unpackaged.
-`phalanx train TASK --help` lists the training flags, `--help-env` also the task's env flags:
-`--env.*` sets any field of the task's config, e.g. `phalanx train cartpole --env.episode-length-s 2
---env.rewards.alive.weight 2`.
+"""The `phalanx` command line: list, train, play, view, export, bench; `USAGE` is its `--help`.
 
 User errors (unknown task, bad flag values, missing or foreign checkpoints) print one line and
 exit with status 2; anything else is a bug and keeps its traceback.
@@ -50,6 +30,32 @@ if TYPE_CHECKING:
     from phalanx.training.play import Episodes, Played
 
 COMMANDS = ("list", "train", "play", "view", "export", "bench")
+USAGE = """The `phalanx` command line: list, train, play, view, export, bench.
+
+    phalanx list
+    phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
+                       [--resume CKPT|RUN_DIR|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
+                       [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
+                       [--config RUN/config.json]   (a run's settings again; flags after it on top)
+                       [--viewer [--viewer-port 8080]]   (the training live on a web page)
+    phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
+                      [--logger tensorboard|wandb|none]
+    phalanx play TASK --policy zero|random [...]      (a look at a task before training)
+    phalanx view TASK --checkpoint P|RUN_DIR|last | --policy zero|random [--num-envs N] [--port 8080]
+                      (the envs live on a web page)
+    phalanx export TASK --checkpoint P|RUN_DIR|last [--format onnx|torchscript] [--out DIR]
+    phalanx bench throughput|envs|scaling|startup|compare|learn|report|docs ...
+                      (`phalanx bench --help` says what each measures)
+
+`--module my_task.py` (any command) loads a task file that calls `phalanx.register`, unpackaged.
+`phalanx train TASK --help` lists the training flags, `--help-env` also the task's env flags:
+`--env.*` sets any field of the task's config, e.g. `phalanx train cartpole --env.episode-length-s 2
+--env.rewards.alive.weight 2`.
+
+User errors (unknown task, bad flag values, missing or foreign checkpoints) print one line and
+exit with status 2; anything else is a bug and keeps its traceback.
+"""
+"""What `phalanx` and `phalanx --help` print."""
 
 
 @dataclass
@@ -352,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     console = wide_console()
     if not args or args[0] in ("-h", "--help"):
-        console.print(__doc__.strip())
+        console.print(USAGE.strip())
         return 0 if args else 2
     command, rest = args[0], args[1:]
     if command not in COMMANDS:

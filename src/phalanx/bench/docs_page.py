@@ -1,15 +1,13 @@
 """`phalanx bench docs PAGE`: rebuilds each table of a docs page from the raw results it names.
 
 A table is written between two markers; the first names its kind and its raw results, as paths or
-globs relative to the page (a folder stands for its bench.json), and options: `tasks=cartpole,ant`
-keeps some tasks only, `levels=5,10,20` gives a milestones table its levels:
+globs relative to the page (a folder stands for its bench.json), and options (`tasks=cartpole,ant`,
+`levels=5,10,20` for a milestones table):
 
     <!-- bench-table throughput: results/throughput-h200-2026-11-29/*.json -->
-    ...the generated table and its notes...
     <!-- bench-table end -->
 
-`--check` rebuilds nothing and fails where a table differs from what its results give, so a hand
-edit, or raw results added without the table, is caught by the tests."""
+`--check` rebuilds nothing and fails where a table differs from what its results give."""
 
 from __future__ import annotations
 

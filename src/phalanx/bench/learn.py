@@ -2,20 +2,12 @@
 the task's defaults on today's code, still reach the result the task declares when it is
 registered (`phalanx.register(..., result=LearningResult(...))`), and how fast from launch?
 
-Each task and seed trains in a fresh process (`LearnJob`), one job per GPU at a time, the jobs of
-all tasks spread over the GPUs. With `cold`, each task first runs once more with its caches
-emptied (Warp's kernels, inductor's and Triton's compiled graphs, CUDA's): a fresh machine's
-start. A run that starts on a task's empty caches fills them for the others, which wait until it
-has compiled (two iterations); each run records whether its caches were cold or warm. A
-task whose actions command a frozen low-level policy (anymal-nav) trains over the policy of its
-low-level task's run with the same seed, and a task whose result names a teacher learns from
-that task's run with the same seed (`--teacher`); that run must be in the suite. A job stops at its
-threshold or at its budget, or ends by itself; one that fails is reported with its log tail and
-the others go on. Videos of the trained policies are played once every job is done, so that
-their processes take nothing from a timed run.
-
-A task passes when at least two thirds of its seeds (2 of 3; the extra cold run aside) reach its
-threshold within its budget.
+Each task and seed trains in a fresh process (`LearnJob`), one job per GPU at a time; with `cold`,
+each task first runs once more on emptied caches (a fresh machine's start), and runs that would
+share a task's empty caches wait until it has compiled. A task over a frozen low-level policy or a
+teacher trains over that task's run with the same seed, which must be in the suite. A job stops at
+its threshold or budget; a failed one is reported with its log tail. Videos are played once all
+jobs are done, off the clock. A task passes when two thirds of its seeds reach its threshold.
 """
 
 from __future__ import annotations

@@ -4,14 +4,10 @@ loaded (compiled, or read from the kernel cache). Writes one JSON result.
 
     python -m phalanx.bench.startup_probe TASK NUM_ENVS DEVICE OUT.json
 
-The launching process passes its clock at launch in PHALANX_LAUNCH_T (seconds since the epoch),
-so the first phase includes the interpreter's own start.
-
-Where the time goes: the main thread is sampled ten times a second (what it runs: torch.compile,
-a wait for Warp's module loads, other work) together with the machine's busy CPU cores, and each
-Warp module's load is placed on the same clock (it ends when Warp logs it). A phase whose main
-thread mostly waits for Warp is bound by the compile of the physics, one mostly in torch.compile
-by tracing.
+The launcher passes its clock at launch in PHALANX_LAUNCH_T (seconds since the epoch), so the
+first phase includes the interpreter's start. The main thread is sampled ten times a second (in
+torch.compile, waiting for Warp's module loads, or other) with the busy CPU cores, and each Warp
+module's load is placed on the same clock.
 """
 
 from __future__ import annotations

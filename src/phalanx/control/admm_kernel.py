@@ -1,31 +1,13 @@
 """`BatchedQP`'s whole solve as one Warp kernel (`QPSettings.backend="warp"`): one thread per
-problem runs every ADMM step.
+problem runs every ADMM step, so a solve is one launch, where torch operations launch several
+kernels per step (at a control loop's batch the launches, not the arithmetic, set the time).
 
-A solve written as torch operations launches several kernels per ADMM step, each reading every
-problem once: at a control loop's batch (a few thousand robots) the launches, not the arithmetic,
-set its time on a GPU. Here one thread takes one problem through the warm start, the ADMM
-matrix's inverse, the fixed number of steps with their step-size updates, OSQP's infeasibility
-certificates and the residuals, and writes back the solution and the next warm start: the
-algorithm of `BatchedQP`'s torch steps, operation for operation but one (y / rho is y x (1 / rho),
-the reciprocal taken once per run of steps). On a CPU the threads run one
-after another (there the torch steps are the default).
-
-The problem sizes are compile-time constants of the kernel (one kernel per dtype and size), so
-each thread keeps its problem's vectors, H and the inverse as local values: registers, and where
-they do not fit, local memory that the GPU caches per multiprocessor, laid out so that a warp's
-threads read consecutive addresses. The inputs keep torch's batch-first layout; a constraint
-matrix shared by every problem is read from one copy (A's first dimension is then 1).
-
-How it is written sets much of its speed (each choice measured against the alternative:
-docs/results/qp-kernel-h100-2026-11-27 and qp-kernel-blocks-h100-2026-11-27):
-- Products with A' and A' diag(rho) A add A's rows one after another, each row's n products
-  independent of each other: faster, and the kernel compiles in half the time.
-- The steps run in runs between rho updates, so the loop of steps assigns neither K nor rho
-  (assigned in that loop, K would be selected and copied at every step).
-- One step is a function, called for all but the last step of a run and then for the last one
-  after keeping x and y for the certificates (not kept at every step).
-- The steps multiply y by 1 / rho, taken once per run, instead of dividing it by rho: a float
-  division is a sequence of instructions with a slow path.
+It runs `BatchedQP`'s torch steps operation for operation (warm start, the ADMM matrix's inverse,
+the steps and their rho updates, OSQP's certificates, the residuals) but one: y / rho is
+y x (1 / rho), the reciprocal taken once per run of steps. The problem sizes are compile-time
+constants (one kernel per dtype and size), so each thread keeps its problem in local values. The
+inputs keep torch's batch-first layout; a constraint matrix shared by every problem (A's first
+dimension 1) is read from one copy. On a CPU the threads run one after another.
 """
 
 # No `from __future__ import annotations`: Warp reads the kernel's annotations as types.
@@ -277,7 +259,9 @@ def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
         x_prev = x
         y_prev = y
         done = int(0)  # noqa: UP018 (Warp: a variable the loop changes, not a constant)
-        while done < iterations:  # in runs of `adapt_every` steps (all in one when 0), rho fixed in each
+        # In runs of `adapt_every` steps (all in one when 0), rho fixed in each: the steps' loop then assigns
+        # neither K nor rho, which it would otherwise select and copy at every step.
+        while done < iterations:
             if done > 0:
                 base = adapted(base, H, g, A, a, x, z, y, adapt_tolerance, converged, tiny)
                 rho = row_step_sizes(base, lower, upper, equality_scale)
@@ -288,7 +272,7 @@ def admm_solve_kernel(T: type, n: int, m: int) -> wp.Kernel:
                 steps = wp.min(steps, adapt_every)
             for _ in range(steps - 1):
                 x, z, y = admm_step(H, g, A, a, K, rho, inv_rho, lower, upper, alpha, x, z, y)
-            x_prev = x  # the last step's change certifies infeasibility
+            x_prev = x  # the last step's change certifies infeasibility (kept once per run, not every step)
             y_prev = y
             x, z, y = admm_step(H, g, A, a, K, rho, inv_rho, lower, upper, alpha, x, z, y)
             done += steps

@@ -31,20 +31,15 @@ def proxsuite_problem(H: np.ndarray, g: np.ndarray, A: np.ndarray, l: np.ndarray
 
 
 class HostQP:
-    """Solves batches of `batch` QPs of `n` variables and `m` constraints as `BatchedQP` does
-    (same inputs, same `QPSolution`; its tensors in `tensor_kw`'s dtype and device), each problem
-    with its own proxsuite dense QP on the host, warm-started from that problem's last x and y
-    (`reset` zeroes them: the problem then starts cold, from x = 0, y = 0).
-
-    A solve makes one copy of the batch to the host (float64; a shared A is a second, small one),
-    then runs proxsuite on each problem in turn to `eps_abs` (inf-norm of the primal and dual
-    residuals) or `max_iter` iterations, then makes one copy of the solutions, residuals and flags
-    back. Each problem's proxsuite QP is set up (its preconditioner too) at its first solve and
-    updated with the new data after, as one robot's controller would reuse its solver. A problem is
-    flagged primal (dual) infeasible where proxsuite certifies it, or where proxsuite stopped
-    without a solution and the primal (else the dual) residual is above `eps_abs`: proxsuite 0.8
-    runs many infeasible problems of inequality rows to `max_iter` without its certificate. x and y
-    are never NaN: a problem whose iterates are not finite returns x = 0, y = 0."""
+    """Solves batches of `batch` QPs of `n` variables and `m` constraints as `BatchedQP` does (same
+    inputs, same `QPSolution`, in `tensor_kw`'s dtype and device), each with its own proxsuite dense
+    QP on the host, set up at its first solve and warm-started from its last x and y after (`reset`
+    zeroes them). A solve copies the batch to the host once (float64), solves each problem in turn to
+    `eps_abs` (inf-norm of the residuals) or `max_iter` iterations, and copies the results back once.
+    A problem is flagged primal (dual) infeasible where proxsuite certifies it, or where it stopped
+    without a solution and the primal (else the dual) residual is above `eps_abs` (proxsuite runs many
+    infeasible problems to `max_iter` without a certificate). x and y are never NaN: a problem whose
+    iterates are not finite returns x = 0, y = 0."""
 
     def __init__(self, batch: int, n: int, m: int, eps_abs: float = 1e-6, max_iter: int = 1000, **tensor_kw):
         try:

@@ -1,36 +1,13 @@
 """Convex centroidal MPC of a legged robot, batched (Di Carlo et al. 2018, the MIT Cheetah 3's):
-the ground reaction forces over a horizon of N control intervals that best track a reference of
-the body's state, as one QP per robot in `BatchedQP`'s form, so that thousands of robots solve at
-once on the GPU (or one by one on the CPU with `HostQP`, the same QPs).
+the ground reaction forces over a horizon of N intervals that best track a reference of the body's
+state, as one QP per robot in `BatchedQP`'s form (`HostQP`'s on the CPU, the same QPs).
 
-The body's state x (12): roll, pitch, yaw; the center of mass's position; the angular velocity and
-the linear velocity, both in world axes. Over an interval of `dt` (forward Euler),
-
-    x+ = A x + B_t f_t + d,   A = I + dt [[0, 0, Rz' , 0], [0, 0, 0, I], 0, 0],
-    B_t = dt [0; 0; I_w^-1 [r_1]x ... I_w^-1 [r_k]x; I/m ... I/m],   d = dt [0; 0; 0; (0, 0, -g)],
-
-linearized about the current yaw (Rz: the rotation by it; I_w = Rz I_body Rz': the inertia in world
-axes), with r_i foot i relative to the center of mass at interval t. The QP is condensed: the
-forces of every interval are its only variables (3 k N), the predicted states X = Gamma F + X_free
-(X_free: where the body goes with no force), and
-
-    minimize  sum_t |x_t - x_ref,t|^2_Q + w |(f_t - f_ref,t) / (m g)|^2
-    subject to  |f_x|, |f_y| <= mu f_z,  0 <= f_z <= f_max (0 for a foot in the air at interval t)
-
-with f_ref,t each foot on the ground at interval t carrying an equal share of the weight (so a
-body at rest on the reference holds still at every interval, to the horizon's end, where the last
-forces move no state the cost weighs much). Every row bounds one interval's forces, so every robot
-has the same constraint matrix (the fast case of `BatchedQP`). It is always feasible (f = 0
-satisfies every row): a robot with no foot on the ground over the horizon gets zero forces, never
-a failed solve. The variables are the forces in units of the robot's weight (`forces` turns a
-solution into newtons): in newtons H's entries are of order 1e-4 for a 40 kg robot, and proxsuite
-did not converge; in weights they are of order one whatever the robot's mass.
-
-Why `BatchedQP`'s dense ADMM still fits a QP of 120 variables and 200 rows (N = 10, four feet):
-the constraint matrix is shared and block diagonal, and H is dense anyway (every force moves every
-later state); the ADMM matrix is inverted once per step size (O(n^3) per robot, batched), each
-step is then matrix-vector products. Its one-thread-per-problem Warp kernel holds an n x n matrix
-per thread, made for the 12-variable force QP: MPC solves with the torch backend.
+The state x (12, `STATE`) follows x+ = A x + B_t f_t + d (forward Euler, linearized about the
+current yaw). The QP is condensed (X = Gamma F + X_free: the forces are its only variables) and
+minimizes sum_t |x_t - x_ref,t|^2_Q + w |(f_t - f_ref,t) / (m g)|^2 within friction pyramids and
+0 <= f_z <= f_max (0 off the ground), f_ref sharing the weight among the standing feet. f = 0 is
+always feasible and every robot has the same constraint matrix. The variables are forces in units
+of the robot's weight (`forces` gives newtons): H's entries are then of order one whatever its mass.
 """
 
 # The control literature's names (A, B, H, Q, X) read better here than PEP 8's.
@@ -109,6 +86,8 @@ class CentroidalMPC:
         self.d[11] = -gravity * cfg.dt
         self.Q = torch.tensor(cfg.state_weights, **kw).repeat(N)
         self.R = cfg.force_weight * torch.eye(n * N, **kw)
+        # Shared and block diagonal (BatchedQP's fast case); H is dense anyway (every force moves every later
+        # state), so dense ADMM fits. The QP is too large for the Warp kernel's per-thread matrices: torch backend.
         self.A = torch.block_diag(*[ForceDistributionQP(num_feet, mu, f_max, dtype=dtype, device=device).A] * N)
         self.f_max_share = f_max / self.weight
         # Gamma's block (row interval r, force interval j) is A^(r - j) B_j where j <= r.

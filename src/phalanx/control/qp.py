@@ -3,18 +3,11 @@
     minimize 1/2 x'Hx + g'x  subject to  l <= Ax <= u        (per problem; l = u: an equality)
 
 OSQP's ADMM (Stellato et al. 2020) on a fixed schedule, so a solve runs inside a captured CUDA
-graph: no host reads, no data-dependent loop. A solve can first equilibrate every problem (Ruiz
-scaling, as OSQP does; `scaling_iterations`), then runs `iterations` ADMM steps, as torch
-operations or as one Warp kernel (`QPSettings.backend`). The ADMM matrix
-H + sigma I + A' diag(rho) A is inverted once per rho (batched Gauss-Jordan elimination), so a
-step is matrix-vector products and elementwise work; rho adapts to the ratio of the residuals
-every `adapt_every` steps and at the end of a solve. Solutions, multipliers and step sizes
-warm-start the next solve of the same problems.
-
-Every problem reports its primal and dual residuals (inf-norms, unscaled) and two flags, OSQP's
-certificates on the last ADMM step: `primal_infeasible` (no x satisfies the constraints) and
-`dual_infeasible` (the objective is unbounded below). A flagged problem's x is finite but
-meaningless; nothing is ever NaN for finite H, g, A and bounds that are finite or infinite.
+graph: no host reads, no data-dependent loop. After optional Ruiz scaling (`scaling_iterations`),
+`iterations` steps run as torch operations or one Warp kernel (`QPSettings.backend`); rho adapts
+every `adapt_every` steps; solutions, multipliers and step sizes warm-start the next solve. Each
+problem reports its residuals (inf-norms, unscaled) and OSQP's certificates `primal_infeasible`
+and `dual_infeasible` (x then finite but meaningless); nothing is NaN for finite H, g and A.
 """
 
 # The QP literature's names (H, A, l, u, K) read better here than PEP 8's.

@@ -14,38 +14,38 @@ class VecEnv(abc.ABC):
 
     All tensors live on `device` and lead with `num_envs`. Done envs reset automatically inside
     `step`; nothing in `step` synchronizes with the host.
-
-    Attributes:
-        num_envs: number of environments.
-        device: the torch device of every tensor going in and out.
-        observation_spec: observation group name -> shape of one env's observation, e.g.
-            {"policy": (60,)}; a "critic" group, if there is one, is the critic's (privileged).
-            Vectors are float32; images (H, W, C) float32 or, for RGB, uint8.
-        obs: the current observations (group -> (num_envs, *shape)), as the last `reset` or
-            `step` returned them.
-        action_dim: size of one env's action vector.
-        max_episode_length: episode time limit in env steps.
-        step_dt: seconds of simulated time per env step.
-        capture: whether `step` replays a CUDA graph (its outputs are then static buffers and a
-            learner may record its own work around it as graphs too).
-        reset_pending: whether the env waits for its first `reset` (made with `reset=False`):
-            `obs` are placeholders of the right shapes, and the reset may take long (a
-            `TaskEnv`'s traces its compiled step), so a learner may start work to run beside it.
-        reward_names: the reward terms of `extras["episode"]["terms"]`, in order.
-        metric_names: the metrics of `extras["episode"]["metrics"]`, in order.
     """
 
     num_envs: int
+    """Number of environments."""
     device: torch.device
+    """The torch device of every tensor going in and out."""
     observation_spec: dict[str, tuple[int, ...]]
+    """Observation group name -> shape of one env's observation, e.g. {"policy": (60,)}; a "critic"
+    group, if there is one, is the critic's (privileged). Vectors are float32; images (H, W, C)
+    float32 or, for RGB, uint8."""
     obs: dict[str, torch.Tensor]
+    """The current observations (group -> (num_envs, *shape)), as the last `reset` or `step`
+    returned them."""
     action_dim: int
+    """Size of one env's action vector."""
     max_episode_length: int
+    """Episode time limit in env steps."""
     step_dt: float
+    """Seconds of simulated time per env step."""
     capture: bool = False
+    """Whether `step` replays a CUDA graph (its outputs are then static buffers and a learner may
+    record its own work around it as graphs too)."""
     reset_pending: bool = False
+    """Whether the env waits for its first `reset` (made with `reset=False`): `obs` are
+    placeholders of the right shapes, and the reset may take long (a `TaskEnv`'s traces its
+    compiled step), so a learner may start work to run beside it."""
     reward_names: list[str] = []  # noqa: RUF012 (read-only default: no terms)
+    """The reward terms of `extras["episode"]["terms"]` (term name -> (num_envs,) episode sum), in
+    order."""
     metric_names: list[str] = []  # noqa: RUF012
+    """The metrics of `extras["episode"]["metrics"]` (name -> (num_envs,) mean over the episode's
+    steps, or its last value), in order."""
 
     @abc.abstractmethod
     def reset(self) -> dict[str, torch.Tensor]:
@@ -55,23 +55,16 @@ class VecEnv(abc.ABC):
     def step(
         self, actions: torch.Tensor
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """Applies `actions` (num_envs, action_dim) and advances every env by one step.
-
-        The returned tensors may be buffers the next call overwrites (a captured CUDA graph's
-        outputs): copy what you keep across steps.
+        """Applies `actions` (num_envs, action_dim) and advances every env by one step; the returned
+        tensors may be buffers the next call overwrites (a captured CUDA graph's): copy what you keep.
 
         Returns:
             obs: group -> (num_envs, *shape), after the auto-reset of done envs.
             reward: (num_envs,) float.
             terminated: (num_envs,) bool, the episode ended in a terminal state (no bootstrap).
             truncated: (num_envs,) bool, the episode hit a time limit (bootstrap from final_obs).
-            extras: "final_obs": observations before the auto-reset (group -> tensor; rows of
-                done envs hold their last observation); "episode": per-env statistics of the
-                episodes that ended this step, valid where "done" is True: "done", "return",
-                "length", "terms" (reward term name -> episode sum) and "metrics" (metric
-                name -> mean over the episode's steps, or its last value); "log": scalar device
-                tensors the trainer logs as env/NAME (their mean over ranks), e.g. the mean
-                terrain level.
+            extras: "final_obs" (observations before the auto-reset); "episode" ("done", and where it is
+                True "return", "length", "terms", "metrics"); "log" (device scalars logged as env/NAME).
         """
 
     def randomize_time_limits(self) -> None:  # noqa: B027 (optional: this default does nothing)

@@ -1,12 +1,10 @@
 """The torchrun that `phalanx train --gpus N` becomes: `torch.distributed.run`, except that a
 signal which stops the job (a scheduler's SIGTERM, Ctrl-C) ends it with one line and the shell's
-status for that signal (128 + its number) instead of torchrun's traceback. torchrun's agent has
-forwarded the signal to every rank and waited for them (each phalanx rank finishes its iteration
-and saves) before it raises; it waits `SHUTDOWN_GRACE_S` (torchrun's --shutdown-timeout, 30 s by
-default: less than one iteration of a large job, whose ranks it then killed unsaved), or
-TORCH_ELASTIC_SHUTDOWN_TIMEOUT where set. A rank it had to kill makes the line say that no
-checkpoint was written for the stop, and the status 1. A rank that fails or is killed ends the job
-with torchrun's summary of the failures (root cause first) and the status 1.
+status for that signal (128 + its number) instead of torchrun's traceback. torchrun forwards the
+signal to every rank (each finishes its iteration and saves) and waits `SHUTDOWN_GRACE_S`, or
+TORCH_ELASTIC_SHUTDOWN_TIMEOUT where set; a rank it had to kill makes the line say that no
+checkpoint was written, and the status 1. A rank that fails ends the job with torchrun's summary
+of the failures (root cause first) and the status 1.
 
     python -m phalanx.dist.launch TORCHRUN_ARGS...
 """

@@ -1,14 +1,11 @@
 """Stops a distributed job whose ranks stall, naming the ranks that are behind.
 
-Every rank publishes its `Progress` (a count of the work it has begun and the phase it is in) to
-the job's key-value store once a second from a background thread, from the moment it joins the
-job. A rank whose own count has not moved for `timeout_s` (`startup_timeout_s` in slow phases:
-joining, building the env, compiling in the first iteration, writing a checkpoint) reads every rank's
-progress and names the ranks behind. It asks them through the store to stop first: a named rank's
-watchdog says why, writes torchrun's error file and exits, so torchrun reports the stuck rank as
-the root cause, not the healthy one that noticed; the noticing rank exits a moment later. This
-works where the backends' own timeouts cannot: a rank stuck outside any collective, or ranks
-blocked inside collectives that a CUDA graph replays.
+Every rank publishes its `Progress` to the job's key-value store once a second from a background
+thread. A rank whose own count has not moved for `timeout_s` (`startup_timeout_s` in slow phases)
+names the ranks behind and asks them through the store to stop first: each writes torchrun's error
+file and exits, so torchrun reports the stuck rank as the root cause, not the healthy one that
+noticed. This works where the backends' own timeouts cannot: a rank stuck outside any collective,
+or ranks blocked inside collectives that a CUDA graph replays.
 """
 
 from __future__ import annotations

@@ -30,32 +30,16 @@ from phalanx.sim.model import build_model
 
 
 class TaskEnv(VecEnv):
-    """Runs a `TaskCfg`: actions -> physics (captured on CUDA) -> terminations, rewards ->
-    auto-reset of done envs -> observations. See `VecEnv` for the contract.
+    """Runs a `TaskCfg`: actions -> physics -> terminations, rewards -> auto-reset of done envs ->
+    observations. See `VecEnv` for the contract.
 
-    On CUDA the whole step (actions, physics, terms, resets, observations) is captured once as a
-    CUDA graph and replayed (`capture=True`, the default there): the tensors `step` returns are
-    then the graph's static buffers, overwritten by the next step, so copy what you keep. With
-    `compile=True` (default: `cfg.compile_step` where capturing) the torch part of the step goes through
-    torch.compile first, which fuses hundreds of small term kernels into a few. Terms therefore
-    keep their state in tensors updated in place: their Python code runs when the step is traced
-    and recorded, and before that dry (Warp skipped, state put back, `_dry_step`): eagerly when
-    the env is built, which counts the random numbers a step takes (`StepRandoms`) and gives the
-    observations' shapes, then compiled at the first reset, which traces the step. On a fresh
-    machine the physics' Warp modules compile in the background meanwhile, from the moment the
-    simulator exists (`Simulator.compile_step_work`), and the real step finds both compiled.
-
-    The env is reset as it is built, unless `reset=False`: then the caller resets it (or loads a
-    state) before the first step, which is refused until then, and `obs` holds zeros of the
-    observations' shapes. Work the caller starts in between runs beside the trace: `phalanx
-    train` builds its trainer there, which starts compiling the PPO update in a second process.
-
-    Useful state for terms (all (num_envs, ...) on `device`): `sim` (the `Simulator` and its
-    views), `action` (the last clipped action), `episode_length` (env steps), `time_limit` (the
-    env steps at which the current episode times out), `terminated`
-    (this step's terminal flags), `joints` (the driven actuators and their joints); and
-    `capture`, whether the step runs as a CUDA graph (known when terms are built). Terms draw
-    random numbers with `uniform` and `randint`.
+    On CUDA the whole step is captured once as a CUDA graph and replayed (`capture`), so the tensors
+    `step` returns are static buffers the next step overwrites; with `compile` its torch part goes
+    through torch.compile first. Terms therefore keep their state in tensors updated in place: their
+    Python runs when the step is traced and recorded (dry runs, `_dry_step`: at build, then at the
+    first reset). With `reset=False` the caller resets the env (or loads a state) before stepping.
+    State for terms ((num_envs, ...) on `device`): `sim`, `action`, `episode_length`, `time_limit`,
+    `terminated`, `joints`, `capture`; terms draw random numbers with `uniform` and `randint`.
     """
 
     def __init__(
@@ -99,10 +83,11 @@ class TaskEnv(VecEnv):
         self._joint_columns_cache: dict[str, slice | torch.Tensor] = {}
         self._constants: dict[tuple[float, ...], torch.Tensor] = {}
 
-        self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=device)  # env steps
+        # the env steps at which each env's current episode times out
         self.time_limit = torch.full((num_envs,), self.max_episode_length, dtype=torch.long, device=device)
         self.step_count = torch.zeros((), dtype=torch.long, device=device)  # env steps since creation
-        self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self.terminated = torch.zeros(num_envs, dtype=torch.bool, device=device)  # this step's terminal flags
         self._every_env = torch.ones(num_envs, dtype=torch.bool, device=device)
         # The parts, in the order their timers draw: events, then commands.
         self.events = Events(self, cfg.events)

@@ -2,16 +2,11 @@
 respect to the policy's outputs, and the bookkeeping between the backward pass and the optimizer
 step (`after_backward`, which compiled updates use too).
 
-Written with torch operations, the loss terms of `phalanx.rl.losses` (clipped surrogate, clipped
-value error, entropy, the KL that adapts the learning rate) and their backward pass take about 90
-kernels per minibatch, the bookkeeping about 20; a small policy's eager update is bound by those
-launches. Here one thread per
+Written as torch operations, the loss terms of `phalanx.rl.losses` and their backward pass take
+many small kernels per minibatch, which bound a small policy's eager update. Here one thread per
 sample computes its terms and, in closed form, its gradient with respect to the action mean, the
-log standard deviation and the value; a deterministic sum over the samples and a one-thread
-kernel finish the means. The autograd function hands those gradients to the networks' backward
-pass.
-
-torch.compile fuses the torch form into a few kernels by itself, so a compiled update keeps it;
+log standard deviation and the value; a deterministic sum and a one-thread kernel finish the
+means. torch.compile fuses the torch form by itself, so a compiled update keeps it;
 `tests/rl/test_ppo_math.py` holds the two to the same values and gradients."""
 
 from __future__ import annotations

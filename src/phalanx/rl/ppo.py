@@ -51,28 +51,16 @@ def _in_matmul_precision(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class PPO:
-    """Learns an `ActorCritic` from rollouts of `num_steps` x `num_envs` transitions it stores
-    itself. With `normalize`, observations go through empirical normalizers (one for the policy
-    group, one for a privileged "critic" group if the env has one): a rollout acts with fixed
-    statistics and its observations join them in `compute_returns`.
+    """Learns an `ActorCritic` from rollouts of `num_steps` x `num_envs` transitions it stores itself.
+    With `normalize`, observations go through empirical normalizers (the policy group's, and a
+    privileged "critic" group's if any), fixed during a rollout and updated in `compute_returns`.
 
-    With `capture` (CUDA only) the whole update — epochs, minibatch sampling, forward, backward,
-    optimizer steps, learning-rate adaptation — is recorded once as a CUDA graph after one eager
-    warm-up update, and replayed every iteration after that.
-
-    With `tf32`, the networks' float32 matrix products (acting, values, the update's forward and
-    backward) run on TF32 tensor cores where the GPU has them; the env's own stay float32. On
-    CUDA, `bf16_update` runs the update's network passes under bfloat16 autocast (losses, their
-    statistics and the optimizer stay float32). `compile_update` compiles the minibatch losses,
-    forward and backward, with torch.compile at the first update, or earlier with
-    `compile_losses` (what a second process does for the trainer, see `phalanx.rl.update_compile`).
-
-    With `distill`, the policy is a student of `teacher` (a module from the `TEACHER_GROUP`
-    observations to actions; the update itself needs only the actions it stored): each step also
-    stores the teacher's action, a share of the envs (`DistillCfg.teacher_share`) take it instead
-    of the student's, and while `distilling` (the first `DistillCfg.iterations`, see
-    `begin_iteration`) the loss is the imitation loss and the value loss, at a fixed learning
-    rate; PPO's after them.
+    `capture` (CUDA only) records the whole update as one CUDA graph after an eager warm-up update
+    and replays it; `tf32` runs the networks' float32 matrix products on TF32 tensor cores;
+    `bf16_update` runs the update's network passes under bfloat16 autocast (losses and optimizer stay
+    float32); `compile_update` compiles the minibatch losses with torch.compile (`compile_losses`
+    earlier: `phalanx.rl.update_compile`). With `distill`, the policy first imitates `teacher` (a
+    module from `TEACHER_GROUP` observations to actions; DAgger, `DistillCfg`), then PPO fine-tunes it.
     """
 
     TERMS = ("surrogate", "value", "entropy", "kl")

@@ -47,16 +47,13 @@ def compute_gae(
     """Advantages and returns over a rollout, written into `advantages` and `returns` (T, N),
     which may be strided views. Shapes: (T, N) for rewards, values, dones (float 0/1, the episode
     ended after step t); (N,) for last_values, V(s_T) of the observation after the last step.
-    Time-out bootstrapping is already folded into the rewards.
+    Time-out bootstrapping is already folded into the rewards. One Warp thread per env runs the
+    recursion (in torch, launches would cost more than the arithmetic) on torch's current stream;
+    the first call loads its module, which a CUDA graph must not record (PPO's first rollout is eager).
 
     delta_t = r_t + gamma * V_{t+1} * (1 - d_t) - V_t
     A_t     = delta_t + gamma * lam * (1 - d_t) * A_{t+1}
-    R_t     = A_t + V_t
-
-    One Warp thread per env runs the recursion (in torch it took 9 kernels per step: a kernel
-    launch costs more than its arithmetic here), on torch's current stream. Warp loads the kernel's
-    module at the first call, which must not be recorded into a CUDA graph (PPO's first rollout
-    runs eagerly)."""
+    R_t     = A_t + V_t"""
     inputs = [rewards, values, dones, last_values, gamma, lam]
     launch(_gae, rewards.shape[1], inputs, [advantages, returns], rewards.device)
 

@@ -1,15 +1,11 @@
 """The PPO update compiled in a process of its own while the training process compiles its env step.
 
-On a fresh machine, a compiled task's start waits for the main thread's `torch.compile` work, one
-graph after another: the env step (tens of seconds), then the update (seconds). Warp's
-modules compile in the background meanwhile and are done first. torch.compile keeps what it
-compiles in files that every process of the machine reads: inductor's FX graph cache,
-AOTAutograd's cache and Triton's kernels. So the trainer starts this module as a process as soon
-as it is built, before the env's first reset traces the step. The process builds the same PPO
-for the same shapes (over a rollout of one minibatch, `one_minibatch`) and compiles its
-minibatch losses, forward and backward (`PPO.compile_losses`). The training process's first
-update then loads them from the cache. With warm caches (`worth_waiting`) it does not wait: it
-loads them itself, sooner than the process could.
+torch.compile keeps what it compiles in caches every process of the machine reads (inductor's FX
+graph cache, AOTAutograd's, Triton's kernels), so the trainer starts this process as soon as it is
+built, before the env's first reset traces the step. The process builds the same PPO for the same
+shapes (over a rollout of one minibatch, `one_minibatch`) and compiles its minibatch losses
+(`PPO.compile_losses`); the training process's first update then loads them from the cache. With
+warm caches (`worth_waiting`) it does not wait: it loads them itself, sooner.
 
     python -m phalanx.rl.update_compile < SPEC.json     (an `UpdateSpec` as `to_data` writes it)
 """

@@ -28,11 +28,9 @@ class HeightScanner:
     clearance removed (Isaac Lab's height_scan), clipped to +-`max_height`.
 
     With `surface` (a function of (..., 2) world xy giving the terrain's height there) the heights
-    are read from it. Without, rays start `start_height` m above the points and go straight down
-    to the geoms of `groups`; a ray that hits nothing (a hole deeper than the terrain) reads
-    `max_height`, and the scanned geoms' poses come from the data, so the sim must have stepped
-    (or run forward) once. The root pose comes from qpos, so a scan right after a reset sees the
-    new pose."""
+    are read from it. Without, rays cast from `start_height` m above the points straight down to the
+    geoms of `groups` (a miss reads `max_height`), with the geoms' poses from the data, so the sim
+    must have stepped (or run forward) once. The root pose comes from qpos (fresh after a reset)."""
 
     def __init__(
         self,

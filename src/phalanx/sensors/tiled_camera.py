@@ -25,20 +25,13 @@ class TiledCamera:
     """The model's camera `camera` at `width` x `height` pixels, rendering the geoms of `groups`.
     `__call__` renders every env and returns the `data_types` asked for:
     - "rgb": (num_envs, H, W, 3) uint8;
-    - "depth": (num_envs, H, W, 1) float32, metres along the camera's optical axis (planar), 0
-      where the ray hits nothing;
-    - "segmentation": (num_envs, H, W, 1) int32, the geom each pixel sees, -1 for none; with
-      `classes` (class name -> regex of geom names, in order) the class instead: k + 1 for the
-      k-th class whose pattern the geom's name fully matches first, 0 for other geoms and none.
+    - "depth": (num_envs, H, W, 1) float32, metres along the optical axis (planar), 0 for no hit;
+    - "segmentation": (num_envs, H, W, 1) int32, the geom each pixel sees (-1: none), or with `classes`
+      (name -> regex of geom names, in order) k + 1 for the first class k fully matching its name.
 
-    `far` (m, along the optical axis) hides what lies beyond it, as if nothing were hit there;
-    None keeps the model's `<visual><map zfar>` (times the model's extent). The renderer casts
-    rays from the camera itself, so there is no near plane to set.
-
-    The camera sees the state the observations read, the joint positions now: each render first
-    poses the geoms, cameras and lights for them (kinematics into a data of its own, so the sim's
-    own data stays as the physics step left it, one substep behind, and a world just reset is
-    seen in its new state)."""
+    `far` (m, along the optical axis) hides what lies beyond it; None: the model's `<map zfar>` times
+    its extent. Each render first poses the geoms, cameras and lights for the current joint positions
+    (in a data of its own, the sim's untouched), so the camera sees the state the observations read."""
 
     def __init__(
         self,

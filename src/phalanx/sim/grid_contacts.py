@@ -1,27 +1,13 @@
 """Contacts of spheres and capsules with a terrain's height grid, in one Warp kernel instead of
 MuJoCo Warp's heightfield collision (`TerrainCfg.contacts`, "grid").
 
-MuJoCo Warp collides a geom with a heightfield by running GJK (and EPA where they overlap)
-between the geom and each triangular prism under it: on the stepping stones' 5 cm grid that was
-half of the env step's GPU time. For spheres and capsules the distance to a prism has a closed
-form: a point's or a segment's distance to the column under a triangle, over the column's top,
-walls, edges and corners. `GridContacts` computes it for the prisms MuJoCo tests (each grid cell
-split by its diagonal from (x0, y0) to (x1, y1)), after a cheap test that rules out most of them
-(`_segment_prism`), keeps up to four contacts per geom by MuJoCo Warp's rule (the deepest, the
-one farthest from it, then the two that spread them most), mixes the contact parameters as
-MuJoCo does, and appends the contacts to MuJoCo Warp's contact list from the model's contact
-callback, which runs after MuJoCo Warp's own collision detection in every physics step, inside
-captured steps too. One geom in 32 neighbouring worlds makes a GPU warp: the same code path.
-
-Where a capsule's segment overlaps a prism, the depth is that of the segment's deepest point
-below the prism's nearest face; MuJoCo's EPA finds the smallest translation that separates
-them. For a sphere they are the same; for a capsule they agree in shallow contact and differ
-when a capsule is pushed deep into a corner. Other differences from MuJoCo Warp: up to four
-contacts per geom, not per geom and 8 m block; where contacts tie (a capsule lying on flat
-ground) the scan order may pick others; distances are true distances with a nonzero margin
-(MuJoCo Warp raises the prisms' tops by it); a geom entirely below the prisms' bottom (fallen
-through) gets none. A world whose contacts overflow MuJoCo Warp's contact buffer is flagged by
-MuJoCo Warp (every world's narrowphase bit), as for its own contacts.
+MuJoCo Warp runs GJK and EPA against each prism under a geom; for spheres and capsules the
+distance to a prism has a closed form. `GridContacts` computes it for MuJoCo's prisms (each cell
+split along its diagonal from (x0, y0) to (x1, y1)) after a cheap cull (`_segment_prism`), keeps
+up to four contacts per geom by MuJoCo Warp's rule and appends them from the model's contact
+callback (in captured steps too). Unlike MuJoCo Warp: a capsule deep in a prism gets its deepest
+point's depth below the nearest face, not EPA's separating translation; four contacts per geom,
+not per geom and block; margins are true distances; a geom fallen below the prisms gets none.
 """
 
 # ruff: noqa: UP018 (Warp: int(0) and float(0.0) declare variables that loops change, not constants)

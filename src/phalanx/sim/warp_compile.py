@@ -1,16 +1,12 @@
 """Compiles the Warp modules a piece of Warp work launches on a thread pool, in the background,
 before the work first runs.
 
-Warp loads a module lazily, at the first launch of one of its kernels, so the first physics step
-compiles its dozens of modules one after another, most of a cold start. MuJoCo Warp
-creates most of its kernels for the model during that first call (in modules of their own), so the
-modules cannot be listed before it. `record_loads` runs the work's Python once as a dry run in
-which loading a module only records it (no kernel runs: Warp skips the launch of a kernel whose
-module did not load); a `ModuleLoader` then loads the recorded modules on a thread pool while the
-caller goes on, and the work's next real run finds them loaded.
-
-The dry run is not free of side effects: Warp operations that are not kernels (copies, fills,
-scans) still run, so the caller restores any state they may touch."""
+Warp loads a module lazily, at the first launch of one of its kernels, and MuJoCo Warp creates
+most of its kernels during that first call, so the modules cannot be listed beforehand.
+`record_loads` runs the work's Python once as a dry run in which loading a module only records it
+(Warp skips a kernel whose module did not load); a `ModuleLoader` then loads the recorded modules
+on a thread pool while the caller goes on. Warp operations that are not kernels (copies, fills,
+scans) still run in the dry run, so the caller restores any state they may touch."""
 
 from __future__ import annotations
 

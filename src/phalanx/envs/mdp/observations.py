@@ -132,14 +132,12 @@ class camera_image(Term):  # noqa: N801 (terms are named like functions)
     """(num_envs, H, W, C) what one of the model's cameras sees in every env (`TiledCamera`):
     `data_type` "rgb" (uint8), "depth" (float, m) or "segmentation" (geom ids, or classes with
     `classes`), or a list of them, rendered at once and stacked along the channels as float32
-    (RGB in [0, 1], depth in m, segmentation ids); the other params are the camera's (`camera`,
-    `width`, `height`, `groups`, `classes`, `far`). Image terms go in their own group,
+    (RGB in [0, 1]); the other params are the camera's. Image terms go in their own group,
     concatenated along the channels.
 
     `every`: render at the env steps whose count since the env was made is a multiple of it (the
     first observations included), in all envs at once; in between, every env sees the last render,
-    also an env reset since (up to `every - 1` steps stale, the first frame of its new episode
-    included). Each render costs the same, so the camera's share of the step falls `every` times."""
+    an env reset since too (up to `every - 1` steps stale)."""
 
     def __init__(self, env: TaskEnv, data_type: str | list[str] = "rgb", every: int = 1, **params):
         from phalanx.sensors.tiled_camera import TiledCamera  # Warp and MuJoCo Warp: only when a task sees

@@ -37,18 +37,14 @@ LIFTED = 0.04
 
 
 def franka_lift_cfg() -> TaskCfg:
-    """Grasp the 5 cm cube, placed at random in front of the robot (0.4-0.6 m ahead, +-0.25 m
-    aside), and hold it at a position drawn per episode (0.4-0.6 m ahead, +-0.25 m aside,
-    0.25-0.5 m up). Actions: joint-position targets around the home pose (0.5 rad per unit,
+    """Grasp the 5 cm cube, placed at random in front of the robot, and hold it at a position drawn
+    per episode. Actions: joint-position targets around the home pose (0.5 rad per unit,
     `arm_targets`) and the gripper, open or closed by the sign of the last action. The policy sees
     the joints, the cube's position, the goal and the offset from the cube to it in the robot's
-    frame, and its last action.
-    Rewards (Isaac Lab's weights): the end effector near the cube (1 x (1 - tanh(d / 0.1))),
-    the cube lifted (15), the lifted cube near the goal (16 x (1 - tanh(d / 0.3)) and 5 x (1 -
-    tanh(d / 0.05))), -1e-4 x the action rate and the joint velocities squared. 5 s episodes at
-    50 Hz on 5 ms physics steps (grasps need them); an episode ends early when the cube leaves the
-    table. After 10,000 env steps the action-rate and joint-velocity weights become -0.1 (Isaac
-    Lab's curriculum). `success`: the cube within 5 cm of the goal at an episode's end."""
+    frame, and its last action. Rewards and their curriculum are Isaac Lab's (reach the cube, lift
+    it, bring it to the goal; action rate and joint velocities penalized, more after 10,000 env
+    steps). 5 s episodes at 50 Hz on 5 ms physics steps (grasps need them); an episode ends early
+    when the cube leaves the table. `success`: the cube within 5 cm of the goal at an episode's end."""
     cube = {"site": CUBE}
     goal = cube | {"command": "object_pose"}
     return TaskCfg(

@@ -138,10 +138,8 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     turned to it) and 64x64 images of RGB, depth and the cube's segmentation (rendered at once, 5
     channels), not the cube's pose; the critic sees the whole state; "keypoints" holds the cube's
     corners, which the policy's encoder learns to predict. 64x64: the cube spans about 20 pixels,
-    enough to tell its faces and their dots apart, and 2048 envs' 16-step rollout of images takes
-    2.7 GB. The goal's corners are in the predicted corners' units, so the actor compares points
-    with points (Isaac Lab's vision variant does the same); with the goal as a quaternion alone, a
-    20-minute run never learned to turn the cube."""
+    enough to tell its faces and their dots apart. The goal's corners are in the predicted corners'
+    units, so the actor compares points with points (as Isaac Lab's vision variant does)."""
     cfg = shadow_cube_cfg()
     own = ("joint_pos", "goal_quat", "fingertip_pos", "actions")
     keypoints = {"target": CUBE_HOME, "half_size": CUBE_HALF_SIZE}

@@ -89,45 +89,16 @@ def quadruped_state(
 
 
 class quadruped_control(ActionController):  # noqa: N801 (terms are named like functions)
-    """The env's actions correct the heuristic high level's command: in order, its center of
-    mass's acceleration (m/s^2) and the base's angular acceleration (rad/s^2), both in the base's
-    yaw frame, its gait frequency (Hz), and each foot's foothold (x, y in the base's yaw frame, m;
-    feet in the order of `legs`), one unit of action being each part's `*_scale`. Every
-    control step the `QuadrupedController` turns the corrected command into the torques of the
-    legs' torque actuators and steps the physics. The velocity command `command` (base frame:
-    forward, lateral, yaw rate) is what the heuristic follows.
+    """The policy's actions correct the heuristic high level's command, which the `QuadrupedController`
+    turns into the legs' torques every control step. In order, one unit being each part's `*_scale`:
+    the center of mass's acceleration (m/s^2) and the base's angular acceleration (rad/s^2), both in
+    the base's yaw frame; the gait frequency (Hz); each foot's foothold (x, y in the yaw frame, m, in
+    the order of `legs`); the swings' lift (m). The heuristic follows the velocity command `command`.
 
-    Legs are named `legs`; leg L's joints are "{L}_{joint}" for `joints` (hip to foot), its foot
-    the site `foot.format(leg=L)` (a sphere at the foot's centre, as large as the foot), its hip
-    the body `hip.format(leg=L)`. The heuristic's footholds assume its fixed `frequency`; a
-    corrected frequency changes the gait clock, not them. Ground heights come from the env's
-    terrain (or z = 0) under the feet and the footholds. A foot touches the ground when its
-    centre is less than `contact_height` m above where it would stand: a foot the gait has
-    standing takes force only then, reaching on for its foothold until it does
-    (`QuadrupedState.contact`). With `foothold_reach` > 0 (m) on a terrain, each foothold, the
-    policy's correction added, moves to the nearest safe ground within that reach along x and y
-    (`phalanx.control.footholds`: level around the foot, not a hole's bottom); 0: footholds land
-    where they are asked. With `swing_clearance` > 0 (m) on a terrain, each swing rises at least
-    that high above the ground along its path (`phalanx.control.swing.swing_clearance`), and never
-    less than the controller's fixed `QuadrupedCfg.swing_height`; 0: always that. A swinging foot
-    tracks its trajectory with the stiffness `swing_kp` (N/m) and damping `swing_kd` (N s/m).
-    Once per env step, before the first
-    control step, the poses are recomputed from the state (after resets); later control steps
-    read the poses of the physics step before, as MuJoCo's step leaves them.
-
-    `body_controller` says where the standing feet's forces come from: "qp", the force QP of
-    the commanded accelerations (Da and Xie's instant QP, the default), or "mpc", a centroidal
-    MPC over a horizon of 0.25 s (`QuadrupedCfg.mpc`, `MPCCfg`'s defaults; solved batched on the
-    env's device with the torch backend), the heuristic's velocity, heading and height its
-    reference and the policy's acceleration correction bending it (its angular correction then
-    goes unused).
-
-    `qp_solver` says where the force QP is solved (`BodyCfg.qp_solver`): "device" (batched, the
-    default) or "host" (per robot on the CPU with proxsuite, to compare with a CPU-side
-    controller; only in an env that does not capture its step: `capture=False`). `qp_backend` says
-    how a batched solve runs (`QPSettings.backend`): "auto" (the default: one Warp kernel on a
-    GPU, torch elsewhere), "torch" or "warp"; `qp_block_dim`, the kernel's threads per block
-    (`QPSettings.block_dim`)."""
+    Leg L's joints are "{L}_{joint}" for `joints` (hip to foot), its foot the site `foot.format(leg=L)`
+    (a sphere), its hip the body `hip.format(leg=L)`. `foothold_reach`, `swing_clearance` (m, 0: off)
+    move footholds to safe ground and lift swings over it. `body_controller` ("qp" or "mpc") picks
+    where stance forces come from, `qp_*` how the QP is solved (`BodyCfg.qp_solver`, `QPSettings`)."""
 
     def __init__(
         self,
@@ -159,7 +130,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         check_backend(qp_backend, "env.actions.controller.params.qp_backend")
         check_block_dim(qp_block_dim, "env.actions.controller.params.qp_block_dim")
         check_positive("env.actions.controller.params.contact_height", contact_height, " m")
-        self.contact_height = contact_height
+        self.contact_height = contact_height  # m: a standing foot takes force once its centre is this near the ground
         spacing = FootholdSearchCfg.spacing
         if foothold_reach != 0 and not foothold_reach >= spacing:
             raise ConfigError(
@@ -228,7 +199,7 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
 
     def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
         sim = env.sim
-        sim.launch(self._kinematics)
+        sim.launch(self._kinematics)  # once per env step (after resets); later control steps read MuJoCo's poses
         correction = self.scales * command
         decimation = env.cfg.actions.controller.decimation
         self.infeasible.zero_()
@@ -269,11 +240,12 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         c = correction
         asked_acceleration = (heading @ c[:, 0:3, None]).squeeze(-1)
         if self.controller.mpc is not None:  # it tracks the reference itself: the policy's acceleration bends it
+            # (the angular correction below then goes unused)
             out.com_acceleration, out.yaw_rate = asked_acceleration, asked[:, 2]
         else:
             out.com_acceleration = out.com_acceleration + asked_acceleration
         out.angular_acceleration = turn + (heading @ c[:, 3:6, None]).squeeze(-1)
-        out.frequency = out.frequency + c[:, 6]
+        out.frequency = out.frequency + c[:, 6]  # the gait clock's; the footholds assume the fixed `frequency`
         k = robot.feet.shape[1]
         shift = heading[:, None, :2, :2] @ c[:, 7 : 7 + 2 * k].view(-1, k, 2, 1)
         xy = out.footholds[..., :2] + shift.squeeze(-1)
