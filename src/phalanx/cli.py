@@ -36,7 +36,7 @@ USAGE = """The `phalanx` command line: list, train, play, view, export, bench.
     phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
                        [--resume CKPT|RUN_DIR|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
-                       [--config RUN/config.json]   (a run's settings again; flags after it on top)
+                       [--config RUN/config.json|FILE.yaml]   (a run's settings again, or a file's changes)
                        [--viewer [--viewer-port 8080]]   (the training live on a web page)
     phalanx play TASK --checkpoint P|RUN_DIR|last [--num-envs N] [--steps S] [--video FILE.mp4] [--video-env K]
                       [--logger tensorboard|wandb|none]
@@ -203,7 +203,9 @@ def train(args: list[str], console: Console) -> int:
         faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
     task, flags = task_and_flags("train", args)
     flags, config = _config_file(flags)
-    defaults = train_cfg(task) if config is None else train_cfg_from_file(config, task, term_packages())
+    defaults = train_cfg(task)
+    if config is not None:
+        defaults = train_cfg_from_file(config, task, term_packages(), defaults)
     given, flags = flags, _algorithm(flags, defaults)
     registered_env = env_cfg_to_data(defaults.env)
     _train_help(task, defaults, flags)
