@@ -99,8 +99,9 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
         names = ", ".join(env.sim.actuator_names[i] for i in env.low_level.actuator_ids.tolist())
         console.print(f"The controller drives the actuators {names}")
         return
-    names = [env.sim.actuator_names[i] for i in env.joints.actuator_ids.tolist()]
-    title = f"Actions (dim {env.action_dim}, ctrl = {_base(actions)} + scale * clip(action){_delay_note(actions)})"
+    ids = env.joints.actuator_ids.tolist()
+    names = [env.sim.actuator_names[i] for i in ids]
+    title = f"Actions (dim {env.action_dim}, ctrl = {_ctrl(actions)}{_delay_note(actions)})"
     if actions.low_level is not None:
         low = actions.low_level
         source = low.checkpoint or "untrained: no checkpoint given"
@@ -109,15 +110,27 @@ def _print_actions(env: TaskEnv, console: Console) -> None:
             f"of a frozen {low.task} policy ({source}), {low.decimation} low-level steps per env step"
         )
         actions = env.low_level.actions
-        title = f"Low-level actions (dim {env.joints.dim}, ctrl = {_base(actions)} + scale * clip(action))"
-    rows = [[name, "1", f"{actions.scale:g}", f"{actions.clip:g}" if actions.clip else ""] for name in names]
-    console.print(_table(title, ["#", "actuator", "dim", "scale", "clip"], rows))
+        title = f"Low-level actions (dim {env.joints.dim}, ctrl = {_ctrl(actions)})"
+    clip = f"{actions.clip:g}" if actions.clip else ""
+    rows = [[name, "1", f"{actions.scale:g}", clip, _ctrlrange(env, i)] for name, i in zip(names, ids, strict=True)]
+    console.print(_table(title, ["#", "actuator", "dim", "scale", "clip", "ctrlrange"], rows))
     _print_gripper(env.cfg.actions, console)
 
 
-def _base(actions) -> str:
-    """What the scaled actions are added to."""
-    return "gear x joint position" if actions.relative else "offset"
+def _ctrl(actions) -> str:
+    """The actuators' control from the actions, as export's policy.json states it."""
+    if actions.ctrl_range:
+        scaled = "middle + half-range * scale * clip(action)"
+    else:
+        scaled = f"{'gear x joint position' if actions.relative else 'offset'} + scale * clip(action)"
+    return f"clamp({scaled}, ctrlrange)"
+
+
+def _ctrlrange(env: TaskEnv, actuator: int) -> str:
+    """An actuator's control range as the simulator clamps to it, "none" where it does not."""
+    mjm = env.sim.mjm
+    low, high = mjm.actuator_ctrlrange[actuator]
+    return f"[{low:g}, {high:g}]" if mjm.actuator_ctrllimited[actuator] else "none"
 
 
 def _print_gripper(actions, console: Console) -> None:
