@@ -2,12 +2,14 @@
 
 The package is a stack. Each layer may import from the layers below it and from itself, never from above:
 
-    6  bench, cli, gym                      the commands a user runs; Gymnasium's ids for every task
-    5  training, cfg, tasks, flags,         training, the app: TrainCfg, tasks by name (tasks call `register`,
-       wrappers, viewer                     the registry imports the tasks lazily), the run, the trainer loop,
+    7  bench, cli, gym, view, flags         the commands a user runs (`phalanx view` is view.py), their flag
+                                            helpers; Gymnasium's ids for every task
+    6  training, cfg, tasks                 training, the app: TrainCfg, tasks by name (tasks call `register`,
+                                            the registry loads them by name), the run, the trainer loop,
                                             checkpoints, play, export, the other libraries' runs; cfg: every
-                                            config a task file needs, from one module; the CLI flag helpers;
-                                            adapters to other RL libraries' env contracts; the web viewer
+                                            config a task file needs, from one module
+    5  wrappers, viewer                     adapters to other RL libraries' contracts over any VecEnv; the web
+                                            page of a few envs (and of a training run, which training opens)
     4  rl                                   the algorithm: PPO, its losses, storage, models and kernels
     3  envs, dist                           term-based envs / data-parallel plumbing, independent of each other
     2  sensors                              batched sensors computed from the simulator's state
@@ -21,18 +23,24 @@ The package is a stack. Each layer may import from the layers below it and from 
 
 Why: a lower layer that imports a higher one drags the heavy parts in (Warp, the whole env stack) where only
 config data was wanted, makes import cycles likely, and ties pieces that should be usable and testable alone
-(the simulator without envs, the envs without the learner, the learner without envs or the task registry).
+(the simulator without envs, the learner and the adapters without envs or the task registry).
 
-Checked over every .py file under src/phalanx; imports inside functions (lazy imports), `importlib.import_module`
-with a literal (or f-string prefix) and the `_LAZY = {name: "phalanx.x"}` tables behind module `__getattr__`
-count too. Imports under `if TYPE_CHECKING:` are type-only and never run, so they are left out of the cycle and
-layer checks. The rules:
+Checked over every .py file under src/phalanx. An import counts where it runs: at module level, inside a
+function (lazy), through `importlib.import_module` with a literal (or f-string prefix), and through a table of
+module names that code imports by key (`_LAZY = {name: "phalanx.x"}` behind module `__getattr__`; every
+value of a module-level dict that `import_module(TABLE[key])` reads, e.g. training's `ADAPTERS`). Imports
+under `if TYPE_CHECKING:` are type-only and never run, so they are left out of the cycle and layer checks.
+The rules:
 
 1. No import cycle among the imports that run when a module is imported (module level: top-level statements,
    including inside top-level try/if/class bodies; not function bodies, not TYPE_CHECKING).
-2. No back arrow between layers (every import that can run, module level or lazy), plus the named rules in
-   `NAMED_RULES` (envs and dist independent, envs never imports rl, ...).
-3. No `from X import _private` across top-level subpackages (within one subpackage, e.g. envs.mdp.rewards
+2. No cycle between top-level subpackages among all imports that can run (lazy ones and tables included),
+   but the registry loading phalanx's own tasks by name (`PLUGIN_LOADS`: they register themselves, as a
+   plugin's entry point does).
+3. No back arrow between layers (every import that can run), plus the named rules in `NAMED_RULES` (envs and
+   dist independent, envs never imports rl, wrappers never import envs, ...), and `COMPOSERS`: only training
+   and the commands put an env and a learner together.
+4. No `from X import _private` across top-level subpackages (within one subpackage, e.g. envs.mdp.rewards
    from envs.mdp.observations, it is the subpackage's own business). This one counts type-only imports too.
 
 Tests under tests/ may import anything and are not checked.
@@ -62,15 +70,16 @@ LAYERS: dict[str, int] = {
     "dist": 3,
     "envs": 3,
     "rl": 4,
-    "training": 5,
-    "cfg": 5,
-    "tasks": 5,
-    "flags": 5,
     "wrappers": 5,
     "viewer": 5,
-    "bench": 6,
-    "cli": 6,
-    "gym": 6,
+    "training": 6,
+    "cfg": 6,
+    "tasks": 6,
+    "bench": 7,
+    "cli": 7,
+    "gym": 7,
+    "view": 7,
+    "flags": 7,
 }
 EXEMPT = {"phalanx", "phalanx.__main__"}
 
@@ -92,7 +101,29 @@ NAMED_RULES: list[tuple[frozenset[str], frozenset[str], str]] = [
     (frozenset({"sim"}), frozenset({"envs", "rl", "terrain"}), "sim never imports envs, rl or terrain"),
     (frozenset({"control"}), frozenset({"sim", "terrain"}), "control works on tensors: never imports sim or terrain"),
     (BELOW_TRAINING, frozenset({"training", "tasks"}), "nothing below training imports it (the registry) or tasks"),
+    (
+        frozenset({"wrappers"}),
+        frozenset({"envs", "training"}),
+        "wrappers know an env only as a core.vec_env.VecEnv and import no training (training runs them)",
+    ),
+    (
+        frozenset({"viewer"}),
+        frozenset({"training", "flags"}),
+        "the viewer imports no training and no flags: training opens its page (--viewer), "
+        "the `phalanx view` command (phalanx.view) composes the registry, a policy and the page",
+    ),
 ]
+
+COMMANDS = frozenset(part for part, level in LAYERS.items() if level == max(LAYERS.values()))
+COMPOSERS = frozenset({"training"}) | COMMANDS
+"""The only subpackages that put an env (envs, or the registry that makes them) and a learner (rl beyond its
+config data, or another library's adapter) together."""
+RL_CONFIG = frozenset({"phalanx.rl.cfg", "phalanx.rl.off_policy_cfg"})
+"""rl's config data: tasks and cfg name the algorithm's settings without composing a learner."""
+
+PLUGIN_LOADS = frozenset({("phalanx.training.registry", "phalanx.tasks")})
+"""(importer, imported) pairs by which a registry loads modules that register themselves: left out of the
+cycle check between packages (rule 2)."""
 
 
 @dataclass(frozen=True)
@@ -194,9 +225,14 @@ def parse_imports(source: str, importer: str, path: str, known: set[str], is_pac
                 submodule = f"{base}.{alias.name}"
                 add(submodule if submodule in known else base, alias.name, node.lineno, module_level, type_only)
         elif isinstance(node, ast.Call) and is_import_module_call(node):
-            target = literal_module(node.args[0])
-            if target is not None:
-                add(target, None, node.lineno, module_level, type_only)
+            argument = node.args[0]
+            if isinstance(argument, ast.Subscript) and isinstance(argument.value, ast.Name):
+                targets = tables.get(argument.value.id, [])  # import_module(ADAPTERS[trainer]): any of them
+            else:
+                targets = [literal_module(argument)]
+            for target in targets:
+                if target is not None:
+                    add(target, None, node.lineno, module_level, type_only)
         elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
             if any(isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets):
                 for value in node.value.values:  # loaded by module __getattr__: lazy
@@ -206,7 +242,15 @@ def parse_imports(source: str, importer: str, path: str, known: set[str], is_pac
         for child in ast.iter_child_nodes(node):
             visit(child, module_level, type_only)
 
-    visit(ast.parse(source, filename=path), True, False)
+    tree = ast.parse(source, filename=path)
+    tables = {  # module-level NAME = {key: "module", ...}: what `import_module(NAME[key])` may import
+        target.id: [literal_module(v) for v in node.value.values if v is not None]
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    visit(tree, True, False)
     return found
 
 
@@ -314,6 +358,43 @@ def rule_violations(imports: Iterable[Import], importers: frozenset[str], forbid
     return [i for i in runtime(imports) if part_of(i.importer) in importers and part_of(i.imported) in forbidden]
 
 
+def package_cycles(imports: Iterable[Import], allowed: frozenset[tuple[str, str]] = PLUGIN_LOADS) -> list[list[Import]]:
+    """Cycles between top-level subpackages among the imports that can run (module level and lazy), but
+    `allowed` (importer, imported) pairs: each cycle as the imports between its subpackages."""
+    between = [
+        Import(part_of(i.importer), part_of(i.imported), i.name, i.path, i.line, True, False)
+        for i in runtime(imports)
+        if i.importer not in EXEMPT
+        and i.imported not in EXEMPT
+        and part_of(i.importer) != part_of(i.imported)
+        and (i.importer, i.imported) not in allowed
+    ]
+    cycles = find_cycles(between)
+    originals = {(i.path, i.line, i.imported): i for i in runtime(imports)}
+    by_line = {
+        (i.path, i.line): [o for o in originals.values() if (o.path, o.line) == (i.path, i.line)] for i in between
+    }
+    return [
+        [o for e in cycle for o in by_line[(e.path, e.line)] if part_of(o.imported) == e.imported] for cycle in cycles
+    ]
+
+
+def composition_violations(imports: Iterable[Import]) -> dict[str, tuple[list[Import], list[Import]]]:
+    """Subpackages outside `COMPOSERS` that import both an env side (envs, the registry) and a learner side
+    (rl beyond `RL_CONFIG`, wrappers): subpackage -> (its env imports, its learner imports)."""
+    envs: dict[str, list[Import]] = {}
+    learners: dict[str, list[Import]] = {}
+    for i in runtime(imports):
+        part = part_of(i.importer)
+        if part in COMPOSERS or i.importer in EXEMPT or part_of(i.imported) == part:
+            continue
+        if part_of(i.imported) == "envs" or i.imported == "phalanx.training.registry":
+            envs.setdefault(part, []).append(i)
+        if (part_of(i.imported) == "rl" and i.imported not in RL_CONFIG) or part_of(i.imported) == "wrappers":
+            learners.setdefault(part, []).append(i)
+    return {part: (envs[part], learners[part]) for part in sorted(envs.keys() & learners.keys())}
+
+
 def private_violations(imports: Iterable[Import]) -> list[Import]:
     """`from X import _name` where X lies in another top-level subpackage than the importer."""
     return [
@@ -339,14 +420,29 @@ def test_every_module_has_a_layer():
     assert not unplaced, f"modules with no layer: add their subpackage to LAYERS in {__file__}: {unplaced}"
 
 
-def test_no_import_cycles_at_module_level():
+@pytest.mark.parametrize(
+    ("find", "among", "where"),
+    [(find_cycles, lambda m: m, "at module level"), (package_cycles, part_of, "between packages (lazy imports count)")],
+    ids=["modules", "packages"],
+)
+def test_no_import_cycles(find, among, where: str):
     _, imports = package_imports()
-    cycles = find_cycles(imports)
+    cycles = find(imports)
     message = "\n".join(
-        report(f"import cycle among {sorted({e.importer for e in cycle})} (example cycle first):", cycle)
+        report(f"cycle among {sorted({among(e.importer) for e in cycle})} (example cycle first):", cycle)
         for cycle in cycles
     )
-    assert not cycles, f"{len(cycles)} import cycle(s) at module level:\n{message}"
+    assert not cycles, f"{len(cycles)} import cycle(s) {where}:\n{message}"
+
+
+def test_only_training_and_the_commands_compose_an_env_with_a_learner():
+    _, imports = package_imports()
+    bad = composition_violations(imports)
+    lines = [
+        report(f"{part} imports an env side and a learner side:", [*envs[:3], *learners[:3]])
+        for part, (envs, learners) in bad.items()
+    ]
+    assert not bad, "\n".join(lines)
 
 
 def test_no_back_arrows_between_layers():
@@ -417,7 +513,36 @@ def test_checker_finds_back_arrows_and_named_rules():
     assert layer_violations([sideways]) == []
     assert rule_violations([sideways, down], *NAMED_RULES[0][:2]) == [sideways]
     tasks = fake("phalanx.rl.ppo", "phalanx.tasks.cartpole", module_level=False)
-    assert rule_violations([tasks], *NAMED_RULES[-1][:2]) == [tasks]
+    below_training = next(rule for rule in NAMED_RULES if rule[0] == BELOW_TRAINING)
+    assert rule_violations([tasks], *below_training[:2]) == [tasks]
+    task_env = fake("phalanx.wrappers.sb3", "phalanx.envs.task_env")
+    vec_env = fake("phalanx.wrappers.sb3", "phalanx.core.vec_env")
+    wrappers = next(rule for rule in NAMED_RULES if rule[0] == {"wrappers"})
+    assert rule_violations([task_env, vec_env], *wrappers[:2]) == [task_env]
+
+
+def test_checker_finds_cycles_between_packages_with_lazy_imports():
+    circle = [
+        fake("phalanx.flags", "phalanx.training.registry", module_level=False),
+        fake("phalanx.training.run", "phalanx.viewer.address", module_level=False),
+        fake("phalanx.viewer.command", "phalanx.flags"),
+    ]
+    assert [sorted(map(str, c)) for c in package_cycles(circle)] == [sorted(map(str, circle))]
+    typing_only = fake("phalanx.wrappers.sb3", "phalanx.training.cfg", type_only=True)
+    assert package_cycles([fake("phalanx.training.libraries", "phalanx.wrappers.sb3"), typing_only]) == []
+    loads = [fake("phalanx.training.registry", "phalanx.tasks", module_level=False)]
+    loads.append(fake("phalanx.tasks.cartpole", "phalanx.training.registry"))
+    assert package_cycles(loads) == [] and package_cycles(loads, frozenset()) != []
+
+
+def test_checker_finds_packages_that_compose_an_env_with_a_learner():
+    env = fake("phalanx.wrappers.sb3", "phalanx.envs.task_env")
+    learner = fake("phalanx.wrappers.sb3", "phalanx.rl.models")
+    assert composition_violations([env, learner]) == {"wrappers": ([env], [learner])}
+    config = fake("phalanx.tasks.cartpole", "phalanx.rl.cfg")
+    registry = fake("phalanx.tasks.cartpole", "phalanx.training.registry")
+    composer = [fake("phalanx.training.run", "phalanx.envs.cfg"), fake("phalanx.training.run", "phalanx.rl.ppo")]
+    assert composition_violations([config, registry, *composer]) == {}
 
 
 def test_checker_finds_private_names_across_subpackages():
@@ -447,6 +572,10 @@ def test_parser_reads_scopes_type_checking_relative_and_lazy_imports():
             "    from phalanx.sim import Simulator",  # 12
             "    importlib.import_module(f'phalanx.tasks.{module}')",  # 13
             "_LAZY = {'X': 'phalanx.sim.model'}",  # 14
+            "ADAPTERS = {'ppo': 'phalanx.rl.ppo', 'n': 3}",
+            "RENAMED = {'old': 'phalanx.sim'}",  # a table no import_module reads from
+            "def g(name):",
+            "    return importlib.import_module(ADAPTERS[name])",  # 18
         ]
     )
     found = parse_imports(source, "phalanx.envs.mdp.rewards", "rewards.py", known)
@@ -459,6 +588,7 @@ def test_parser_reads_scopes_type_checking_relative_and_lazy_imports():
         (12, "phalanx.sim", "Simulator", False, False),
         (13, "phalanx.tasks", None, False, False),
         (14, "phalanx.sim.model", None, False, False),
+        (18, "phalanx.rl.ppo", None, False, False),
     }
     # The same text in a package's __init__ resolves `.` to the package itself.
     in_init = parse_imports("from .mdp import state", "phalanx.envs", "__init__.py", known, is_package=True)

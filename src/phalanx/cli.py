@@ -398,7 +398,7 @@ def _run(command: str, rest: list[str], console: Console) -> int:
     elif command == "play":
         play(rest, console)
     elif command == "view":
-        from phalanx.viewer.command import view
+        from phalanx.view import view
 
         view(rest, console)
     elif command == "export":

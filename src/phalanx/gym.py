@@ -1,5 +1,5 @@
-"""Gymnasium's vector-env API over a phalanx env, and a `gymnasium.make_vec` id for every
-registered task (`Phalanx-Cartpole-v0`, `Phalanx-Cartpole-RGB-v0`, `Phalanx-Anymal-Flat-v0`, ...):
+"""Gymnasium's vector-env API over a phalanx env (`PhalanxVectorEnv`), and a `gymnasium.make_vec` id
+for every registered task (`Phalanx-Cartpole-v0`, `Phalanx-Cartpole-RGB-v0`, `Phalanx-Anymal-Flat-v0`, ...):
 
     import gymnasium
     import phalanx.gym  # registers the ids
@@ -7,14 +7,7 @@ registered task (`Phalanx-Cartpole-v0`, `Phalanx-Cartpole-RGB-v0`, `Phalanx-Anym
     envs = gymnasium.make_vec("Phalanx-Ant-v0", num_envs=4096, device="cuda")
     obs, infos = envs.reset(seed=0)
     obs, reward, terminated, truncated, infos = envs.step(envs.action_space.sample())
-
-Observations (a dict of the task's groups: "policy", and "critic" or "image" where the task has
-them), rewards and flags are torch tensors on the env's device, as Isaac Lab's envs return
-them; actions may be a tensor there or a NumPy array. Each is a copy the next step leaves alone.
-Done envs reset inside the step (autoreset mode SAME_STEP): `infos["final_obs"]` holds every
-env's observations before the reset, `infos["_final_obs"]` marks the envs that were done, and
-`infos["episode"]` ("r" return, "l" length, "terms", "metrics"; `infos["_episode"]` the same
-mask) describes the episodes that ended."""
+"""
 
 from __future__ import annotations
 
@@ -47,7 +40,12 @@ def gym_id(task: str) -> str:
 
 class PhalanxVectorEnv(VectorEnv):
     """A phalanx env (`phalanx.make(task, num_envs, device, seed)`, or one already made) as a
-    `gymnasium.vector.VectorEnv`; see the module's description."""
+    `gymnasium.vector.VectorEnv`. Observations (a dict of the task's groups), rewards and flags are
+    torch tensors on the env's device, as Isaac Lab's envs return them, each a copy the next step
+    leaves alone; actions may be a tensor there or a NumPy array. Done envs reset inside the step
+    (autoreset mode SAME_STEP): `infos["final_obs"]` holds every env's observations before the reset,
+    `infos["_final_obs"]` marks the envs that were done, and `infos["episode"]` ("r" return, "l"
+    length, "terms", "metrics"; `infos["_episode"]` the same mask) describes the episodes that ended."""
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}  # noqa: RUF012
 
@@ -73,7 +71,7 @@ class PhalanxVectorEnv(VectorEnv):
         if options:
             raise ValueError(f"reset: options are not supported, got {sorted(options)}")
         if seed is not None:
-            self.env.random.generator.manual_seed(seed)
+            self.env.manual_seed(seed)
         return _copied(self.env.reset()), {}
 
     def step(self, actions: torch.Tensor | np.ndarray):

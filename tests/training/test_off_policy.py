@@ -12,7 +12,7 @@ import torch
 
 from phalanx.cli import main
 from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg
-from phalanx.training.registry import term_packages
+from phalanx.training.registry import term_packages, train_cfg
 from phalanx.training.run_config import train_cfg_from_file
 
 SMALL = ["--algo.actor-hidden-dims", "128", "128", "--algo.critic-hidden-dims", "256", "256"]
@@ -37,7 +37,7 @@ def test_a_td3_runs_config_reruns_it(tmp_path: Path) -> None:
     """config.json holds the TD3 settings (the task's registered ones, as flags changed them)."""
     args = ["train", "cartpole", "--algo", "td3", "--device", "cpu", "--num-envs", "8", "--max-iterations", "1"]
     assert main([*args, "--num-steps-per-env", "2", *SMALL, "--algo.n-step", "2", "--run-dir", str(tmp_path)]) == 0
-    cfg = train_cfg_from_file(str(tmp_path / "config.json"), "cartpole", term_packages())
+    cfg = train_cfg_from_file(str(tmp_path / "config.json"), "cartpole", term_packages(), train_cfg("cartpole"))
     assert isinstance(cfg.algo, TD3Cfg)
     assert (cfg.algo.n_step, cfg.algo.v_max, cfg.algo.actor_hidden_dims) == (2, 100.0, (128, 128))
 
@@ -47,7 +47,7 @@ def test_a_sac_runs_config_reruns_it(tmp_path: Path) -> None:
     assert (
         main([*args, "--num-steps-per-env", "2", *SMALL, "--algo.alpha-init", "0.05", "--run-dir", str(tmp_path)]) == 0
     )
-    cfg = train_cfg_from_file(str(tmp_path / "config.json"), "cartpole", term_packages())
+    cfg = train_cfg_from_file(str(tmp_path / "config.json"), "cartpole", term_packages(), train_cfg("cartpole"))
     assert isinstance(cfg.algo, SACCfg) and cfg.algo.alpha_init == 0.05
 
 

@@ -62,7 +62,8 @@ def test_the_view_draws_the_contact_forces_when_the_page_asks() -> None:
     from rich.console import Console
 
     from phalanx.training.registry import make
-    from phalanx.viewer.command import ViewCfg, _run, host_array
+    from phalanx.view import ViewCfg, _run
+    from phalanx.viewer.markers import host_array
     from phalanx.viewer.server import HIDDEN, Viewer
 
     env = make("anymal-flat", num_envs=2, device="cpu")

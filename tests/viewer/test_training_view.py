@@ -3,6 +3,7 @@ for it, the page replays it, and bad viewer flags are one line before anything i
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import subprocess
@@ -16,8 +17,10 @@ import torch
 import phalanx
 from helpers import unused_port
 from phalanx.cli import main
+from phalanx.training.logger import page_status
 
 ROOT = Path(__file__).resolve().parents[2]
+STATUS = functools.partial(page_status, max_iterations=10)
 CPU = ["--device", "cpu", "--num-envs", "8", "--num-steps-per-env", "4"]
 
 
@@ -52,7 +55,7 @@ def test_the_player_shows_a_handed_over_rollout_and_records_none_while_it_plays(
     from phalanx.viewer.training_view import TrainingView
 
     env = make("cartpole", num_envs=4, device="cpu")
-    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=3, max_iterations=10)
+    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=3, status=STATUS)
     try:
         for t in range(3):
             env.step(torch.zeros(4, env.action_dim))
@@ -79,11 +82,11 @@ def test_the_page_shows_the_rollouts_markers_and_images(task: str) -> None:
     velocity arrows, where its envs stood) and what env 0's policy saw (cartpole-rgb's image)."""
     from phalanx.sim.video import policy_view
     from phalanx.training.registry import make
-    from phalanx.viewer.command import command_markers
+    from phalanx.viewer.markers import command_markers
     from phalanx.viewer.training_view import TrainingView
 
     env = make(task, num_envs=2, device="cpu")
-    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=2, max_iterations=10)
+    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=2, status=STATUS)
     try:
         for t in range(2):
             env.step(torch.rand(2, env.action_dim) * 2 - 1)
@@ -133,7 +136,7 @@ def test_a_page_without_a_browser_receives_the_replay() -> None:
     from phalanx.viewer.training_view import TrainingView
 
     env = make("cartpole", num_envs=2, device="cpu")
-    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=50, max_iterations=10)
+    view = TrainingView(env, "test", "127.0.0.1", unused_port(), steps=50, status=STATUS)
     client = [sys.executable, str(ROOT / "tools" / "viewer_client.py"), "--port", str(view.port), "--seconds", "120"]
     try:
         page = subprocess.Popen(client, stdout=subprocess.PIPE, text=True)

@@ -193,7 +193,7 @@ def test_a_newer_checkpoint_replaces_the_policy(tmp_path: Path) -> None:
 
     from phalanx.training.play import played
     from phalanx.training.registry import make
-    from phalanx.viewer.command import NewestPolicy
+    from phalanx.view import NewestPolicy
 
     run = tmp_path / "run"
     train = ["train", "cartpole", "--device", "cpu", "--num-envs", "16", "--run-dir", str(run)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -46,6 +47,14 @@ class VecEnv(abc.ABC):
     metric_names: list[str] = []  # noqa: RUF012
     """The metrics of `extras["episode"]["metrics"]` (name -> (num_envs,) mean over the episode's
     steps, or its last value), in order."""
+
+    action_clip: float | None = None
+    """The bound the env clamps each action to, [-action_clip, action_clip]; None: none."""
+    episode_length: torch.Tensor
+    """(num_envs,) long: env steps into each env's current episode; writing it (rsl_rl's random
+    initial episode lengths) brings each env's time limit closer."""
+    cfg: Any = None
+    """The env's configuration (a `TaskEnv`'s `TaskCfg`), for a library to store with its run."""
 
     @abc.abstractmethod
     def reset(self) -> dict[str, torch.Tensor]:
@@ -97,3 +106,13 @@ class VecEnv(abc.ABC):
     @abc.abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores a `state_dict` in place; the envs continue exactly where they were saved."""
+
+    def manual_seed(self, seed: int) -> None:
+        """Reseeds the env's random numbers (initial states, events): what it draws from now on,
+        the next `reset` included, follows `seed`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be reseeded")
+
+    def watch_action_std(self, std: Callable[[], torch.Tensor]) -> None:  # noqa: B027 (optional: does nothing)
+        """Another library's learner hands over its policy's action std (a device tensor over the
+        action dimensions); an env that logs the run's metrics (training's `MeteredEnv`) logs its
+        mean each iteration, any other (this default) ignores it."""

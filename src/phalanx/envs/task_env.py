@@ -102,6 +102,7 @@ class TaskEnv(VecEnv):
             lower = None
         self.actions = Actions(self, cfg.actions, self.joints, lower)
         self.action_dim = self.actions.dim
+        self.action_clip = cfg.actions.clip
         self.observations = {
             group: ObservationGroup(self, terms, f"observations/{group}") for group, terms in cfg.observations.items()
         }
@@ -194,6 +195,9 @@ class TaskEnv(VecEnv):
         """Ends each env's current episode after 1 to `max_episode_length` env steps from its
         start, drawn uniformly; later episodes run their full length (see `VecEnv`)."""
         self.time_limit.copy_(self.randint((self.num_envs,), 1, self.max_episode_length + 1))
+
+    def manual_seed(self, seed: int) -> None:
+        self.random.generator.manual_seed(seed)
 
     @property
     def invalid_resets(self) -> torch.Tensor:

@@ -42,9 +42,7 @@ def pack_model(model: str) -> dict[str, bytes] | None:
     if model in _RESTORED:
         xml, assets = _RESTORED[model]
         return {MODEL_XML: xml.encode(), **assets}
-    from phalanx.sim.model import load_spec
-
-    spec = load_spec(model)
+    spec = mujoco.MjSpec.from_file(model)  # read before, when the env was built from it
     base = Path(model).resolve().parent
     files: dict[str, bytes] = {}
 

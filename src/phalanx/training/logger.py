@@ -132,6 +132,13 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+def page_status(m: dict[str, Any], max_iterations: int) -> str:
+    """An iteration's line on `--viewer`'s page (markdown): iteration, fps, training time, ETA."""
+    done, fps = m.get("iteration", 0) + 1, m.get("fps_total", float("nan"))
+    eta = duration(time_left_s(m, max_iterations)) if "time_s" in m else "-"
+    return f"iteration **{done}**/{max_iterations}, {fps:,.0f} env steps/s, {duration(m.get('time_s', 0.0))}, ETA {eta}"
+
+
 def log_video(
     run_dir: Path,
     logger: str,

@@ -1,20 +1,13 @@
 """`MeteredEnv`: a phalanx env that measures itself while another RL library trains on it, so that
-every trainer's run directory gets the same metrics.jsonl rows as phalanx's own (fps_step,
-fps_step_inference, fps_total, episode returns, lengths, reward terms, metrics, env logs).
+every trainer's run directory gets the same metrics.jsonl rows as phalanx's own.
 
-The library steps the env; every `steps_per_iteration` steps make one iteration (the library's
-rollout, then its update). The meter times, with CUDA events and no host sync inside a rollout:
-- fps_step: env steps / the time inside `env.step`;
-- fps_step_inference: env steps / the time from the start of the rollout's first step to the end
-  of its last (steps, and the library's inference and bookkeeping between them);
-- fps_total: env steps / the time from one rollout's first step to the next one's (the update
-  included).
-An iteration's row is written when the next one starts (one host sync per iteration), the last
-one when training ends (`finish`). Under torchrun each rank meters its own envs and the row holds
-the figures of all ranks (fps and episode counts summed, as phalanx's trainer reports them; env
-logs averaged): one all-reduce per iteration on the process group the library joined, and each
-step counts as progress for the stall watchdog (the first iteration as a slow phase: the
-library's and the env's compiles)."""
+Every `steps_per_iteration` steps the library takes make one iteration (its rollout, then its
+update). CUDA events time, with no host sync inside a rollout, `env.step` alone (fps_step), the
+rollout from its first step to the end of its last (fps_step_inference) and one rollout's first
+step to the next one's (fps_total). A row is written when the next iteration starts (one host
+sync), the last one by `finish`. Under torchrun each rank meters its own envs and a row holds all
+ranks' figures (one all-reduce per iteration: fps and episodes summed, env logs averaged); each
+step counts as progress for the stall watchdog."""
 
 from __future__ import annotations
 
@@ -56,8 +49,12 @@ class MeteredEnv:
         self._start = 0.0
         self._timers: tuple[IntervalTimer, IntervalTimer] | None = None
         self.action_std: Callable[[], torch.Tensor] | None = None
-        """The library's policy std (a device tensor of its action dimensions); the adapters set it
-        (`watch_action_std`) once the policy exists, and each row then holds its mean."""
+        """The library's policy std (a device tensor of its action dimensions), once an adapter
+        hands it over (`watch_action_std`); each row then holds its mean."""
+
+    def watch_action_std(self, std: Callable[[], torch.Tensor]) -> None:
+        """Logs the mean of `std()`, the library policy's action std, with each row (`VecEnv.watch_action_std`)."""
+        self.action_std = std
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
@@ -129,10 +126,3 @@ class MeteredEnv:
         self.logger.console.print(self.logger.line(metrics, self.max_iterations))
         self.iteration += 1
         self._steps = 0
-
-
-def watch_action_std(env: Any, std: Callable[[], torch.Tensor]) -> None:
-    """Has a `MeteredEnv` log the mean of `std()` (the library policy's action std) with each row;
-    an adapter calls it on the env it was given, which may also be a plain env (nothing to do)."""
-    if isinstance(env, MeteredEnv):
-        env.action_std = std

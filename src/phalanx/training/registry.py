@@ -60,11 +60,9 @@ class LearningResult:
     """What `phalanx train TASK` with the task's defaults must reach, and how fast: `metric` (a
     metrics.jsonl key, e.g. "mean_episode_length", "metrics/success", "env/terrain_level") at
     `threshold` or better (`direction` ">=" or "<=") within `budget_s` seconds of wall clock from
-    the process's launch (start-up included) on one H200. `phalanx bench learn` checks it.
-
-    phalanx's tasks set their budgets at about 2.5x the slowest warm run the learning suite
-    measured (and above its run on cold caches): GPU hosts differ by up to 1.7x, seeds by up to
-    1.4x; a task that stops learning still fails."""
+    the process's launch (start-up included) on the learning suite's GPU. `phalanx bench learn`
+    checks it. A budget leaves room for slower hosts, seeds and cold caches, yet fails a task that
+    stops learning (docs/benchmarks.md says how phalanx's tasks size theirs)."""
 
     metric: str
     threshold: float
@@ -277,21 +275,16 @@ def make(
     compile: bool | None = None,  # noqa: A002 (the flag is named like torch.compile)
     reset: bool = True,
 ) -> TaskEnv:
-    """Builds a `VecEnv` of `num_envs` copies of a task on `device`.
+    """Builds a `VecEnv` of `num_envs` copies of `task` (a registered name or a `TaskCfg`) on `device`.
 
     Args:
-        task: a registered task name (see `phalanx list`) or a `TaskCfg`.
-        num_envs: number of parallel envs; None takes the task's for the device (its
-            `num_envs` on a GPU, `cpu_num_envs` on the CPU).
-        device: 'cpu', 'cuda' or 'cuda:K'; None takes 'cuda' when a GPU is visible, else 'cpu'.
+        num_envs: None: the task's for the device (its `num_envs` on a GPU, `cpu_num_envs` on the CPU).
+        device: 'cpu', 'cuda' or 'cuda:K'; None: 'cuda' when a GPU is visible, else 'cpu'.
         seed: seeds the env's random generator (initial states, events).
         verbose: print the term tables and Warp's compile messages.
         capture: capture the whole env step as one CUDA graph (None: on for CUDA devices).
         compile: torch.compile the torch part of the step (None: the task's `compile_step` where capturing).
-        reset: reset the env before returning it (the first reset traces the compiled step).
-            With False the caller resets it before the first step, and work it starts in between
-            runs beside that trace and the physics' Warp compile (see `TaskEnv`).
-    """
+        reset: reset before returning; False: the caller resets, its work until then overlapping the step's compile."""
     from phalanx.core.devices import resolve_device
     from phalanx.core.warp_cache import configure_warp
     from phalanx.envs.cfg import TaskCfg

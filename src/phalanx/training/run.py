@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sys
 import time
 from pathlib import Path
@@ -155,11 +156,13 @@ def run_training(cfg: TrainCfg, console: Console, registered_env: dict | None = 
 
 def _watch(cfg: TrainCfg, trainer: Trainer, console: Console):
     """`--viewer`: the page that shows the training (see `phalanx.viewer.training_view`)."""
+    from phalanx.training.logger import page_status
     from phalanx.viewer.address import announce
     from phalanx.viewer.training_view import TrainingView
 
     title = f"phalanx train {cfg.task}"
-    view = TrainingView(trainer.env, title, cfg.viewer_host, cfg.viewer_port, cfg.num_steps_per_env, cfg.max_iterations)
+    status = functools.partial(page_status, max_iterations=cfg.max_iterations)
+    view = TrainingView(trainer.env, title, cfg.viewer_host, cfg.viewer_port, cfg.num_steps_per_env, status)
     announce(console, cfg.viewer_host, view.port, "phalanx train --viewer")
     return view
 

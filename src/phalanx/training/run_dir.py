@@ -1,17 +1,13 @@
-"""A training run's directory, owned by one run at a time.
+"""A training run's directory, owned by one run at a time (an advisory `flock` on run.lock: the
+kernel drops it when its process ends however it ends, so two processes cannot both win and a dead
+one's lock is simply taken over):
 
-    RUN_DIR/
-      run.lock              while a process trains here: its pid, host and start time
-      config.json           the resolved training config, written once every check has passed
-      model/                a user's model file as MuJoCo flattened it, with the files it names
-                            (checkpoints carry it too; phalanx's own assets go by reference)
-      metrics.jsonl         one JSON object per iteration
-      checkpoints/          model_last.pt and model_N.pt
-      events.out.tfevents.* TensorBoard
-
-The lock is an advisory `flock` on `run.lock`: the kernel drops it when its process ends however
-it ends, so a lock left by a dead process is simply taken over, and two processes cannot both win.
-Runs without a `--run-dir` go to runs/TASK/DATE_TIME under the working directory (`run_paths`).
+    run.lock              while a process trains here: its pid, host and start time
+    config.json           the resolved training config, written once every check has passed
+    model/                a user's model file as MuJoCo flattened it, with the files it names
+    metrics.jsonl         one JSON object per iteration
+    checkpoints/          model_last.pt and model_N.pt
+    events.out.tfevents.* TensorBoard
 """
 
 from __future__ import annotations

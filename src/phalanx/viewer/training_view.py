@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,8 +19,7 @@ import torch
 from phalanx.envs.mdp.observations import colour_first
 from phalanx.envs.task_env import TaskEnv
 from phalanx.sim.video import policy_view
-from phalanx.training.logger import duration, time_left_s
-from phalanx.viewer.command import device_markers, host_array
+from phalanx.viewer.markers import device_markers, host_array
 from phalanx.viewer.server import MAX_SHOWN, Viewer
 
 STATE = ("qpos", "mocap_pos", "mocap_quat")
@@ -58,10 +58,20 @@ class StepRing:
 
 
 class TrainingView:
-    """The page for `env`'s first envs, `steps` env steps per iteration of `max_iterations` (see the module)."""
+    """The page for `env`'s first envs, `steps` env steps per iteration (see the module); `status`
+    writes the page's line (markdown) on an iteration from its metrics."""
 
-    def __init__(self, env: TaskEnv, title: str, host: str, port: int, steps: int, max_iterations: int, shown: int = 9):
-        self.max_iterations = max_iterations
+    def __init__(
+        self,
+        env: TaskEnv,
+        title: str,
+        host: str,
+        port: int,
+        steps: int,
+        status: Callable[[dict[str, Any]], str],
+        shown: int = 9,
+    ):
+        self.status_line = status
         self.env, self.sim, self.k, self.step_dt = env, env.sim, min(env.num_envs, MAX_SHOWN), env.step_dt
         self.ring = StepRing(steps, self.sim.qpos.device)
         self.images = [group for group, shape in env.observation_spec.items() if len(shape) == 3]
@@ -139,12 +149,8 @@ class TrainingView:
         }
 
     def _show_metrics(self, metrics: dict[str, Any]) -> None:
-        done, fps = metrics.get("iteration", 0) + 1, metrics.get("fps_total", float("nan"))
-        elapsed = metrics.get("time_s", 0.0)
-        eta = duration(time_left_s(metrics, self.max_iterations)) if "time_s" in metrics else "-"
-        self.status.content = (
-            f"iteration **{done}**/{self.max_iterations}, {fps:,.0f} env steps/s, {duration(elapsed)}, ETA {eta}"
-        )
+        done = metrics.get("iteration", 0) + 1
+        self.status.content = self.status_line(metrics)
         for name, value in metrics.items():
             if name in ("mean_reward", "mean_episode_length") or name.startswith("metrics/"):
                 if isinstance(value, float | int) and value == value:  # NaN: no episode ended

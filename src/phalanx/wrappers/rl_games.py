@@ -1,9 +1,6 @@
 """rl_games (rl-games 1.6.x): a phalanx env as an rl_games `IVecEnv`, and the parameters of rl_games'
-continuous PPO (`a2c_continuous`) from a phalanx task's training defaults.
+continuous PPO (`a2c_continuous`) from a phalanx task's training defaults:
 
-    import phalanx
-    from pathlib import Path
-    from phalanx.wrappers.rl_games import RlGamesVecEnv, register, runner_config
     from rl_games.torch_runner import Runner
 
     env = RlGamesVecEnv(phalanx.make("ant", num_envs=4096, device="cuda"))
@@ -11,19 +8,14 @@ continuous PPO (`a2c_continuous`) from a phalanx task's training defaults.
     runner = Runner()
     runner.load(runner_config(phalanx.train_cfg("ant"), env, Path("runs/ant-rl_games")))
     runner.run({"train": True})  # checkpoints in runs/ant-rl_games/nn, TensorBoard in .../summaries
-
-Observations go to rl_games as {"obs": the "policy" group, "states": the "critic" group}, with
-"states" only where the task has a privileged critic group (rl_games' central value network then
-reads it). Dones are terminated or truncated; time-outs go as `infos["time_outs"]`, which rl_games
-bootstraps (`value_bootstrap`) by adding gamma times the value of the step's state to the reward,
-as rsl_rl does. rl_games' spaces are gymnasium's in this version (it checks them by class name)."""
+"""
 
 from __future__ import annotations
 
 import math
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from rl_games.common import env_configurations, vecenv
@@ -35,10 +27,11 @@ except ImportError:
 import torch
 
 from phalanx.core.errors import ConfigError
-from phalanx.envs.task_env import TaskEnv
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.metered import watch_action_std
+from phalanx.core.vec_env import VecEnv
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
+
+if TYPE_CHECKING:
+    from phalanx.training.cfg import TrainCfg
 
 ENV_NAME = "phalanx"
 """The name under which `register` makes the env known to rl_games (`config.env_name`)."""
@@ -48,11 +41,15 @@ ACTIVATIONS = {"elu": "elu", "relu": "relu", "tanh": "tanh", "selu": "selu", "si
 
 
 class RlGamesVecEnv(IVecEnv):
-    """`env` (a phalanx `TaskEnv`) behind rl_games' IVecEnv contract; see the module's description.
-    Observations, rewards and flags are copies the next step leaves alone: rl_games keeps the
-    observations and dones it acted on until after the step that follows."""
+    """`env` (a phalanx `VecEnv`) behind rl_games' IVecEnv contract. Observations go as {"obs": the
+    "policy" group, "states": the "critic" group, where the task has one (rl_games' central value
+    network then reads it)}. Dones are terminated or truncated; time-outs go as `infos["time_outs"]`,
+    which rl_games bootstraps (`value_bootstrap`: gamma times the value of the step's state added to
+    the reward, as rsl_rl does). Spaces are gymnasium's (rl_games checks them by class name). All are
+    copies the next step leaves alone: rl_games keeps the observations and dones it acted on until
+    after the step that follows."""
 
-    def __init__(self, env: TaskEnv):
+    def __init__(self, env: VecEnv):
         self.env, self.num_envs, self.device = env, env.num_envs, env.device
         self.has_states = "critic" in env.obs
         self.observation_space = observation_box(env.obs["policy"])
@@ -87,26 +84,13 @@ def register(env: RlGamesVecEnv) -> None:
 
 def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> dict[str, Any]:
     """The config `rl_games.torch_runner.Runner.load` takes, with a phalanx task's PPO settings and
-    network sizes, for `env` (registered with `register`); rl_games writes its checkpoints to
-    `experiment_dir`/nn (`learn` leaves out the TensorBoard events it writes to
-    `experiment_dir`/summaries).
-
+    network sizes, for `env` (registered with `register`); checkpoints go to `experiment_dir`/nn.
     Where rl_games differs:
-    - One `units` list for both MLPs of its actor-critic network: both get
-      `policy.actor_hidden_dims`; `policy.critic_hidden_dims` sizes the critic only where the task
-      has a "critic" group (rl_games' central value network, an MLP of its own).
-    - Its value loss is weighted 0.5 * critic_coef, so critic_coef = 2 * `algo.value_loss_coef`.
-      The central value network has an optimizer of its own, at `algo.learning_rate` throughout
-      (rl_games adapts only the actor's learning rate to the KL), and no weight on its loss (with
-      Adam the loss scale hardly matters).
-    - Advantages are normalized over the whole rollout, not per minibatch.
-    - The adaptive schedule is rsl_rl's (lr / 1.5 above 2 * desired_kl, * 1.5 below half of it,
-      every minibatch: `schedule_type` "legacy"), within [1e-6, 1e-2] (phalanx: [1e-5, 1e-2]).
-    - Settings phalanx has no counterpart for keep phalanx's behaviour: no value normalization,
-      no bounds loss (bounds_loss_coef 0), no reward shaping, actions passed on unclipped (the env
-      clips them to `actions.clip`), weights initialized as PyTorch does (rl_games' "default"),
-      torch.compile off (rl_games compiles its model by default: seconds of start-up that cartpole
-      sized networks do not win back) and the torch thread count left alone (torch_threads 0).
+    - both MLPs get `policy.actor_hidden_dims`; `critic_hidden_dims` sizes only the central value
+      network (tasks with a "critic" group), which has its own optimizer at a constant rate;
+    - advantages are normalized over the whole rollout, not per minibatch;
+    - the adaptive learning rate is rsl_rl's rule, within [1e-6, 1e-2] (phalanx: [1e-5, 1e-2]).
+    Settings phalanx has no counterpart for keep phalanx's behaviour (commented where they are set).
     """
     policy, algo = train.policy, train.algo
     check_vector_observations(train, "rl_games")
@@ -120,6 +104,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
         "name": "actor_critic",
         "separate": not env.has_states,  # with states the central value network is the critic
         "space": {"continuous": gaussian | {"mu_init": {"name": "default"}, "sigma_init": sigma}},
+        # "default": weights initialized as PyTorch does
         "mlp": {"units": list(policy.actor_hidden_dims), "activation": activation, "initializer": {"name": "default"}},
     }
     config = {
@@ -143,7 +128,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
         "clip_value": algo.use_clipped_value_loss,
         "gamma": algo.gamma,
         "tau": algo.lam,
-        "critic_coef": 2.0 * algo.value_loss_coef,
+        "critic_coef": 2.0 * algo.value_loss_coef,  # rl_games weighs its value loss 0.5 * critic_coef
         "entropy_coef": algo.entropy_coef,
         "grad_norm": algo.max_grad_norm,
         "truncate_grads": True,
@@ -152,11 +137,11 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
         "normalize_value": False,
         "value_bootstrap": True,
         "bounds_loss_coef": 0.0,
-        "clip_actions": False,
+        "clip_actions": False,  # the env clips them to `actions.clip`
         "reward_shaper": {},
         "ppo": True,
         "print_stats": False,  # phalanx prints one line per iteration
-        "torch_compile": False,
+        "torch_compile": False,  # seconds of start-up that cartpole-sized networks do not win back
         "multi_gpu": train.distributed,  # under torchrun (--gpus): one rank per GPU
     }
     if env.has_states:
@@ -165,6 +150,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
         config["use_experimental_cv"] = False  # no value loss on the actor's unused value head
         config["central_value_config"] = {
             "network": critic,
+            # constant: rl_games adapts the actor's rate alone; no weight on its loss (Adam hardly minds the scale)
             "learning_rate": algo.learning_rate,
             "minibatch_size": minibatch_size,
             "mini_epochs": algo.num_learning_epochs,
@@ -176,7 +162,7 @@ def runner_config(train: TrainCfg, env: RlGamesVecEnv, experiment_dir: Path) -> 
         }
     params = {
         "seed": train.seed,
-        "torch_threads": 0,
+        "torch_threads": 0,  # torch's thread count left alone
         "algo": {"name": "a2c_continuous"},
         "model": {"name": "continuous_a2c_logstd"},
         "network": network,
@@ -196,7 +182,7 @@ class _Observer(DefaultAlgoObserver):
     """rl_games' default observer, with rl_games' own TensorBoard events left out (phalanx's meter
     logs every iteration, as for every library) and the agent's action std handed to `env`'s meter."""
 
-    def __init__(self, env: TaskEnv):
+    def __init__(self, env: VecEnv):
         super().__init__()
         self.env = env
 
@@ -209,10 +195,10 @@ class _Observer(DefaultAlgoObserver):
             algo.central_value_net.writter = algo.writer  # rl_games' spelling
         super().after_init(algo)
         network = algo.model.a2c_network  # its sigma is the log std ("continuous_a2c_logstd")
-        watch_action_std(self.env, lambda: network.sigma.exp())
+        self.env.watch_action_std(lambda: network.sigma.exp())
 
 
-def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+def learn(train: TrainCfg, env: VecEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer rl_games`: rl_games' Runner, configured by `runner_config`, for
     `train.max_iterations` epochs (each one rollout, then the update; rl_games steps the env
     nowhere else); its checkpoints (.pth, every `train.save_interval` epochs and at the end) go

@@ -1,25 +1,19 @@
 """rsl_rl (rsl-rl-lib 5.x): a phalanx env as `rsl_rl.env.VecEnv`, and a runner config from a
-phalanx task's training defaults.
+phalanx task's training defaults:
 
-    import phalanx
-    from phalanx.wrappers.rsl_rl import RslRlVecEnv, runner_cfg
     from rsl_rl.runners import OnPolicyRunner
 
     env = RslRlVecEnv(phalanx.make("ant", num_envs=4096, device="cuda"))
     runner = OnPolicyRunner(env, runner_cfg(phalanx.train_cfg("ant")), log_dir="runs/ant-rsl", device="cuda")
     runner.learn(num_learning_iterations=300)
-
-Observations are a TensorDict of the task's groups ("policy", and "critic" where the task has a
-privileged one: the runner config maps them to the actor and critic). Time-outs go to rsl_rl as
-`extras["time_outs"]` (it bootstraps them from the value of the step's state); the episodes that
-end add their reward terms and metrics to `extras["log"]`, which rsl_rl logs."""
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from rsl_rl.env import VecEnv
@@ -30,15 +24,20 @@ except ImportError:
     raise ImportError("phalanx.wrappers.rsl_rl needs rsl-rl-lib: pip install -e '.[rsl-rl]'") from None
 import torch
 
-from phalanx.envs.task_env import TaskEnv
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.metered import watch_action_std
+from phalanx.core import vec_env
+
+if TYPE_CHECKING:
+    from phalanx.training.cfg import TrainCfg
 
 
 class RslRlVecEnv(VecEnv):
-    """`env` (a phalanx `TaskEnv`) behind rsl_rl's VecEnv contract; see the module's description."""
+    """`env` (a phalanx `VecEnv`) behind rsl_rl's VecEnv contract. Observations are a TensorDict of
+    the task's groups ("policy", and "critic" where the task has a privileged one: `runner_cfg` maps
+    them to the actor and critic). Time-outs go to rsl_rl as `extras["time_outs"]` (it bootstraps
+    them from the value of the step's state); the episodes that end add their reward terms and
+    metrics to `extras["log"]`, which rsl_rl logs."""
 
-    def __init__(self, env: TaskEnv):
+    def __init__(self, env: vec_env.VecEnv):
         self.env, self.cfg = env, env.cfg
         self.num_envs, self.num_actions, self.device = env.num_envs, env.action_dim, env.device
         self.max_episode_length = env.max_episode_length
@@ -112,7 +111,7 @@ def runner_cfg(train: TrainCfg) -> dict[str, Any]:
     }
 
 
-def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+def learn(train: TrainCfg, env: vec_env.VecEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer rsl_rl`: rsl_rl's OnPolicyRunner, configured by `runner_cfg`, for
     `train.max_iterations` iterations; its checkpoints (model_N.pt) go to `checkpoints`. phalanx
     logs each iteration (metrics.jsonl, the dashboard, the console), so rsl_rl's own log stays
@@ -122,7 +121,7 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     for name in ("init_logging_writer", "log"):  # its console block
         setattr(runner.logger, name, _quiet(getattr(runner.logger, name)))
     runner.logger.git_status_repos.clear()  # no diff of whatever git repository holds rsl_rl's install
-    watch_action_std(env, lambda: runner.alg.actor.output_std)  # of the last batch the actor saw
+    env.watch_action_std(lambda: runner.alg.actor.output_std)  # of the last batch the actor saw
     runner.learn(num_learning_iterations=train.max_iterations)
     with contextlib.suppress(OSError):
         (checkpoints / "git").rmdir()  # made for the git state of the repositories it was given: none

@@ -1,29 +1,20 @@
 """Stable-Baselines3 (2.x): a phalanx env as `stable_baselines3.common.vec_env.VecEnv`, and PPO's
-arguments from a phalanx task's training defaults.
+arguments from a phalanx task's training defaults:
 
-    import phalanx
-    from phalanx.wrappers.sb3 import Sb3VecEnv, ppo_kwargs
     from stable_baselines3 import PPO
 
     train = phalanx.train_cfg("cartpole")
     env = Sb3VecEnv(phalanx.make("cartpole", num_envs=64, device="cpu"))
     model = PPO(env=env, device="cpu", **ppo_kwargs(train, env.num_envs))
     model.learn(total_timesteps=150 * train.num_steps_per_env * env.num_envs)
-
-SB3's VecEnv speaks NumPy: every step copies the "policy" observations, rewards and done flags to
-the host (and SB3 copies the observations back to the policy's device), one host sync per step.
-Observations are the "policy" group alone, a flat Box: SB3's PPO feeds the same observation to the
-actor and the critic, so a task's privileged "critic" group is left out. Done envs report, as SB3's
-own VecEnvs do, `infos[i]["terminal_observation"]` (the observation before the auto-reset),
-`infos[i]["TimeLimit.truncated"]` (a time-out, which SB3's PPO bootstraps with gamma * V(terminal
-observation)) and `infos[i]["episode"]` ("r" return, "l" length, as SB3's Monitor writes it)."""
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from stable_baselines3 import PPO
@@ -35,23 +26,25 @@ except ImportError:
 import numpy as np
 import torch
 
-from phalanx.envs.task_env import TaskEnv
+from phalanx.core import vec_env
 from phalanx.rl.losses import gaussian_kl
 from phalanx.rl.models import ACTIVATIONS
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
+
+if TYPE_CHECKING:
+    from phalanx.training.cfg import TrainCfg
 
 
 class Sb3VecEnv(VecEnv):
-    """`env` (a phalanx `TaskEnv`) behind SB3's VecEnv contract; see the module's description.
+    """`env` (a phalanx `VecEnv`) behind SB3's VecEnv contract, in NumPy: each step copies the
+    "policy" observations (a flat Box; SB3's PPO feeds the same one to the actor and the critic, so a
+    "critic" group is left out), rewards and dones to the host, one host sync per step. Done envs
+    report, as SB3's VecEnvs do, `infos[i]["terminal_observation"]`, `"TimeLimit.truncated"` (which
+    SB3's PPO bootstraps) and `"episode"` ("r" return, "l" length, as SB3's Monitor writes it).
+    The batch is one phalanx env: `get_attr`, `set_attr` and `env_method` act on the whole batch (no
+    subset of `indices`); `seed(s)` reseeds the env's random numbers at the next `reset`."""
 
-    The batch is one phalanx env: attributes and methods (`get_attr`, `set_attr`, `env_method`)
-    are the whole batch's, so `set_attr` and `env_method` take no subset of `indices`. `seed(s)`
-    reseeds the env's random numbers (initial states, events) at the next `reset`, as SB3's
-    VecEnvs do."""
-
-    def __init__(self, env: TaskEnv):
+    def __init__(self, env: vec_env.VecEnv):
         self.env = env
         # SB3 requires a finite action Box; an env without an action clip gets the widest float32 one.
         observation_space = observation_box(env.obs["policy"])
@@ -62,7 +55,7 @@ class Sb3VecEnv(VecEnv):
     def reset(self) -> np.ndarray:
         """Resets every env; returns the "policy" observations, shape (num_envs, obs_dim)."""
         if self._seeds[0] is not None:
-            self.env.random.generator.manual_seed(self._seeds[0])
+            self.env.manual_seed(self._seeds[0])
         self._reset_seeds()
         return _host(self.env.reset()["policy"])
 
@@ -130,17 +123,12 @@ def _host(value: torch.Tensor) -> np.ndarray:
 
 def ppo_kwargs(train: TrainCfg, num_envs: int) -> dict[str, Any]:
     """`stable_baselines3.PPO`'s arguments (all but `env` and `device`) from a phalanx task's PPO
-    settings and network sizes, for `num_envs` envs.
-
-    Where SB3 differs:
-    - `algo.schedule` "adaptive": SB3 has no KL-adaptive learning rate; `AdaptiveLearningRate`
-      (which `learn` adds) applies the rule once per iteration, not after every minibatch. SB3's
-      own `target_kl` is another mechanism (it stops the update's epochs early once a minibatch's
-      approximate KL passes 1.5 * target_kl) and stays off, as phalanx has no such stop.
-    - `algo.use_clipped_value_loss` -> `clip_range_vf = clip_param`: SB3 takes the loss of the
-      clipped value only, phalanx (as rsl_rl) the larger of the clipped and the unclipped loss.
-    - Network weights start with SB3's orthogonal initialization, not PyTorch's default.
-    - The actor and the critic both see the "policy" group (see the module's description)."""
+    settings and network sizes, for `num_envs` envs. Where SB3 differs:
+    - the KL-adaptive learning rate is `AdaptiveLearningRate`'s (which `learn` adds), once per
+      iteration; SB3's `target_kl` (an early stop of the epochs) stays off, as phalanx has none;
+    - the clipped value loss is the clipped value's alone (phalanx: the larger of both losses);
+    - weights start from SB3's orthogonal initialization;
+    - the actor and the critic both see the "policy" group."""
     algo, policy = train.algo, train.policy
     check_vector_observations(train, "sb3")
     return {
@@ -238,7 +226,7 @@ class SaveEvery(BaseCallback):
             normalize.save(str(self.directory / f"vecnormalize_{self.rollouts}.pkl"))
 
 
-def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+def learn(train: TrainCfg, env: vec_env.VecEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer sb3`: SB3's PPO, configured by `ppo_kwargs` (observations
     normalized by VecNormalize under `train.empirical_normalization`, the learning rate adapted by
     `AdaptiveLearningRate` under `algo.schedule` "adaptive"), on `env.device`, for
@@ -252,7 +240,7 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
         # SB3 advises the CPU for MLP policies; the policy sits with the env, which runs on env.device.
         warnings.filterwarnings("ignore", message="You are trying to run PPO on the GPU")
         model = PPO(env=venv, device=env.device, **ppo_kwargs(train, env.num_envs))
-    watch_action_std(env, lambda: model.policy.log_std.exp())
+    env.watch_action_std(lambda: model.policy.log_std.exp())
     callbacks: list[BaseCallback] = [SaveEvery(checkpoints, train.save_interval)]
     if train.algo.schedule == "adaptive":
         callbacks.append(AdaptiveLearningRate(train.algo.desired_kl))

@@ -1,28 +1,19 @@
 """skrl (2.x, PyTorch): a phalanx env as an `skrl.envs.wrappers.torch.Wrapper`, and skrl's PPO
-agent with a phalanx task's training defaults.
+agent with a phalanx task's training defaults:
 
-    import phalanx
-    from phalanx.wrappers.skrl import SkrlEnv, ppo_agent
     from skrl.trainers.torch import SequentialTrainer
 
     train = phalanx.train_cfg("ant")
     env = SkrlEnv(phalanx.make("ant", num_envs=4096, device="cuda"))
-    agent = ppo_agent(train, env)
     cfg = {"timesteps": 300 * train.num_steps_per_env, "headless": True}
-    SequentialTrainer(env=env, agents=agent, cfg=cfg).train()
-
-skrl's observations are the task's "policy" group; its states, which the critic reads, are the
-"critic" group where the task has a privileged one. Rewards and flags are (num_envs, 1), as skrl
-wants them. Time-outs come as `truncated`, which skrl's PPO bootstraps (`time_limit_bootstrap`)
-from the value of the next observation: after phalanx's auto-reset, the next episode's first one,
-as with Isaac Lab's envs. The infos are the step's extras; `environment_info="log"` in the
-trainer's config has skrl log the env's scalars (one host read each per step)."""
+    SequentialTrainer(env=env, agents=ppo_agent(train, env), cfg=cfg).train()
+"""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     from gymnasium import spaces
@@ -39,19 +30,24 @@ except ImportError:
 import torch
 from torch import nn
 
-from phalanx.envs.task_env import TaskEnv
+from phalanx.core.vec_env import VecEnv
 from phalanx.rl.models import mlp
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.metered import watch_action_std
 from phalanx.wrappers.spaces import action_box, check_vector_observations, observation_box
+
+if TYPE_CHECKING:
+    from phalanx.training.cfg import TrainCfg
 
 
 class SkrlEnv(Wrapper):
-    """`env` (a phalanx `TaskEnv`) behind skrl's single-agent env contract; see the module's
-    description. Observations and states are copies the next step leaves alone: skrl's trainer
-    stores the observations it acted on after the step that follows."""
+    """`env` (a phalanx `VecEnv`) behind skrl's single-agent env contract. Observations are the
+    "policy" group; states, which the critic reads, the "critic" group where the task has one; both
+    are copies the next step leaves alone (skrl stores what it acted on after the following step).
+    Rewards and flags are (num_envs, 1). Time-outs come as `truncated`, which skrl's PPO bootstraps
+    from the value of the next observation: after phalanx's auto-reset, the next episode's first one,
+    as with Isaac Lab's envs. The infos are the step's extras; `environment_info="log"` in the
+    trainer's config has skrl log the env's scalars (one host read each per step)."""
 
-    def __init__(self, env: TaskEnv):
+    def __init__(self, env: VecEnv):
         super().__init__(env)
         self._observation_space = observation_box(env.obs["policy"])
         self._state_space = observation_box(env.obs["critic"]) if "critic" in env.obs else None
@@ -139,17 +135,13 @@ class Value(DeterministicMixin, Model):
 
 def ppo_cfg(train: TrainCfg, env: SkrlEnv) -> PPO_CFG:
     """skrl's PPO config with a phalanx task's PPO settings. Where skrl differs:
-    - the adaptive learning rate (`KLAdaptiveLR`: / 1.5 above 2 * desired_kl, * 1.5 below half,
-      within [1e-5, 1e-2] as phalanx) adapts once per epoch, from the epoch's mean KL estimated
-      from log-probabilities, not per minibatch from the Gaussians' exact KL;
-    - the clipped value loss is the squared error of the clipped prediction (rsl_rl and phalanx
-      take the larger of the clipped and unclipped errors);
-    - advantages are normalized over the whole rollout, always (`algo.normalize_advantages` has
-      no switch), not per minibatch;
+    - the adaptive learning rate (`KLAdaptiveLR`, phalanx's rule and bounds) adapts once per epoch,
+      from a KL estimated from log-probabilities, not per minibatch from the Gaussians' exact KL;
+    - the clipped value loss is the clipped prediction's alone (phalanx: the larger of both);
+    - advantages are normalized over the whole rollout, always, not per minibatch;
     - empirical normalization (`RunningStandardScaler`) clips the normalized values to +-5;
     - checkpoints come every `save_interval * num_steps_per_env` timesteps (skrl counts env steps).
-    `train.seed` has no field here: `phalanx train` seeds torch before building the networks, and
-    skrl samples minibatches from torch's generator."""
+    `train.seed` has no field: `phalanx train` seeds torch, whose generator skrl samples from."""
     check_vector_observations(train, "skrl")
     algo, steps = train.algo, train.num_steps_per_env
     adaptive = algo.schedule == "adaptive"
@@ -200,7 +192,7 @@ def ppo_agent(train: TrainCfg, env: SkrlEnv, cfg: PPO_CFG | None = None) -> PPO:
     )
 
 
-def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
+def learn(train: TrainCfg, env: VecEnv, checkpoints: Path) -> None:
     """`phalanx train --trainer skrl`: skrl's PPO agent, configured by `ppo_cfg`, under skrl's
     SequentialTrainer for `train.max_iterations` rollouts and updates. Its checkpoints, which
     `PPO.load` reads, go to `checkpoints`/agent_TIMESTEP.pt (TIMESTEP: env steps per env): skrl
@@ -212,7 +204,7 @@ def learn(train: TrainCfg, env: TaskEnv, checkpoints: Path) -> None:
     cfg.experiment.directory, cfg.experiment.experiment_name = str(experiment.parent), experiment.name
     cfg.experiment.write_interval = 0
     agent = ppo_agent(train, skrl_env, cfg)
-    watch_action_std(env, lambda: agent.policy.log_std.exp())
+    env.watch_action_std(lambda: agent.policy.log_std.exp())
     timesteps = train.max_iterations * train.num_steps_per_env
     # headless: no render calls. The default environment_info, "episode", holds per-env tensors,
     # which skrl's trainer leaves alone: it would read scalars on the host at every step.

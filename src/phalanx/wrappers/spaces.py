@@ -3,6 +3,8 @@ a library's adapter gets vector observations: shared by the adapters and `phalan
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 try:
     from gymnasium import spaces
 except ImportError:
@@ -11,8 +13,10 @@ import numpy as np
 import torch
 
 from phalanx.core.errors import ConfigError
-from phalanx.envs.task_env import TaskEnv
-from phalanx.training.cfg import TrainCfg
+from phalanx.core.vec_env import VecEnv
+
+if TYPE_CHECKING:
+    from phalanx.training.cfg import TrainCfg
 
 
 def observation_box(value: torch.Tensor) -> spaces.Box:
@@ -24,11 +28,10 @@ def observation_box(value: torch.Tensor) -> spaces.Box:
     return spaces.Box(-np.inf, np.inf, shape, np.float32)
 
 
-def action_box(env: TaskEnv, unbounded: float = np.inf) -> spaces.Box:
+def action_box(env: VecEnv, unbounded: float = np.inf) -> spaces.Box:
     """One env's actions, within the env's action clip (it clamps actions itself); +-`unbounded`
     without one."""
-    clip = env.cfg.actions.clip
-    bound = unbounded if clip is None else clip
+    bound = unbounded if env.action_clip is None else env.action_clip
     return spaces.Box(-bound, bound, (env.action_dim,), np.float32)
 
 

@@ -14,9 +14,9 @@ from rich.console import Console
 
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.stops import raise_swallowed_stop
-from phalanx.envs.markers import Marker
 from phalanx.flags import parse_flags, task_and_flags
 from phalanx.viewer.address import announce, check_port, check_serving
+from phalanx.viewer.markers import command_markers, host_array
 
 FRAME_S = 1.0 / 30.0
 """Seconds between two updates of the page."""
@@ -180,29 +180,6 @@ class NewestPolicy:
 def _stamp(path: str) -> tuple[str, int]:
     """A checkpoint file and when it was written."""
     return path, Path(path).stat().st_mtime_ns
-
-
-def device_markers(env, k: int) -> dict[str, Marker]:
-    """The markers of every command term (`CommandTerm.markers`) for the first `k` envs, on the
-    env's device: "COMMAND/NAME" -> Marker."""
-    out = {}
-    for name, term in zip(env.commands.names, env.commands.terms, strict=True):
-        for part, m in term.markers(env).items():
-            out[f"{name}/{part}"] = Marker(m.shape, m.pos[:k], m.quat[:k], m.scale[:k], m.color)
-    return out
-
-
-def command_markers(env, k: int) -> dict[str, tuple]:
-    """`device_markers` on the host: "COMMAND/NAME" -> (shape, positions, orientations, scales, color)."""
-    return {
-        name: (m.shape, host_array(m.pos), host_array(m.quat), host_array(m.scale), m.color)
-        for name, m in device_markers(env, k).items()
-    }
-
-
-def host_array(tensor: torch.Tensor) -> np.ndarray:
-    """`tensor` on the host, as float64 numpy (what MuJoCo C and viser take)."""
-    return tensor.detach().to("cpu", torch.float64).numpy()
 
 
 def _record(viewer, sim_time: float, reward: torch.Tensor, episode: dict) -> None:
