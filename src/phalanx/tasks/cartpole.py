@@ -5,15 +5,23 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from phalanx import mdp, register
 from phalanx.assets import asset
-from phalanx.envs.cfg import ActionCfg, EventTermCfg, ObsTermCfg, RewardTermCfg, TaskCfg, TerminationTermCfg
-from phalanx.envs.mdp import events, observations, rewards, terminations
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
-from phalanx.rl.off_policy_cfg import off_policy_algos
-from phalanx.sim.cameras import CameraCfg
-from phalanx.sim.cfg import SimCfg
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
+from phalanx.cfg import (
+    ActionCfg,
+    CameraCfg,
+    EventTermCfg,
+    LearningResult,
+    ObsTermCfg,
+    PolicyCfg,
+    PPOCfg,
+    RewardTermCfg,
+    SimCfg,
+    TaskCfg,
+    TerminationTermCfg,
+    TrainCfg,
+    off_policy_algos,
+)
 
 
 def cartpole_cfg() -> TaskCfg:
@@ -27,31 +35,31 @@ def cartpole_cfg() -> TaskCfg:
         actions=ActionCfg(actuators="slider", scale=100.0, clip=None),
         observations={
             "policy": {
-                "pole_pos": ObsTermCfg(func=observations.joint_pos, params={"joints": "hinge"}),
-                "pole_vel": ObsTermCfg(func=observations.joint_vel, params={"joints": "hinge"}),
-                "cart_pos": ObsTermCfg(func=observations.joint_pos, params={"joints": "slider"}),
-                "cart_vel": ObsTermCfg(func=observations.joint_vel, params={"joints": "slider"}),
+                "pole_pos": ObsTermCfg(func=mdp.observations.joint_pos, params={"joints": "hinge"}),
+                "pole_vel": ObsTermCfg(func=mdp.observations.joint_vel, params={"joints": "hinge"}),
+                "cart_pos": ObsTermCfg(func=mdp.observations.joint_pos, params={"joints": "slider"}),
+                "cart_vel": ObsTermCfg(func=mdp.observations.joint_vel, params={"joints": "slider"}),
             }
         },
         rewards={
-            "alive": RewardTermCfg(func=rewards.is_alive, weight=1.0),
-            "terminating": RewardTermCfg(func=rewards.is_terminated, weight=-2.0),
-            "pole_pos": RewardTermCfg(func=rewards.joint_pos_l2, weight=-1.0, params={"joints": "hinge"}),
-            "cart_vel": RewardTermCfg(func=rewards.joint_vel_l1, weight=-0.01, params={"joints": "slider"}),
-            "pole_vel": RewardTermCfg(func=rewards.joint_vel_l1, weight=-0.005, params={"joints": "hinge"}),
+            "alive": RewardTermCfg(func=mdp.rewards.is_alive, weight=1.0),
+            "terminating": RewardTermCfg(func=mdp.rewards.is_terminated, weight=-2.0),
+            "pole_pos": RewardTermCfg(func=mdp.rewards.joint_pos_l2, weight=-1.0, params={"joints": "hinge"}),
+            "cart_vel": RewardTermCfg(func=mdp.rewards.joint_vel_l1, weight=-0.01, params={"joints": "slider"}),
+            "pole_vel": RewardTermCfg(func=mdp.rewards.joint_vel_l1, weight=-0.005, params={"joints": "hinge"}),
         },
         terminations={
-            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True),
             "cart_out_of_bounds": TerminationTermCfg(
-                func=terminations.joint_pos_out_of_bounds, params={"joints": "slider", "bound": 3.0}
+                func=mdp.terminations.joint_pos_out_of_bounds, params={"joints": "slider", "bound": 3.0}
             ),
             "pole_fell": TerminationTermCfg(
-                func=terminations.joint_angle_past, params={"joints": "hinge", "degrees": 90.0}
+                func=mdp.terminations.joint_angle_past, params={"joints": "hinge", "degrees": 90.0}
             ),
         },
         events={
             "reset_pole": EventTermCfg(
-                func=events.reset_joints_by_offset,
+                func=mdp.events.reset_joints_by_offset,
                 mode="reset",
                 params={"joints": "hinge", "position_range": (-0.25 * math.pi, 0.25 * math.pi)},
             ),
@@ -94,7 +102,7 @@ def cartpole_camera_cfg(data_type: str) -> TaskCfg:
     camera = {"camera": "eye", "width": 64, "height": 64, "data_type": data_type, "every": 1}
     depth = data_type == "depth"  # in metres / 8: the scene lies within 8 m of the camera
     params = camera | ({"far": 8.0} if depth else {})
-    image = ObsTermCfg(func=observations.camera_image, params=params, scale=1 / 8 if depth else 1.0, history=2)
+    image = ObsTermCfg(func=mdp.observations.camera_image, params=params, scale=1 / 8 if depth else 1.0, history=2)
     return dataclasses.replace(
         cfg,
         description=f"balance a pole on a cart seen in {data_type} images (Isaac-Cartpole-{isaac}-Camera-Direct-v0)",

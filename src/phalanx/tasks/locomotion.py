@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from phalanx import mdp, register
 from phalanx.assets import asset
-from phalanx.envs.cfg import (
+from phalanx.cfg import (
     ActionCfg,
     EventTermCfg,
+    LearningResult,
     MetricTermCfg,
     ObsTermCfg,
+    PolicyCfg,
+    PPOCfg,
     RewardTermCfg,
+    SimCfg,
     TaskCfg,
     TerminationTermCfg,
+    TrainCfg,
+    off_policy_algos,
 )
-from phalanx.envs.mdp import events, metrics, observations, rewards, terminations
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
-from phalanx.rl.off_policy_cfg import off_policy_algos
-from phalanx.sim.cfg import SimCfg
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
 
 TARGET_POS = (1000.0, 0.0, 0.0)
 """The target lies 1 km along +x: far enough that no episode reaches it."""
@@ -56,49 +57,49 @@ def _locomotion_cfg(description: str, robot: _Robot) -> TaskCfg:
         actions=ActionCfg(actuators=".*", scale=robot.action_scale, clip=robot.action_clip),
         observations={
             "policy": {
-                "base_height": ObsTermCfg(func=observations.root_height),
-                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
-                "base_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b, scale=robot.ang_vel_scale),
-                "base_yaw_roll": ObsTermCfg(func=observations.root_yaw_roll),
-                "base_angle_to_target": ObsTermCfg(func=observations.root_angle_to_target, params=target),
-                "base_up_proj": ObsTermCfg(func=observations.root_up_proj),
-                "base_heading_proj": ObsTermCfg(func=observations.root_heading_proj, params=target),
-                "joint_pos_norm": ObsTermCfg(func=observations.joint_pos_limit_normalized),
-                "joint_vel_rel": ObsTermCfg(func=observations.joint_vel, scale=robot.joint_vel_scale),
+                "base_height": ObsTermCfg(func=mdp.observations.root_height),
+                "base_lin_vel": ObsTermCfg(func=mdp.observations.root_lin_vel_b),
+                "base_ang_vel": ObsTermCfg(func=mdp.observations.root_ang_vel_b, scale=robot.ang_vel_scale),
+                "base_yaw_roll": ObsTermCfg(func=mdp.observations.root_yaw_roll),
+                "base_angle_to_target": ObsTermCfg(func=mdp.observations.root_angle_to_target, params=target),
+                "base_up_proj": ObsTermCfg(func=mdp.observations.root_up_proj),
+                "base_heading_proj": ObsTermCfg(func=mdp.observations.root_heading_proj, params=target),
+                "joint_pos_norm": ObsTermCfg(func=mdp.observations.joint_pos_limit_normalized),
+                "joint_vel_rel": ObsTermCfg(func=mdp.observations.joint_vel, scale=robot.joint_vel_scale),
                 "feet_body_forces": ObsTermCfg(
-                    func=observations.body_wrench, params={"bodies": robot.feet}, scale=robot.feet_force_scale
+                    func=mdp.observations.body_wrench, params={"bodies": robot.feet}, scale=robot.feet_force_scale
                 ),
-                "actions": ObsTermCfg(func=observations.last_action),
+                "actions": ObsTermCfg(func=mdp.observations.last_action),
             }
         },
         rewards={
-            "progress": RewardTermCfg(func=rewards.progress, weight=1.0, params=target),
-            "alive": RewardTermCfg(func=rewards.is_alive, weight=robot.alive_weight),
-            "upright": RewardTermCfg(func=rewards.upright_bonus, weight=0.1, params={"threshold": 0.93}),
+            "progress": RewardTermCfg(func=mdp.rewards.progress, weight=1.0, params=target),
+            "alive": RewardTermCfg(func=mdp.rewards.is_alive, weight=robot.alive_weight),
+            "upright": RewardTermCfg(func=mdp.rewards.upright_bonus, weight=0.1, params={"threshold": 0.93}),
             "move_to_target": RewardTermCfg(
-                func=rewards.move_to_target_bonus, weight=0.5, params={"threshold": 0.8, **target}
+                func=mdp.rewards.move_to_target_bonus, weight=0.5, params={"threshold": 0.8, **target}
             ),
-            "action_l2": RewardTermCfg(func=rewards.action_l2, weight=robot.action_l2_weight),
-            "energy": RewardTermCfg(func=rewards.power_consumption, weight=robot.energy_weight),
+            "action_l2": RewardTermCfg(func=mdp.rewards.action_l2, weight=robot.action_l2_weight),
+            "energy": RewardTermCfg(func=mdp.rewards.power_consumption, weight=robot.energy_weight),
             "joint_pos_limits": RewardTermCfg(
-                func=rewards.joint_pos_limits_penalty_ratio,
+                func=mdp.rewards.joint_pos_limits_penalty_ratio,
                 weight=robot.joint_limits_weight,
                 params={"threshold": robot.joint_limits_threshold},
             ),
         },
         terminations={
-            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True),
             "torso_height": TerminationTermCfg(
-                func=terminations.root_height_below, params={"minimum_height": robot.min_height}
+                func=mdp.terminations.root_height_below, params={"minimum_height": robot.min_height}
             ),
         },
         metrics={
             # m/s toward the target, averaged over the episode: how fast it runs.
-            "speed_to_target": MetricTermCfg(func=metrics.speed_to_target, params=target),
+            "speed_to_target": MetricTermCfg(func=mdp.metrics.speed_to_target, params=target),
         },
         events={
             "reset_robot_joints": EventTermCfg(
-                func=events.reset_joints_by_offset,
+                func=mdp.events.reset_joints_by_offset,
                 mode="reset",
                 params={"position_range": (-0.2, 0.2), "velocity_range": (-0.1, 0.1)},
             ),

@@ -5,13 +5,12 @@ every physics step (`mdp.quadruped_control`). With zero actions it walks as the 
 
 from __future__ import annotations
 
+from phalanx import register
+from phalanx.cfg import ActionCfg, ActuatorCfg, ControllerCfg, LearningResult, MetricTermCfg, ObsTermCfg, TaskCfg
 from phalanx.control.qp import QPSettings
 from phalanx.control.quadruped import QuadrupedCfg
-from phalanx.envs.cfg import ActionCfg, ControllerCfg, MetricTermCfg, ObsTermCfg, TaskCfg
-from phalanx.sim.actuators import ActuatorCfg
 from phalanx.tasks.anymal.mdp import quadruped_control
 from phalanx.tasks.anymal.velocity import velocity_cfg, velocity_play_cfg, velocity_train_cfg
-from phalanx.training.registry import LearningResult, register
 
 EFFORT_LIMIT = 80.0
 """ANYmal C's joint torque limit (N m)."""

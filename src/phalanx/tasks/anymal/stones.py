@@ -7,11 +7,10 @@ the stones, swings lifted over the stones in their way."""
 
 from __future__ import annotations
 
-from phalanx.envs.cfg import TaskCfg
+from phalanx import register
+from phalanx.cfg import LearningResult, TaskCfg, TerrainCfg
 from phalanx.tasks.anymal.qp import through_qp
 from phalanx.tasks.anymal.velocity import on_terrain, rough_weights, velocity_cfg, velocity_play_cfg, velocity_train_cfg
-from phalanx.terrain.generator import TerrainCfg
-from phalanx.training.registry import LearningResult, register
 
 
 def stones_terrain() -> TerrainCfg:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 
+from phalanx import mdp, register
 from phalanx.assets import asset
+from phalanx.cfg import LearningResult, PolicyCfg, PPOCfg, SimCfg, TerrainCfg, TrainCfg, off_policy_algos
 from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
@@ -20,14 +22,7 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
     exact_policy_observations,
 )
-from phalanx.envs.mdp import commands, events, metrics, observations, rewards, terminations, velocity_rewards
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
-from phalanx.rl.off_policy_cfg import off_policy_algos
-from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.anymal.mdp import navigation
-from phalanx.terrain.generator import TerrainCfg
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
 
 LEGS = ("LF", "RF", "LH", "RH")
 FEET = [f"{leg}_foot_contact" for leg in LEGS]
@@ -72,12 +67,14 @@ def on_terrain(cfg: TaskCfg, terrain: TerrainCfg) -> None:
     """Puts a velocity task on `terrain` (whose `exclude_bodies` must hold "base"): a height scan
     in the policy's observation, an episode that ends when the base touches the terrain, the
     terrain curriculum on the velocity command, and contact buffers sized for heightfields."""
-    cfg.observations["policy"]["height_scan"] = ObsTermCfg(func=observations.height_scan, clip=(-1.0, 1.0), noise=0.1)
+    cfg.observations["policy"]["height_scan"] = ObsTermCfg(
+        func=mdp.observations.height_scan, clip=(-1.0, 1.0), noise=0.1
+    )
     # The base does not collide with the terrain: touching it ends the episode, which the base
     # site's points below the terrain's surface tell for a fraction of the heightfield collision
     # of the base box (docs/speed.md, "Defaults chosen by measurement").
     cfg.terrain = terrain
-    touch = TerminationTermCfg(func=terminations.site_touches_terrain, params={"site": "base"})
+    touch = TerminationTermCfg(func=mdp.terminations.site_touches_terrain, params={"site": "base"})
     cfg.terminations["base_contact"] = touch
     cfg.terrain_command = "base_velocity"
     # Contacts with the heightfield: at most 50 per geom pair by MuJoCo's bound (850 per robot);
@@ -99,7 +96,7 @@ def velocity_cfg(description: str) -> TaskCfg:
         actions=ActionCfg(actuators=".*", scale=0.5, use_default_offset=True, clip=ACTION_CLIP),
         commands={
             "base_velocity": CommandTermCfg(
-                func=commands.uniform_velocity,
+                func=mdp.commands.uniform_velocity,
                 resampling_time_range_s=(10.0, 10.0),
                 params={
                     "lin_vel_x": (-1.0, 1.0),
@@ -115,59 +112,59 @@ def velocity_cfg(description: str) -> TaskCfg:
         observations={
             "policy": {
                 # Isaac Lab's sensor noise (uniform, +-).
-                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b, noise=0.1),
-                "base_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b, noise=0.2),
-                "projected_gravity": ObsTermCfg(func=observations.projected_gravity, noise=0.05),
-                "velocity_commands": ObsTermCfg(func=observations.generated_commands, params=CMD),
-                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel, noise=0.01),
-                "joint_vel": ObsTermCfg(func=observations.joint_vel, noise=1.5),
-                "actions": ObsTermCfg(func=observations.last_action),
+                "base_lin_vel": ObsTermCfg(func=mdp.observations.root_lin_vel_b, noise=0.1),
+                "base_ang_vel": ObsTermCfg(func=mdp.observations.root_ang_vel_b, noise=0.2),
+                "projected_gravity": ObsTermCfg(func=mdp.observations.projected_gravity, noise=0.05),
+                "velocity_commands": ObsTermCfg(func=mdp.observations.generated_commands, params=CMD),
+                "joint_pos": ObsTermCfg(func=mdp.observations.joint_pos_rel, noise=0.01),
+                "joint_vel": ObsTermCfg(func=mdp.observations.joint_vel, noise=1.5),
+                "actions": ObsTermCfg(func=mdp.observations.last_action),
             }
         },
         rewards={
             "track_lin_vel_xy_exp": RewardTermCfg(
-                func=velocity_rewards.track_lin_vel_xy_exp, weight=1.0, params={**CMD, "std": 0.5}
+                func=mdp.velocity_rewards.track_lin_vel_xy_exp, weight=1.0, params={**CMD, "std": 0.5}
             ),
             "track_ang_vel_z_exp": RewardTermCfg(
-                func=velocity_rewards.track_ang_vel_z_exp, weight=0.5, params={**CMD, "std": 0.5}
+                func=mdp.velocity_rewards.track_ang_vel_z_exp, weight=0.5, params={**CMD, "std": 0.5}
             ),
-            "lin_vel_z_l2": RewardTermCfg(func=velocity_rewards.lin_vel_z_l2, weight=-2.0),
-            "ang_vel_xy_l2": RewardTermCfg(func=velocity_rewards.ang_vel_xy_l2, weight=-0.05),
-            "dof_torques_l2": RewardTermCfg(func=velocity_rewards.joint_torques_l2, weight=-2.5e-5),
-            "dof_acc_l2": RewardTermCfg(func=velocity_rewards.joint_acc_l2, weight=-2.5e-7),
-            "action_rate_l2": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-0.01),
+            "lin_vel_z_l2": RewardTermCfg(func=mdp.velocity_rewards.lin_vel_z_l2, weight=-2.0),
+            "ang_vel_xy_l2": RewardTermCfg(func=mdp.velocity_rewards.ang_vel_xy_l2, weight=-0.05),
+            "dof_torques_l2": RewardTermCfg(func=mdp.velocity_rewards.joint_torques_l2, weight=-2.5e-5),
+            "dof_acc_l2": RewardTermCfg(func=mdp.velocity_rewards.joint_acc_l2, weight=-2.5e-7),
+            "action_rate_l2": RewardTermCfg(func=mdp.velocity_rewards.action_rate_l2, weight=-0.01),
             "feet_air_time": RewardTermCfg(
-                func=velocity_rewards.feet_air_time, weight=0.5, params={"sensors": FEET, **CMD, "threshold": 0.5}
+                func=mdp.velocity_rewards.feet_air_time, weight=0.5, params={"sensors": FEET, **CMD, "threshold": 0.5}
             ),
             "undesired_contacts": RewardTermCfg(
-                func=velocity_rewards.touch_count_above, weight=-1.0, params={"sensors": THIGHS, "threshold": 1.0}
+                func=mdp.velocity_rewards.touch_count_above, weight=-1.0, params={"sensors": THIGHS, "threshold": 1.0}
             ),
-            "flat_orientation_l2": RewardTermCfg(func=velocity_rewards.flat_orientation_l2, weight=-5.0),
+            "flat_orientation_l2": RewardTermCfg(func=mdp.velocity_rewards.flat_orientation_l2, weight=-5.0),
         },
         metrics={
-            "lin_vel_xy_error": MetricTermCfg(func=metrics.lin_vel_xy_error, params=CMD),
-            "ang_vel_z_error": MetricTermCfg(func=metrics.ang_vel_z_error, params=CMD),
+            "lin_vel_xy_error": MetricTermCfg(func=mdp.metrics.lin_vel_xy_error, params=CMD),
+            "ang_vel_z_error": MetricTermCfg(func=mdp.metrics.ang_vel_z_error, params=CMD),
         },
         terminations=_fall_or_time_out(),
         events={
             # One friction coefficient per world for feet, legs, base and ground (Isaac Lab keeps
             # its 0.8 static / 0.6 dynamic fixed; MuJoCo has one coefficient, drawn around them).
             "physics_material": EventTermCfg(
-                func=events.randomize_friction, mode="startup", params={"friction_range": (0.6, 1.0)}
+                func=mdp.events.randomize_friction, mode="startup", params={"friction_range": (0.6, 1.0)}
             ),
             "add_base_mass": EventTermCfg(
-                func=events.add_body_mass, mode="startup", params={"bodies": ["base"], "mass_range": (-5.0, 5.0)}
+                func=mdp.events.add_body_mass, mode="startup", params={"bodies": ["base"], "mass_range": (-5.0, 5.0)}
             ),
             "reset_base": EventTermCfg(
-                func=events.reset_root_state_uniform,
+                func=mdp.events.reset_root_state_uniform,
                 mode="reset",
                 params={"xy_range": (-0.5, 0.5), "yaw_range": (-math.pi, math.pi), "velocity_range": (-0.5, 0.5)},
             ),
             "reset_robot_joints": EventTermCfg(
-                func=events.reset_joints_by_scale, mode="reset", params={"position_range": (0.5, 1.5)}
+                func=mdp.events.reset_joints_by_scale, mode="reset", params={"position_range": (0.5, 1.5)}
             ),
             "push_robot": EventTermCfg(
-                func=events.push_by_setting_velocity,
+                func=mdp.events.push_by_setting_velocity,
                 mode="interval",
                 interval_range_s=(10.0, 15.0),
                 params={"velocity_range": (-0.5, 0.5)},
@@ -190,23 +187,23 @@ def anymal_nav_cfg() -> TaskCfg:
         actions=ActionCfg(scale=1.0, clip=None, low_level=LowLevelPolicyCfg(task="anymal-flat", decimation=10)),
         commands={
             "base_velocity": CommandTermCfg(
-                func=commands.held_command, resampling_time_range_s=(1.0e9, 1.0e9), params={"dim": 3}
+                func=mdp.commands.held_command, resampling_time_range_s=(1.0e9, 1.0e9), params={"dim": 3}
             ),
             "pose_command": CommandTermCfg(
-                func=commands.uniform_pose_2d,
+                func=mdp.commands.uniform_pose_2d,
                 resampling_time_range_s=(1.0e9, 1.0e9),  # one goal per episode, drawn at reset
                 params={"pos_x": (-3.0, 3.0), "pos_y": (-3.0, 3.0), "heading": (-math.pi, math.pi)},
             ),
         },
         observations={
             "policy": {
-                "base_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
-                "projected_gravity": ObsTermCfg(func=observations.projected_gravity),
-                "pose_command": ObsTermCfg(func=observations.generated_commands, params=goal),
+                "base_lin_vel": ObsTermCfg(func=mdp.observations.root_lin_vel_b),
+                "projected_gravity": ObsTermCfg(func=mdp.observations.projected_gravity),
+                "pose_command": ObsTermCfg(func=mdp.observations.generated_commands, params=goal),
             }
         },
         rewards={
-            "termination_penalty": RewardTermCfg(func=rewards.is_terminated, weight=-400.0),
+            "termination_penalty": RewardTermCfg(func=mdp.rewards.is_terminated, weight=-400.0),
             "position_tracking": RewardTermCfg(
                 func=navigation.position_tracking_tanh, weight=0.5, params={**goal, "std": 2.0}
             ),
@@ -222,7 +219,7 @@ def anymal_nav_cfg() -> TaskCfg:
         terminations=_fall_or_time_out(),
         events={
             "reset_base": EventTermCfg(
-                func=events.reset_root_state_uniform,
+                func=mdp.events.reset_root_state_uniform,
                 mode="reset",
                 params={"xy_range": (-0.5, 0.5), "yaw_range": (-math.pi, math.pi)},
             ),
@@ -235,9 +232,9 @@ def anymal_nav_cfg() -> TaskCfg:
 def _fall_or_time_out() -> dict[str, TerminationTermCfg]:
     """The episode ends at its time limit, or when the base touches the ground."""
     return {
-        "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+        "time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True),
         "base_contact": TerminationTermCfg(
-            func=terminations.touch_above, params={"sensors": ["base_contact"], "threshold": 1.0}
+            func=mdp.terminations.touch_above, params={"sensors": ["base_contact"], "threshold": 1.0}
         ),
     }
 

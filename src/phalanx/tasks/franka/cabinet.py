@@ -3,22 +3,23 @@
 
 from __future__ import annotations
 
+from phalanx import mdp, register
 from phalanx.assets import asset
-from phalanx.envs.cfg import (
+from phalanx.cfg import (
     EventTermCfg,
+    LearningResult,
     MetricTermCfg,
     ObsTermCfg,
+    PolicyCfg,
+    PPOCfg,
     RewardTermCfg,
+    SimCfg,
     TaskCfg,
     TerminationTermCfg,
+    TrainCfg,
 )
-from phalanx.envs.mdp import bodies, events, observations, rewards, terminations, velocity_rewards
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
-from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka.mdp import drawer
 from phalanx.tasks.franka.reach import ARM, EE, arm_actuators, arm_and_gripper_actions
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
 
 OPENED = 0.2
 """The opening (m) at which the drawer counts as opened."""
@@ -47,10 +48,10 @@ def franka_cabinet_cfg() -> TaskCfg:
         actions=arm_and_gripper_actions(scale=1.0),
         observations={
             "policy": {
-                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
-                "joint_vel": ObsTermCfg(func=observations.joint_vel),
-                "to_handle": ObsTermCfg(func=bodies.site_offset_w, params={"site": EE, "to_site": "handle"}),
-                "actions": ObsTermCfg(func=observations.last_action),
+                "joint_pos": ObsTermCfg(func=mdp.observations.joint_pos_rel),
+                "joint_vel": ObsTermCfg(func=mdp.observations.joint_vel),
+                "to_handle": ObsTermCfg(func=mdp.bodies.site_offset_w, params={"site": EE, "to_site": "handle"}),
+                "actions": ObsTermCfg(func=mdp.observations.last_action),
             }
         },
         rewards={
@@ -67,18 +68,20 @@ def franka_cabinet_cfg() -> TaskCfg:
             ),
             "open_drawer_bonus": RewardTermCfg(func=drawer.open_drawer_bonus, weight=7.5),
             "drawer_stages": RewardTermCfg(func=drawer.drawer_stages, weight=1.0),
-            "action_rate": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-1e-2),
-            "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
+            "action_rate": RewardTermCfg(func=mdp.velocity_rewards.action_rate_l2, weight=-1e-2),
+            "joint_vel": RewardTermCfg(func=mdp.rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
         },
-        terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
+        terminations={"time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True)},
         metrics={
-            "handle_distance": MetricTermCfg(func=bodies.site_distance, params={"site": EE, "to_site": "handle"}),
+            "handle_distance": MetricTermCfg(func=mdp.bodies.site_distance, params={"site": EE, "to_site": "handle"}),
             "drawer_opening": MetricTermCfg(func=drawer.drawer_opening, final=True),
             "opened": MetricTermCfg(func=drawer.drawer_opened, params={"distance": OPENED}, final=True),
         },
         events={
             "reset_arm": EventTermCfg(
-                func=events.reset_joints_by_offset, mode="reset", params={"joints": ARM, "position_range": (-0.1, 0.1)}
+                func=mdp.events.reset_joints_by_offset,
+                mode="reset",
+                params={"joints": ARM, "position_range": (-0.1, 0.1)},
             ),
         },
         num_envs=4096,

@@ -3,33 +3,25 @@
 
 from __future__ import annotations
 
+from phalanx import mdp, register
 from phalanx.assets import asset
-from phalanx.envs.cfg import (
+from phalanx.cfg import (
     CommandTermCfg,
     CurriculumTermCfg,
     EventTermCfg,
+    LearningResult,
     MetricTermCfg,
     ObsTermCfg,
+    PolicyCfg,
+    PPOCfg,
     RewardTermCfg,
+    SimCfg,
     TaskCfg,
     TerminationTermCfg,
+    TrainCfg,
 )
-from phalanx.envs.mdp import (
-    bodies,
-    curriculum,
-    end_effector,
-    events,
-    observations,
-    rewards,
-    terminations,
-    velocity_rewards,
-)
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
-from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka.mdp import lift
 from phalanx.tasks.franka.reach import ARM, BASE, EE, arm_actuators, arm_and_gripper_actions
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
 
 CUBE = "cube"
 LIFTED = 0.04
@@ -58,24 +50,26 @@ def franka_lift_cfg() -> TaskCfg:
         actions=arm_and_gripper_actions(scale=0.5),
         observations={
             "policy": {
-                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel),
-                "joint_vel": ObsTermCfg(func=observations.joint_vel),
-                "object_position": ObsTermCfg(func=bodies.site_pos_b, params={"sites": [CUBE], "base": BASE}),
-                "target_position": ObsTermCfg(func=observations.generated_commands, params={"command": "object_pose"}),
-                "object_to_target": ObsTermCfg(func=end_effector.site_position_error_b, params=goal),
-                "actions": ObsTermCfg(func=observations.last_action),
+                "joint_pos": ObsTermCfg(func=mdp.observations.joint_pos_rel),
+                "joint_vel": ObsTermCfg(func=mdp.observations.joint_vel),
+                "object_position": ObsTermCfg(func=mdp.bodies.site_pos_b, params={"sites": [CUBE], "base": BASE}),
+                "target_position": ObsTermCfg(
+                    func=mdp.observations.generated_commands, params={"command": "object_pose"}
+                ),
+                "object_to_target": ObsTermCfg(func=mdp.end_effector.site_position_error_b, params=goal),
+                "actions": ObsTermCfg(func=mdp.observations.last_action),
             }
         },
         commands={
             "object_pose": CommandTermCfg(
-                func=end_effector.uniform_pose,
+                func=mdp.end_effector.uniform_pose,
                 resampling_time_range_s=(5.0, 5.0),
                 params={"base": BASE, "pos_x": (0.4, 0.6), "pos_y": (-0.25, 0.25), "pos_z": (0.25, 0.5)},
             ),
         },
         rewards={
             "reaching_object": RewardTermCfg(
-                func=bodies.site_distance_tanh, weight=1.0, params={"site": EE, "to_site": CUBE, "std": 0.1}
+                func=mdp.bodies.site_distance_tanh, weight=1.0, params={"site": EE, "to_site": CUBE, "std": 0.1}
             ),
             "lifting_object": RewardTermCfg(
                 func=lift.site_lifted, weight=15.0, params=cube | {"minimal_height": LIFTED}
@@ -86,34 +80,35 @@ def franka_lift_cfg() -> TaskCfg:
             "object_goal_tracking_fine": RewardTermCfg(
                 func=lift.lifted_site_goal_tanh, weight=5.0, params=goal | {"minimal_height": LIFTED, "std": 0.05}
             ),
-            "action_rate": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-1e-4),
-            "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
+            "action_rate": RewardTermCfg(func=mdp.velocity_rewards.action_rate_l2, weight=-1e-4),
+            "joint_vel": RewardTermCfg(func=mdp.rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
         },
         terminations={
-            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True),
             # Off a 0.9 m x 1 m table in front of the robot (the scene's plane has no edge).
             "object_off_table": TerminationTermCfg(
-                func=terminations.site_outside, params={"site": CUBE, "low": (0.1, -0.5, 0.0), "high": (1.0, 0.5, 2.0)}
+                func=mdp.terminations.site_outside,
+                params={"site": CUBE, "low": (0.1, -0.5, 0.0), "high": (1.0, 0.5, 2.0)},
             ),
         },
         curriculum={
             # Once the task is learned the arm must move smoothly: action rate and joint
             # velocities weigh 1000 times more from 10,000 env steps (about 400 iterations) on.
             name: CurriculumTermCfg(
-                func=curriculum.reward_weight, params={"reward": name, "weight": -1e-1, "num_steps": 10_000}
+                func=mdp.curriculum.reward_weight, params={"reward": name, "weight": -1e-1, "num_steps": 10_000}
             )
             for name in ("action_rate", "joint_vel")
         },
         metrics={
-            "ee_object_distance": MetricTermCfg(func=bodies.site_distance, params={"site": EE, "to_site": CUBE}),
+            "ee_object_distance": MetricTermCfg(func=mdp.bodies.site_distance, params={"site": EE, "to_site": CUBE}),
             "lifted": MetricTermCfg(func=lift.site_lifted, params=cube | {"minimal_height": LIFTED}, final=True),
-            "goal_distance": MetricTermCfg(func=end_effector.site_position_error, params=goal, final=True),
+            "goal_distance": MetricTermCfg(func=mdp.end_effector.site_position_error, params=goal, final=True),
             "success": MetricTermCfg(func=lift.site_at_goal, params=goal | {"tolerance": 0.05}, final=True),
         },
         events={
             # The cube is the model's only free joint: the env's root.
             "reset_cube": EventTermCfg(
-                func=events.reset_root_state_uniform,
+                func=mdp.events.reset_root_state_uniform,
                 mode="reset",
                 params={"xy_range": (-0.1, 0.1), "y_range": (-0.25, 0.25)},
             ),

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import math
 
+from phalanx import mdp, register
 from phalanx.assets import asset
+from phalanx.cfg import ActuatorCfg, LearningResult, PolicyCfg, PPOCfg, SimCfg, TrainCfg
 from phalanx.envs.cfg import (
     ActionCfg,
     CommandTermCfg,
@@ -22,13 +24,7 @@ from phalanx.envs.cfg import (
     TerminationTermCfg,
     exact_policy_observations,
 )
-from phalanx.envs.mdp import curriculum, end_effector, events, observations, rewards, terminations, velocity_rewards
-from phalanx.rl.cfg import PolicyCfg, PPOCfg
-from phalanx.sim.actuators import ActuatorCfg
-from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.franka.mdp.differential_ik import differential_ik
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
 
 ARM = "panda_joint[1-7]"
 EE = "ee"
@@ -85,16 +81,16 @@ def franka_reach_cfg() -> TaskCfg:
         actions=arm_targets(scale=0.5),
         observations={
             "policy": {
-                "joint_pos": ObsTermCfg(func=observations.joint_pos_rel, **noisy),
-                "joint_vel": ObsTermCfg(func=observations.joint_vel, **noisy),
-                "pose_command": ObsTermCfg(func=observations.generated_commands, params={"command": "ee_pose"}),
-                "pose_error": ObsTermCfg(func=end_effector.site_pose_error_b, params=pose),
-                "actions": ObsTermCfg(func=observations.last_action),
+                "joint_pos": ObsTermCfg(func=mdp.observations.joint_pos_rel, **noisy),
+                "joint_vel": ObsTermCfg(func=mdp.observations.joint_vel, **noisy),
+                "pose_command": ObsTermCfg(func=mdp.observations.generated_commands, params={"command": "ee_pose"}),
+                "pose_error": ObsTermCfg(func=mdp.end_effector.site_pose_error_b, params=pose),
+                "actions": ObsTermCfg(func=mdp.observations.last_action),
             }
         },
         commands={
             "ee_pose": CommandTermCfg(
-                func=end_effector.uniform_pose,
+                func=mdp.end_effector.uniform_pose,
                 resampling_time_range_s=(4.0, 4.0),
                 params={
                     "base": BASE,
@@ -108,32 +104,36 @@ def franka_reach_cfg() -> TaskCfg:
             ),
         },
         rewards={
-            "position": RewardTermCfg(func=end_effector.site_position_error, weight=-0.2, params=pose),
+            "position": RewardTermCfg(func=mdp.end_effector.site_position_error, weight=-0.2, params=pose),
             "position_fine": RewardTermCfg(
-                func=end_effector.site_position_error_tanh, weight=0.1, params=pose | {"std": 0.1}
+                func=mdp.end_effector.site_position_error_tanh, weight=0.1, params=pose | {"std": 0.1}
             ),
-            "orientation": RewardTermCfg(func=end_effector.site_orientation_error, weight=-0.1, params=pose),
-            "action_rate": RewardTermCfg(func=velocity_rewards.action_rate_l2, weight=-1e-4),
-            "joint_vel": RewardTermCfg(func=rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
+            "orientation": RewardTermCfg(func=mdp.end_effector.site_orientation_error, weight=-0.1, params=pose),
+            "action_rate": RewardTermCfg(func=mdp.velocity_rewards.action_rate_l2, weight=-1e-4),
+            "joint_vel": RewardTermCfg(func=mdp.rewards.joint_vel_l2, weight=-1e-4, params={"joints": ARM}),
         },
-        terminations={"time_out": TerminationTermCfg(func=terminations.time_out, time_out=True)},
+        terminations={"time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True)},
         curriculum={
             # Once the arm reaches, it must move smoothly (4500 env steps: about 190 iterations).
             name: CurriculumTermCfg(
-                func=curriculum.reward_weight, params={"reward": name, "weight": weight, "num_steps": 4500}
+                func=mdp.curriculum.reward_weight, params={"reward": name, "weight": weight, "num_steps": 4500}
             )
             for name, weight in (("action_rate", -5e-3), ("joint_vel", -1e-3))
         },
         metrics={
-            "position_error": MetricTermCfg(func=end_effector.site_position_error, params=pose),
-            "orientation_error": MetricTermCfg(func=end_effector.site_orientation_error, params=pose),
+            "position_error": MetricTermCfg(func=mdp.end_effector.site_position_error, params=pose),
+            "orientation_error": MetricTermCfg(func=mdp.end_effector.site_orientation_error, params=pose),
             # At an episode's end: 4 s after its last command, where the reach is judged.
-            "final_position_error": MetricTermCfg(func=end_effector.site_position_error, params=pose, final=True),
-            "final_orientation_error": MetricTermCfg(func=end_effector.site_orientation_error, params=pose, final=True),
+            "final_position_error": MetricTermCfg(func=mdp.end_effector.site_position_error, params=pose, final=True),
+            "final_orientation_error": MetricTermCfg(
+                func=mdp.end_effector.site_orientation_error, params=pose, final=True
+            ),
         },
         events={
             "reset_arm": EventTermCfg(
-                func=events.reset_joints_by_scale, mode="reset", params={"joints": ARM, "position_range": (0.5, 1.5)}
+                func=mdp.events.reset_joints_by_scale,
+                mode="reset",
+                params={"joints": ARM, "position_range": (0.5, 1.5)},
             ),
         },
         num_envs=4096,

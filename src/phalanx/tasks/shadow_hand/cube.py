@@ -5,25 +5,25 @@ from __future__ import annotations
 
 import dataclasses
 
+from phalanx import mdp, register
 from phalanx.assets import asset
-from phalanx.envs.cfg import (
+from phalanx.cfg import (
     ActionCfg,
+    CameraCfg,
     CommandTermCfg,
     EventTermCfg,
+    LearningResult,
     MetricTermCfg,
     ObsTermCfg,
     RewardTermCfg,
+    SimCfg,
     TaskCfg,
     TerminationTermCfg,
+    TrainCfg,
+    off_policy_algos,
 )
-from phalanx.envs.mdp import bodies, events, observations, rewards, terminations
 from phalanx.rl.cfg import DistillCfg, PolicyCfg, PPOCfg
-from phalanx.rl.off_policy_cfg import off_policy_algos
-from phalanx.sim.cameras import CameraCfg
-from phalanx.sim.cfg import SimCfg
 from phalanx.tasks.shadow_hand.mdp import manipulation
-from phalanx.training.cfg import TrainCfg
-from phalanx.training.registry import LearningResult, register
 
 CUBE_HOME = (0.0077, 0.0005, 0.3396)
 """Where the cube rests on the palm in the hand's default pose (the model's "home" keyframe): the
@@ -50,19 +50,19 @@ def shadow_cube_cfg() -> TaskCfg:
     target = {"target": CUBE_HOME}
     goal = {"command": "goal"}
     critic_extra = {
-        "joint_vel": ObsTermCfg(func=observations.joint_vel, scale=0.2),
-        "cube_lin_vel": ObsTermCfg(func=observations.root_lin_vel_b),
-        "cube_ang_vel": ObsTermCfg(func=observations.root_ang_vel_b, scale=0.2),
-        "fingertip_forces": ObsTermCfg(func=bodies.body_contact_force_w, params={"bodies": DISTAL}, scale=0.1),
+        "joint_vel": ObsTermCfg(func=mdp.observations.joint_vel, scale=0.2),
+        "cube_lin_vel": ObsTermCfg(func=mdp.observations.root_lin_vel_b),
+        "cube_ang_vel": ObsTermCfg(func=mdp.observations.root_ang_vel_b, scale=0.2),
+        "fingertip_forces": ObsTermCfg(func=mdp.bodies.body_contact_force_w, params={"bodies": DISTAL}, scale=0.1),
     }
     policy = {
-        "joint_pos": ObsTermCfg(func=observations.joint_pos_limit_normalized),
+        "joint_pos": ObsTermCfg(func=mdp.observations.joint_pos_limit_normalized),
         "cube_pos": ObsTermCfg(func=manipulation.object_pos_rel, params=target),
         "cube_quat": ObsTermCfg(func=manipulation.object_quat),
-        "goal_quat": ObsTermCfg(func=observations.generated_commands, params=goal),
+        "goal_quat": ObsTermCfg(func=mdp.observations.generated_commands, params=goal),
         "cube_to_goal": ObsTermCfg(func=manipulation.object_goal_quat_diff, params=goal),
-        "fingertip_pos": ObsTermCfg(func=bodies.site_pos_w, params={"sites": FINGERTIPS}),
-        "actions": ObsTermCfg(func=observations.last_action),
+        "fingertip_pos": ObsTermCfg(func=mdp.bodies.site_pos_w, params={"sites": FINGERTIPS}),
+        "actions": ObsTermCfg(func=mdp.observations.last_action),
     }
     return TaskCfg(
         description=(
@@ -88,10 +88,10 @@ def shadow_cube_cfg() -> TaskCfg:
             "cube_distance": RewardTermCfg(func=manipulation.object_distance, weight=-10.0, params=target),
             "rotation": RewardTermCfg(func=manipulation.object_rotation_alignment, weight=1.0, params=goal),
             "goal_reached": RewardTermCfg(func=manipulation.object_goal_reached, weight=250.0, params=goal),
-            "action_l2": RewardTermCfg(func=rewards.action_l2, weight=-0.0002),
+            "action_l2": RewardTermCfg(func=mdp.rewards.action_l2, weight=-0.0002),
         },
         terminations={
-            "time_out": TerminationTermCfg(func=terminations.time_out, time_out=True),
+            "time_out": TerminationTermCfg(func=mdp.terminations.time_out, time_out=True),
             "goal_time_out": TerminationTermCfg(
                 func=manipulation.goal_time_out, params=goal | {"time_s": GOAL_TIME_S}, time_out=True
             ),
@@ -106,10 +106,10 @@ def shadow_cube_cfg() -> TaskCfg:
         },
         events={
             "reset_hand": EventTermCfg(
-                func=events.reset_joints_by_offset, mode="reset", params={"position_range": (-0.2, 0.2)}
+                func=mdp.events.reset_joints_by_offset, mode="reset", params={"position_range": (-0.2, 0.2)}
             ),
             "reset_cube": EventTermCfg(
-                func=events.reset_root_state_uniform,
+                func=mdp.events.reset_root_state_uniform,
                 mode="reset",
                 params={"xy_range": (-0.01, 0.01), "yaw_range": (-3.1416, 3.1416)},
             ),
@@ -148,7 +148,7 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     )
     camera = {"camera": "eye", "width": 64, "height": 64, "far": 1.0}
     image = ObsTermCfg(
-        func=observations.camera_image,
+        func=mdp.observations.camera_image,
         params=camera | {"data_type": ["rgb", "depth", "segmentation"], "classes": {"cube": "cube.*"}},
     )
     return dataclasses.replace(
