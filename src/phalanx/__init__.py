@@ -17,6 +17,7 @@ _LAZY = {
     "registered_tasks": "phalanx.training.registry",
     "env_cfg": "phalanx.training.registry",
     "train_cfg": "phalanx.training.registry",
+    "algo_cfg": "phalanx.training.registry",
     "TaskCfg": "phalanx.envs.cfg",
     "VecEnv": "phalanx.core.vec_env",
     "TrainCfg": "phalanx.training.cfg",
