@@ -83,7 +83,10 @@ class Viewer:
             reset.on_click(lambda _: self._ask("_reset_asked"))
         self.x_label = x_label
         self.shown_slider = gui.add_slider("envs shown", 1, self.count, 1, min(shown, self.count))
-        self.follow_box = gui.add_checkbox("follow env 0", False)
+        self.follow_box = gui.add_checkbox("follow", False)
+        self.follow_env = gui.add_number(
+            "follow env", 0, min=0, max=self.count - 1, step=1, hint="one of the shown envs"
+        )
         self.contacts_box = gui.add_checkbox("contact forces", False) if contacts else None
         self.force_scale = gui.add_slider("force arrow scale", 0.1, 10.0, 0.1, 1.0) if contacts else None
         self._arrows = None
@@ -146,7 +149,11 @@ class Viewer:
                 handle.batched_positions, handle.batched_wxyzs = pos, wxyz
             self.time_text.value = f"{sim_time:.3f} s"
         if self.follow_box.value and self.mjm.nbody > 1:
-            self._follow(positions[0].mean(axis=0))
+            self._follow(positions[self.followed(shown)].mean(axis=0))
+
+    def followed(self, shown: int) -> int:
+        """The env the camera follows: the page's "follow env", or the last shown one if it is past them."""
+        return min(max(int(self.follow_env.value), 0), shown - 1)
 
     def markers(self, markers: dict[str, tuple[str, np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]]) -> None:
         """Poses each marker (shape, (K, 3) positions, (K, 4) orientations, (K, 3) scales, color) at
@@ -197,7 +204,7 @@ class Viewer:
         return handle
 
     def _follow(self, target: np.ndarray) -> None:
-        """Moves every client's camera with env 0, keeping its offset from it."""
+        """Moves every client's camera with `target` (the followed env's middle), keeping its offset."""
         for client in self.server.get_clients().values():
             camera = client.camera
             shift = target - np.asarray(camera.look_at)
