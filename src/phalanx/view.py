@@ -17,9 +17,8 @@ from phalanx.core.stops import raise_swallowed_stop
 from phalanx.flags import parse_flags, task_and_flags
 from phalanx.viewer.address import announce, check_port, check_serving
 from phalanx.viewer.markers import command_markers, host_array
+from phalanx.viewer.server import FRAME_S
 
-FRAME_S = 1.0 / 30.0
-"""Seconds between two updates of the page."""
 CURVES_S = 0.25
 """Seconds between two updates of the page's curves."""
 RELOAD_S = 5.0

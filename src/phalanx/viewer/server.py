@@ -15,6 +15,8 @@ import numpy as np
 from phalanx.viewer.meshes import geom_meshes, marker_mesh
 from phalanx.viewer.poses import EnvPoses, arrow_quats
 
+FRAME_S = 1.0 / 30.0
+"""Seconds between two updates of the page's scene: about 30 frames/s."""
 MAX_SHOWN = 64
 """Envs the page can show at most (their poses are computed on the host)."""
 CURVE_POINTS = 600

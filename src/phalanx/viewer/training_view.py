@@ -20,7 +20,7 @@ from phalanx.envs.mdp.observations import colour_first
 from phalanx.envs.task_env import TaskEnv
 from phalanx.sim.video import policy_view
 from phalanx.viewer.markers import device_markers, host_array
-from phalanx.viewer.server import MAX_SHOWN, Viewer
+from phalanx.viewer.server import FRAME_S, MAX_SHOWN, Viewer
 
 STATE = ("qpos", "mocap_pos", "mocap_quat")
 """The simulator's per-env tensors the page poses the geoms from."""
@@ -127,19 +127,25 @@ class TrainingView:
             images = rollout.pop("image", None)
             rollout = {name: host_array(value) for name, value in rollout.items()}
             self._show_metrics(self._metrics)
-            for t in range(len(rollout["qpos"])):
+            last = len(rollout["qpos"]) - 1
+            every = max(1, round(FRAME_S / self.step_dt))  # about 30 frames/s, in real time
+            for t in range(last + 1):
                 while self.viewer.paused and not self._stop.is_set():
                     time.sleep(0.05)
                 if self._stop.is_set():
                     return
-                self.viewer.show(
-                    (t + 1) * self.step_dt, rollout["qpos"][t], rollout["mocap_pos"][t], rollout["mocap_quat"][t]
-                )
-                self.viewer.markers(self._markers(rollout, t))
-                if images is not None:
-                    self.viewer.image(policy_view(images[t], self.colour))
+                if (t + 1) % every == 0 or t == last:
+                    self._show(rollout, images, t)
                 time.sleep(self.step_dt)
             self._free.set()
+
+    def _show(self, rollout: dict[str, np.ndarray], images: torch.Tensor | None, t: int) -> None:
+        """Step `t` of the rollout on the page."""
+        qpos, mocap_pos, mocap_quat = (rollout[name][t] for name in STATE)
+        self.viewer.show((t + 1) * self.step_dt, qpos, mocap_pos, mocap_quat)
+        self.viewer.markers(self._markers(rollout, t))
+        if images is not None:
+            self.viewer.image(policy_view(images[t], self.colour))
 
     def _markers(self, rollout: dict[str, np.ndarray], t: int) -> dict[str, tuple]:
         """Step `t`'s markers as `Viewer.markers` takes them."""
