@@ -196,7 +196,7 @@ def train(args: list[str], console: Console) -> int:
     from phalanx.training.cfg import TrainCfg, check_train_cfg
     from phalanx.training.registry import term_packages, train_cfg
     from phalanx.training.run import run_training
-    from phalanx.training.run_config import train_cfg_from_file
+    from phalanx.training.settings_file import train_cfg_from_file
 
     if hasattr(signal, "SIGUSR1") and sys.__stderr__ is not None:
         # `kill -USR1 PID` prints every thread's Python stack to stderr; training goes on.

@@ -13,7 +13,7 @@ import torch
 from phalanx.cli import main
 from phalanx.rl.off_policy_cfg import SACCfg, TD3Cfg
 from phalanx.training.registry import term_packages, train_cfg
-from phalanx.training.run_config import train_cfg_from_file
+from phalanx.training.settings_file import train_cfg_from_file
 
 SMALL = ["--algo.actor-hidden-dims", "128", "128", "--algo.critic-hidden-dims", "256", "256"]
 SMALL += ["--algo.batch-size", "1024", "--algo.buffer-size", "2000", "--algo.n-step", "3", "--empirical-normalization"]
