@@ -10,6 +10,7 @@ import torch
 from helpers import make_cpu
 from phalanx.envs.markers import yaw_quat
 from phalanx.envs.mdp import state
+from phalanx.viewer.markers import device_markers
 
 
 def _stepped(task: str):
@@ -70,3 +71,18 @@ def test_the_cube_goal_is_a_frame_beside_the_cube_in_the_goal_orientation() -> N
     torch.testing.assert_close(goal.pos, cube + torch.tensor([0.0, 0.15, 0.0]))
     torch.testing.assert_close(goal.quat, half_turn_x.expand(2, 4))
     assert goal.shape == "axes"
+
+
+def test_markers_copy_nothing_from_the_host_after_their_first_call(monkeypatch) -> None:
+    """The training page reads every command's markers after each env step: a tensor made from
+    host values there is a copy from pageable memory, which waits for the GPU's queue."""
+    for task in ("anymal-flat", "anymal-nav", "franka-lift", "shadow-cube"):
+        env = _stepped(task)
+        device_markers(env, 2)  # the first call may make its constants
+        with monkeypatch.context() as patch:
+            patch.setattr(torch, "tensor", _refused)
+            assert device_markers(env, 2), task
+
+
+def _refused(*args, **kwargs):
+    raise AssertionError(f"torch.tensor{args} made while drawing markers")

@@ -75,7 +75,7 @@ class uniform_velocity(CommandTerm):  # noqa: N801 (terms are named like functio
 
     def markers(self, env: TaskEnv) -> dict[str, Marker]:
         """The commanded planar velocity (green) and the base's own (blue), as arrows over it."""
-        start = state.root_pos_w(env) + torch.tensor([0.0, 0.0, ABOVE], device=env.device)
+        start = state.root_pos_w(env) + env.constant((0.0, 0.0, ABOVE))
         yaw = state.yaw_w(env)
         cos, sin = torch.cos(yaw), torch.sin(yaw)
         vx, vy = self.command[:, 0], self.command[:, 1]

@@ -82,7 +82,7 @@ class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functio
 
     def markers(self, env: TaskEnv) -> dict[str, Marker]:
         """The goal orientation as a frame of axes beside the object (15 cm along the world's y axis)."""
-        at = state.root_pos_w(env) + torch.tensor([0.0, GOAL_BESIDE, 0.0], device=env.device)
+        at = state.root_pos_w(env) + env.constant((0.0, GOAL_BESIDE, 0.0))
         return {"goal": Marker("axes", at, self.command, torch.full_like(at, 0.06), (240, 190, 30))}
 
     def _draw(self, env: TaskEnv, mask: torch.Tensor) -> None:
