@@ -371,3 +371,36 @@ def test_captured_off_policy_training_matches_eager_training(algo: str) -> None:
         assert bool(trainer.graphs._graphs) == capture, "acting and storing replay graphs where captured"
         params.append(torch.cat([p.detach().flatten() for p in trainer.learner.actor.parameters()]))
     torch.testing.assert_close(params[0], params[1], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("task", ["anymal-flat", "cartpole-rgb"])
+def test_a_rollout_watched_by_the_training_page_never_syncs_the_host(task: str) -> None:
+    """`--viewer` records each env step's poses, command markers and images into a ring on the
+    device: under torch's sync debug mode "error" a captured rollout with the page attached runs."""
+    pytest.importorskip("viser")
+    from helpers import unused_port
+    from phalanx.training.logger import page_status
+    from phalanx.training.registry import train_cfg
+    from phalanx.training.timing import IntervalTimer
+    from phalanx.training.trainer import Trainer
+    from phalanx.viewer.training_view import TrainingView
+
+    cfg = train_cfg(task)
+    cfg.num_steps_per_env = 8
+    env = phalanx.make(task, num_envs=256, device="cuda", verbose=False)
+    trainer = Trainer(cfg, env, run_dir=None)
+    status = functools.partial(page_status, max_iterations=10)
+    trainer.watch = TrainingView(env, "test", "127.0.0.1", unused_port(), cfg.num_steps_per_env, status)
+    try:
+        for _ in range(3):  # compile, warm up and capture, the page playing what it recorded
+            trainer.iterate()
+        assert trainer.watch._free.wait(60)
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            trainer._collect(IntervalTimer(env.device))
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        assert trainer.watch.recording, "the page was free: the rollout was recorded"
+    finally:
+        trainer.watch.close()
