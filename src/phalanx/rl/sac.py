@@ -167,8 +167,8 @@ class SAC(OffPolicyLearner):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        check_adam_state(state["alpha_optimizer"], [self.log_alpha])  # before anything is loaded, as the critics'
         super().load_state_dict(state)
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        check_adam_state(state["alpha_optimizer"], [self.log_alpha])
         self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
