@@ -42,6 +42,33 @@ def test_cartpole_trajectories_match_mujoco_c() -> None:
     assert np.abs(expected_qpos - qpos0).max() > 0.5, "the trajectories must go somewhere"
 
 
+@pytest.mark.parametrize(
+    ("integrator", "limit", "flags"),
+    [("Euler", "", ""), ("implicitfast", "", ""), ("implicitfast", 'range="-9 9"', 'constraint="disable"')],
+)
+def test_a_model_without_constraint_rows_moves_as_in_mujoco_c(integrator: str, limit: str, flags: str) -> None:
+    """No joint limit and no contacts (or the constraint solver off): given no constraint rows,
+    MuJoCo Warp would integrate nothing with these integrators; the simulator keeps one row."""
+    xml = f"""<mujoco><option timestep="0.01" integrator="{integrator}"><flag contact="disable" {flags}/></option>
+      <worldbody><body><joint name="slide" type="slide" axis="1 0 0" damping="0.5" {limit}/>
+        <geom type="box" size=".1 .1 .1" mass="1"/>
+        <body><joint type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 .5" size=".02" mass=".1"/></body>
+      </body></worldbody><actuator><motor joint="slide"/></actuator></mujoco>"""
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    sim = Simulator(mjm, 1, "cpu", SimCfg(decimation=1))
+    d = mujoco.MjData(mjm)
+    d.qpos[1] = 0.3
+    sim.qpos[:] = torch.as_tensor(d.qpos, dtype=torch.float32)
+    for _ in range(50):
+        sim.ctrl[:] = 2.0
+        sim.step()
+        d.ctrl[:] = 2.0
+        mujoco.mj_step(mjm, d)
+    assert np.abs(d.qpos - [0.0, 0.3]).min() > 0.2, "the trajectory must go somewhere"
+    np.testing.assert_allclose(sim.qpos[0].numpy(), d.qpos, atol=1e-3, rtol=1e-3)
+    np.testing.assert_allclose(sim.qvel[0].numpy(), d.qvel, atol=1e-3, rtol=1e-3)
+
+
 def _ant_states(mjm: mujoco.MjModel, n: int) -> list[mujoco.MjData]:
     """n ant states in contact: MuJoCo C rollouts from the home pose with random controls, each
     stopped at a random step after 40 where it touches the floor."""

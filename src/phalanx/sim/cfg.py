@@ -20,7 +20,7 @@ class SimCfg:
     upper bound computed from the model's collidable geom pairs."""
     njmax_per_env: int | None = None
     """Constraint rows per env (hard per-env limit). None: the bound from contacts, limits,
-    equalities and friction loss."""
+    equalities and friction loss, and at least 4 (MuJoCo Warp integrates nothing without a row)."""
     iterations: int | None = None
     """Constraint solver iterations per physics step at most (MuJoCo's `opt.iterations`); None
     keeps the model's (MuJoCo's default: 100). A world stops early once it converges, but the

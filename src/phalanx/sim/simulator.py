@@ -89,7 +89,10 @@ class Simulator:
         extra = 0 if contacts is None else contacts.max_contacts
         bound = round_up(contact_capacity(mjm) + extra, 4)
         self.nconmax = _buffer("nconmax_per_env", cfg.nconmax_per_env, bound, "contacts")
-        bound = round_up(constraint_capacity(mjm, self.nconmax), 4)
+        # At least one row: with none, MuJoCo Warp skips its solver and with it the M @ qacc that
+        # the Euler and implicit integrators' damping solve reads, so a model without constraints
+        # would not move at all.
+        bound = max(round_up(constraint_capacity(mjm, self.nconmax), 4), 4)
         self.njmax = _buffer("njmax_per_env", cfg.njmax_per_env, bound, "constraint rows")
         with wp.ScopedDevice(self.wp_device):
             self._check_memory()
