@@ -92,7 +92,7 @@ class Simulator:
         # At least one row: with none, MuJoCo Warp skips its solver and with it the M @ qacc that
         # the Euler and implicit integrators' damping solve reads, so a model without constraints
         # would not move at all.
-        bound = max(round_up(constraint_capacity(mjm, self.nconmax), 4), 4)
+        bound = round_up(max(constraint_capacity(mjm, self.nconmax), 1), 4)
         self.njmax = _buffer("njmax_per_env", cfg.njmax_per_env, bound, "constraint rows")
         with wp.ScopedDevice(self.wp_device):
             self._check_memory()
