@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from phalanx.core.compiling import compile_boundary
 from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, TaskCfg, Term
 from phalanx.envs.mdp import observations
@@ -72,12 +73,27 @@ class LowLevelPolicy(Term):
         """Each term's width in the observation, in order."""
         self.actor = source.make_actor(sum(self.widths), env.joints.dim, env.device, env.seed)
 
-    def _value(self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg) -> torch.Tensor:
-        return observed_value(env, self.last_action if term is None else term(env), cfg)
+    def _value(
+        self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg, draws: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return observed_value(env, self.last_action if term is None else term(env), cfg, draws)
+
+    @compile_boundary
+    def noise_draws(self, env: TaskEnv) -> list[torch.Tensor | None]:
+        """Per term, the uniform samples of its noise (None: a term without noise), taken as they
+        are: torch.compile runs the physics loop of `drive` as it is and compiles `observe` on its
+        own, whose graph, were it to draw, would hold the count of numbers the env step had taken
+        before it, a guard that fails at each of the `decimation` calls."""
+        return [
+            None if not t.noise else env.random.uniform((env.num_envs, w))
+            for w, (_, t) in zip(self.widths, self.terms, strict=True)
+        ]
 
     def observe(self, env: TaskEnv) -> torch.Tensor:
         """(num_envs, obs_dim) the low-level policy's observation now."""
-        return torch.cat([self._value(env, term, t) for term, t in self.terms], dim=-1)
+        draws = self.noise_draws(env)
+        values = [self._value(env, term, t, d) for (term, t), d in zip(self.terms, draws, strict=True)]
+        return torch.cat(values, dim=-1)
 
     def drive(self, env: TaskEnv, command: torch.Tensor) -> None:
         """Holds `command` and steps the physics `decimation` times under the low-level policy."""

@@ -81,14 +81,18 @@ class TermGroup:
         load_checked(self.buffers(), state["buffers"], f"{self.section}/")
 
 
-def observed_value(env: TaskEnv, value: torch.Tensor, cfg: ObsTermCfg) -> torch.Tensor:
-    """An observation term's value after its scale, clip and noise."""
+def observed_value(
+    env: TaskEnv, value: torch.Tensor, cfg: ObsTermCfg, draws: torch.Tensor | None = None
+) -> torch.Tensor:
+    """An observation term's value after its scale, clip and noise. `draws`: the noise's uniform
+    samples in [0, 1), of the value's shape, where the caller has taken them; else taken here."""
     if cfg.scale != 1.0:
         value = value * cfg.scale
     if cfg.clip is not None:
         value = value.clamp(*cfg.clip)
     if cfg.noise:
-        value = value + env.uniform(tuple(value.shape), -cfg.noise, cfg.noise)
+        low, high = -cfg.noise, cfg.noise
+        value = value + (low + (high - low) * (env.random.uniform(tuple(value.shape)) if draws is None else draws))
     return value
 
 
