@@ -52,5 +52,5 @@ register(
     env_cfg=anymal_qp_cfg,
     train_cfg=lambda: velocity_train_cfg((128, 128, 128), 300),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.3, budget_s=400.0, direction="<="),
+    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.3, budget_s=150.0, direction="<="),
 )

@@ -58,12 +58,12 @@ register(
     env_cfg=anymal_stones_qp_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.35, budget_s=450.0, direction="<="),
+    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.35, budget_s=150.0, direction="<="),
 )
 register(
     "anymal-stones",
     env_cfg=anymal_stones_cfg,
     train_cfg=lambda: velocity_train_cfg((512, 256, 128), 1500),
     play_cfg=velocity_play_cfg,
-    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.3, budget_s=450.0, direction="<="),
+    result=LearningResult(metric="metrics/lin_vel_xy_error", threshold=0.3, budget_s=120.0, direction="<="),
 )
