@@ -11,6 +11,8 @@
 # the rest (`stage.sh ... imageio-ffmpeg==0.6.0`: 0.8.1's wheel, 68 MB, is over a carry; and
 # imageio==2.38.1 pillow==12.0.0 where the machine lacks them: bench learn names what is missing
 # before it starts), or pass --videos none.
+# AFTER=X (with START) starts this suite once suite X has ended: two suites on one GPU one after
+# the other, from one call.
 # SRC=DIR (with PHALANX_COMMIT=HASH) runs another commit's code: `git archive HASH src | tar -x -C DIR`
 # here, and carry DIR, to finish a suite over several sessions at one commit.
 # $OUT/learn.tgz: the run directory without caches and checkpoints (bench.json, report.md, plots,
@@ -28,7 +30,9 @@ if [ -n "${START:-}" ]; then
   export PHALANX_COMMIT PYTHONUNBUFFERED=1 PYTHONPATH="$work/src:${PYTHONPATH:-/tmp/site}"
   # TASKS and ARGS are word lists, split as the shell would: ARGS may quote --train-args="A B".
   eval "set -- $TASKS $ARGS"
-  setsid nohup python3 -m phalanx bench learn "$@" --run-dir "$work/run" > "$work/bench.log" 2>&1 < /dev/null &
+  before=${AFTER:+$(cat "/tmp/learn-$AFTER/pid")}
+  setsid nohup bash -c 'while [ -n "$0" ] && kill -0 "$0" 2>/dev/null; do sleep 5; done; exec python3 -m phalanx bench learn "$@"' \
+    "$before" "$@" --run-dir "$work/run" > "$work/bench.log" 2>&1 < /dev/null &
   echo $! > "$work/pid"
 fi
 pid=$(cat "$work/pid")
