@@ -21,7 +21,7 @@ from rich.table import Table
 from phalanx.core.console import wide_console
 from phalanx.core.errors import ConfigError, check_int
 from phalanx.core.files import probe_writable
-from phalanx.core.stops import Stopped, forget_stop_in_exec, raise_swallowed_stop, stops_raised
+from phalanx.core.stops import Stopped, forget_stop_in_exec, raise_swallowed_stop, stop_with_parent, stops_raised
 from phalanx.flags import parse_flags, task_and_flags
 
 if TYPE_CHECKING:
@@ -374,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     # A stop a library swallowed (see phalanx.core.stops) ends the command once it returns.
     try:
         with stops_raised():
+            stop_with_parent()
             status = _run(command, _task_files(rest), console)
             if status == 0:  # not a stop training handled itself (a repeat of its signal may come late)
                 raise_swallowed_stop()

@@ -409,3 +409,15 @@ def test_a_job_not_started_says_why_in_the_suites_rows(tmp_path: Path) -> None:
     ]
     suite.stop_all()
     assert suite.results([waiting])[0]["reason"] == "the suite stopped before it started"
+
+
+def test_a_job_knows_its_bench_as_the_parent_it_stops_with(tmp_path: Path) -> None:
+    from phalanx.bench.learn_job import JobSpec, LearnJob
+    from phalanx.core.stops import PARENT_ENV
+
+    spec = JobSpec("cartpole", 0, False, LearningResult(metric="mean_reward", threshold=1.0, budget_s=10.0))
+    command = [sys.executable, "-c", f"import os; print(os.environ[{PARENT_ENV!r}])"]
+    job = LearnJob(spec, "cpu-0", command, dict(os.environ), tmp_path, window=1, caches="warm")
+    job.launch()
+    assert job.process.wait(timeout=60) == 0
+    assert job.log_path.read_text().strip() == str(os.getpid())

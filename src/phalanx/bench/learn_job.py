@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from phalanx.core.stops import PARENT_ENV
 from phalanx.training.registry import LearningResult
 
 GRACE_S = 120.0
@@ -127,8 +128,11 @@ class LearnJob:
         self.out.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("w") as log:
             self.launched = time.time()
+            # Its own session: a stop of the bench reaches the job only as the bench passes it on,
+            # and should the bench die outright, the job stops too (its iterations are unbounded).
+            env = self.env | {PARENT_ENV: str(os.getpid())}
             self.process = subprocess.Popen(
-                self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                self.command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
 
     @property

@@ -1,14 +1,36 @@
 """Stops by SIGINT or SIGTERM outside training's own handling (start-up, play, view, bench): the
 signal raises, as Ctrl-C does, and is also recorded. Python drops what a weakref callback or a
 `__del__` raises ("Exception ignored in ..."): a signal landing there would be lost and the run
-would carry on. `raise_swallowed_stop`, called where start-up moves on, raises it again."""
+would carry on. `raise_swallowed_stop`, called where start-up moves on, raises it again.
+`stop_with_parent`: a job that gets SIGTERM when the process that launched it dies."""
 
 from __future__ import annotations
 
+import ctypes
+import os
 import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+PARENT_ENV = "PHALANX_STOP_WITH_PARENT"
+"""Set to its own pid by a process that launches a job in a session of its own (`phalanx bench`):
+the job stops (SIGTERM) when that process dies, though no signal of its session reaches the job."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+def stop_with_parent() -> None:
+    """Where `PARENT_ENV` names this process's parent: SIGTERM now if that parent has died, and
+    when it dies (Linux's PR_SET_PDEATHSIG; elsewhere nothing). A bench killed outright (SIGKILL,
+    the OOM killer) then leaves no job training on, as one whose iterations are unbounded would.
+    The variable is taken out of the environment: the job's own children stay as they are."""
+    parent = os.environ.pop(PARENT_ENV, None)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0 and os.getppid() != int(parent):
+        os.kill(os.getpid(), signal.SIGTERM)  # the parent died before the call
 
 
 class Stopped(BaseException):  # noqa: N818 (a stop, not an error)
