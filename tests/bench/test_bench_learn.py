@@ -16,10 +16,11 @@ import pytest
 
 from phalanx.bench import docs_tables
 from phalanx.bench.learn import check_result, logged_keys, passes
-from phalanx.bench.learn_job import MetricFollower
+from phalanx.bench.learn_job import JobSpec, LearnJob, MetricFollower
 from phalanx.bench.learn_report import verdict_table
 from phalanx.cli import main
 from phalanx.core.errors import ConfigError
+from phalanx.core.stops import PARENT_ENV
 from phalanx.training.registry import BUILTIN, LearningResult, env_cfg, register, registered_tasks
 
 CPU = ["--device", "cpu", "--no-cold"]
@@ -412,9 +413,6 @@ def test_a_job_not_started_says_why_in_the_suites_rows(tmp_path: Path) -> None:
 
 
 def test_a_job_knows_its_bench_as_the_parent_it_stops_with(tmp_path: Path) -> None:
-    from phalanx.bench.learn_job import JobSpec, LearnJob
-    from phalanx.core.stops import PARENT_ENV
-
     spec = JobSpec("cartpole", 0, False, LearningResult(metric="mean_reward", threshold=1.0, budget_s=10.0))
     command = [sys.executable, "-c", f"import os; print(os.environ[{PARENT_ENV!r}])"]
     job = LearnJob(spec, "cpu-0", command, dict(os.environ), tmp_path, window=1, caches="warm")

@@ -79,7 +79,7 @@ class LowLevelPolicy(Term):
         return observed_value(env, self.last_action if term is None else term(env), cfg, draws)
 
     @compile_boundary
-    def noise_draws(self, env: TaskEnv) -> list[torch.Tensor | None]:
+    def _noise_draws(self, env: TaskEnv) -> list[torch.Tensor | None]:
         """Per term, the uniform samples of its noise (None: a term without noise), taken as they
         are: torch.compile runs the physics loop of `drive` as it is and compiles `observe` on its
         own, whose graph, were it to draw, would hold the count of numbers the env step had taken
@@ -91,7 +91,7 @@ class LowLevelPolicy(Term):
 
     def observe(self, env: TaskEnv) -> torch.Tensor:
         """(num_envs, obs_dim) the low-level policy's observation now."""
-        draws = self.noise_draws(env)
+        draws = self._noise_draws(env)
         values = [self._value(env, term, t, d) for (term, t), d in zip(self.terms, draws, strict=True)]
         return torch.cat(values, dim=-1)
 

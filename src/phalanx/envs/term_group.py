@@ -91,8 +91,9 @@ def observed_value(
     if cfg.clip is not None:
         value = value.clamp(*cfg.clip)
     if cfg.noise:
-        low, high = -cfg.noise, cfg.noise
-        value = value + (low + (high - low) * (env.random.uniform(tuple(value.shape)) if draws is None else draws))
+        low, high = -cfg.noise, cfg.noise  # as `TaskEnv.uniform` maps its draws
+        u = env.random.uniform(tuple(value.shape)) if draws is None else draws
+        value = value + (low + (high - low) * u)
     return value
 
 
