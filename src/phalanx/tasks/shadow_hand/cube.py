@@ -136,7 +136,8 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     """shadow-cube seen by a camera 28 cm above the palm: the policy sees the hand's own state
     (joints, fingertips, last action), the goal (as a quaternion and as the corners of a cube
     turned to it) and 64x64 images of RGB, depth and the cube's segmentation (rendered at once, 5
-    channels), not the cube's pose; the critic sees the whole state; "keypoints" holds the cube's
+    channels; every env step, `--env.observations.image.eye.params.every K`: every K-th), not the
+    cube's pose; the critic sees the whole state; "keypoints" holds the cube's
     corners, which the policy's encoder learns to predict. 64x64: the cube spans about 20 pixels,
     enough to tell its faces and their dots apart. The goal's corners are in the predicted corners'
     units, so the actor compares points with points (as Isaac Lab's vision variant does)."""
@@ -146,7 +147,7 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     goal_corners = ObsTermCfg(
         func=manipulation.goal_keypoints, params={"half_size": CUBE_HALF_SIZE, "command": "goal"}, scale=10.0
     )
-    camera = {"camera": "eye", "width": 64, "height": 64, "far": 1.0}
+    camera = {"camera": "eye", "width": 64, "height": 64, "far": 1.0, "every": 1}
     image = ObsTermCfg(
         func=mdp.observations.camera_image,
         params=camera | {"data_type": ["rgb", "depth", "segmentation"], "classes": {"cube": "cube.*"}},
