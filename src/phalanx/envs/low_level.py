@@ -15,7 +15,7 @@ from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import ActionCfg, LowLevelPolicyCfg, ObsTermCfg, TaskCfg, Term
 from phalanx.envs.mdp import observations
 from phalanx.envs.tensor_state import load_checked
-from phalanx.envs.term_group import observed_value
+from phalanx.envs.term_group import noise_of, observed_value
 from phalanx.envs.terms import bind_term
 
 if TYPE_CHECKING:
@@ -74,25 +74,25 @@ class LowLevelPolicy(Term):
         self.actor = source.make_actor(sum(self.widths), env.joints.dim, env.device, env.seed)
 
     def _value(
-        self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg, draws: torch.Tensor | None = None
+        self, env: TaskEnv, term: Term | None, cfg: ObsTermCfg, noise: torch.Tensor | None = None
     ) -> torch.Tensor:
-        return observed_value(env, self.last_action if term is None else term(env), cfg, draws)
+        return observed_value(env, self.last_action if term is None else term(env), cfg, noise)
 
     @compile_boundary
-    def _noise_draws(self, env: TaskEnv) -> list[torch.Tensor | None]:
-        """Per term, the uniform samples of its noise (None: a term without noise), taken as they
-        are: torch.compile runs the physics loop of `drive` as it is and compiles `observe` on its
-        own, whose graph, were it to draw, would hold the count of numbers the env step had taken
-        before it, a guard that fails at each of the `decimation` calls."""
+    def _noises(self, env: TaskEnv) -> list[torch.Tensor | None]:
+        """Per term, a draw of its noise (None: a term without noise), drawn as it is:
+        torch.compile runs the physics loop of `drive` as it is and compiles `observe` on its own,
+        whose graph, were it to draw, would hold the count of numbers the env step had taken before
+        it, a guard that fails at each of the `decimation` calls."""
         return [
-            None if not t.noise else env.random.uniform((env.num_envs, w))
+            None if not t.noise else noise_of(env, t, (env.num_envs, w))
             for w, (_, t) in zip(self.widths, self.terms, strict=True)
         ]
 
     def observe(self, env: TaskEnv) -> torch.Tensor:
         """(num_envs, obs_dim) the low-level policy's observation now."""
-        draws = self._noise_draws(env)
-        values = [self._value(env, term, t, d) for (term, t), d in zip(self.terms, draws, strict=True)]
+        noises = self._noises(env)
+        values = [self._value(env, term, t, n) for (term, t), n in zip(self.terms, noises, strict=True)]
         return torch.cat(values, dim=-1)
 
     def drive(self, env: TaskEnv, command: torch.Tensor) -> None:

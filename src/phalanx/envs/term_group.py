@@ -82,19 +82,22 @@ class TermGroup:
 
 
 def observed_value(
-    env: TaskEnv, value: torch.Tensor, cfg: ObsTermCfg, draws: torch.Tensor | None = None
+    env: TaskEnv, value: torch.Tensor, cfg: ObsTermCfg, noise: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """An observation term's value after its scale, clip and noise. `draws`: the noise's uniform
-    samples in [0, 1), of the value's shape, where the caller has taken them; else taken here."""
+    """An observation term's value after its scale, clip and noise. `noise`: the noise to add, of
+    the value's shape, where the caller has drawn it (`noise_of`); else drawn here."""
     if cfg.scale != 1.0:
         value = value * cfg.scale
     if cfg.clip is not None:
         value = value.clamp(*cfg.clip)
     if cfg.noise:
-        low, high = -cfg.noise, cfg.noise  # as `TaskEnv.uniform` maps its draws
-        u = env.random.uniform(tuple(value.shape)) if draws is None else draws
-        value = value + (low + (high - low) * u)
+        value = value + (noise_of(env, cfg, tuple(value.shape)) if noise is None else noise)
     return value
+
+
+def noise_of(env: TaskEnv, cfg: ObsTermCfg, shape: tuple[int, ...]) -> torch.Tensor:
+    """A draw of the term's uniform noise in [-noise, noise), of `shape`."""
+    return env.uniform(shape, -cfg.noise, cfg.noise)
 
 
 class ObservationGroup(TermGroup):

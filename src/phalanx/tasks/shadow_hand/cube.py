@@ -137,10 +137,10 @@ def shadow_cube_vision_cfg() -> TaskCfg:
     (joints, fingertips, last action), the goal (as a quaternion and as the corners of a cube
     turned to it) and 64x64 images of RGB, depth and the cube's segmentation (rendered at once, 5
     channels; every env step, `--env.observations.image.eye.params.every K`: every K-th), not the
-    cube's pose; the critic sees the whole state; "keypoints" holds the cube's
-    corners, which the policy's encoder learns to predict. 64x64: the cube spans about 20 pixels,
-    enough to tell its faces and their dots apart. The goal's corners are in the predicted corners'
-    units, so the actor compares points with points (as Isaac Lab's vision variant does)."""
+    cube's pose; the critic sees the whole state; "keypoints" holds the cube's corners, which the
+    policy's encoder learns to predict. 64x64: the cube spans about 20 pixels, enough to tell its
+    faces and their dots apart. The goal's corners are in the predicted corners' units, so the
+    actor compares points with points (as Isaac Lab's vision variant does)."""
     cfg = shadow_cube_cfg()
     own = ("joint_pos", "goal_quat", "fingertip_pos", "actions")
     keypoints = {"target": CUBE_HOME, "half_size": CUBE_HALF_SIZE}
