@@ -1,93 +1,104 @@
-"""Times PPO's captured update alone, on random rollout data shaped like a task's, and lists the
-update's CUDA kernels by total time. Pure torch: no simulator, no Warp.
+"""Times a task's PPO update alone, on random rollout data of the task's shapes, and on CUDA lists
+the update's kernels by total time. The update is built as training builds it (`update_spec`:
+the task's policy, PPO settings and observations, a student's where the task learns from a
+teacher), from an env of 2 copies that gives the shapes; no env steps are timed.
 
-    python tools/update_probe.py TASK [NUM_ENVS] [fp32] [compile] [bf16]
+    python tools/update_probe.py TASK [TRAIN FLAGS ...]
 
-TASK is cartpole, ant, humanoid, anymal-flat or anymal-rough. The update multiplies in TF32;
-`fp32` keeps float32, `compile` and `bf16` turn on PPO's `compile_update` and `bf16_update`.
+TRAIN FLAGS are `phalanx train`'s (`--num-envs 4096`, `--algo.num-mini-batches 2`, `--no-bf16-update`,
+`--compile-update`, `--policy.cnn-channels 16 32 32`, ...). The update is captured as training
+captures it (`--capture-update` / `--no-capture-update`, default on CUDA).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
 import torch
 
-from phalanx.rl.models import ActorCritic
-from phalanx.rl.ppo import PPO, PPOCfg
-
-# obs dim, action dim, hidden widths, steps per env (the tasks' defaults)
-SHAPES = {
-    "cartpole": (4, 1, (32, 32), 16),
-    "ant": (60, 8, (400, 200, 100), 32),
-    "humanoid": (87, 21, (400, 200, 100), 32),
-    "anymal-flat": (48, 12, (128, 128, 128), 24),
-    "anymal-rough": (235, 12, (512, 256, 128), 24),
-}
+from phalanx.core.devices import resolve_device
+from phalanx.flags import parse_flags
+from phalanx.rl.ppo import PPO
+from phalanx.training.cfg import TrainCfg, check_train_cfg
+from phalanx.training.registry import make, train_cfg
+from phalanx.training.trainer import update_capture, update_spec
 
 
-def build(task: str, num_envs: int, options: list[str]) -> PPO:
-    obs_dim, act_dim, hidden, steps = SHAPES[task]
-    device = torch.device("cuda")
-    policy = ActorCritic(obs_dim, obs_dim, act_dim, hidden, hidden, "elu", 1.0).to(device)
+def build(cfg: TrainCfg, device: torch.device) -> PPO:
+    """The PPO of training `cfg` on `device`, its rollout filled with random data."""
+    env = make(cfg.env, num_envs=2, device=device, capture=False, compile=False)
+    num_envs = cfg.num_envs or cfg.env.default_num_envs(device)
+    spec = dataclasses.replace(update_spec(cfg, env, student=cfg.distill is not None), num_envs=num_envs)
+    del env
+    torch.manual_seed(0)
     generator = torch.Generator(device).manual_seed(0)
-    ppo = PPO(
-        policy,
-        PPOCfg(),
-        {"policy": (obs_dim,)},
-        num_envs,
-        steps,
-        True,
-        generator,
-        capture=True,
-        tf32="fp32" not in options,
-        bf16_update="bf16" in options,
-        compile_update="compile" in options,
-    )
-    s = ppo.storage
-    for name in ("obs", "critic_obs", "actions", "advantages", "returns", "values", "log_probs", "action_mean"):
-        getattr(s, name).normal_()
-    s.action_std.fill_(1.0)
+    ppo = spec.ppo(spec.actor_critic(), generator, update_capture(cfg, device), dist=None)
+    fill(ppo)
     return ppo
 
 
-def time_update(ppo: PPO, reps: int = 20) -> float:
+def fill(ppo: PPO) -> None:
+    """Random transitions: observations, actions and the policy's outputs ~ N(0, 1), standard
+    deviations 1, log-probabilities of those actions' size, images uniform over their range."""
+    s = ppo.storage
+    s.samples.normal_()
+    s.action_std.fill_(1.0)
+    s.log_probs.uniform_(-2.0 * s.actions.shape[-1], 0.0)
+    if s.images is not None:
+        s.images.copy_(
+            torch.randint_like(s.images, 256) if s.images.dtype == torch.uint8 else torch.rand_like(s.images)
+        )
+
+
+def time_update(ppo: PPO, device: torch.device, reps: int) -> float:
+    """Seconds per update, over `reps` after the first (compiles, capture) and two more."""
     start = time.perf_counter()
     ppo.update()
-    torch.cuda.synchronize()
+    synchronize(device)
     print(f"  first update {time.perf_counter() - start:.2f} s")
     for _ in range(2):
         ppo.update()
-    torch.cuda.synchronize()
+    synchronize(device)
     start = time.perf_counter()
     for _ in range(reps):
         ppo.update()
-    torch.cuda.synchronize()
+    synchronize(device)
     return (time.perf_counter() - start) / reps
 
 
-def kernel_table(ppo: PPO) -> None:
-    ppo.capture = False
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def kernel_table(ppo: PPO, rows: int = 15) -> None:
+    """One eager update's CUDA kernels, the costliest first."""
+    capture, ppo.capture = ppo.capture, False
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         ppo.update()
         torch.cuda.synchronize()
-    ppo.capture = True
+    ppo.capture = capture
     events = [e for e in prof.key_averages() if e.device_time_total > 0]
     total = sum(e.device_time_total for e in events)
     count = sum(e.count for e in events)
     print(f"  eager update: {count} kernels, {total / 1e3:.2f} ms of kernel time")
-    for e in sorted(events, key=lambda e: -e.device_time_total)[:15]:
+    for e in sorted(events, key=lambda e: -e.device_time_total)[:rows]:
         print(f"  {e.device_time_total / 1e3:8.3f} ms {e.count:5d}x  {e.key[:100]}")
 
 
 def main() -> None:
-    task = sys.argv[1]
-    num_envs = int(sys.argv[2]) if len(sys.argv) > 2 else 4096
-    ppo = build(task, num_envs, sys.argv[3:])
-    update_s = time_update(ppo)
-    print(f"{task} {num_envs} envs {sys.argv[3:]} ({torch.cuda.get_device_name()}): update {update_s * 1e3:.2f} ms")
-    kernel_table(ppo)
+    task, flags = sys.argv[1], sys.argv[2:]
+    cfg = parse_flags(TrainCfg, train_cfg(task), flags, f"update_probe.py {task}")
+    check_train_cfg(cfg)
+    device = resolve_device(cfg.device)
+    ppo = build(cfg, device)
+    update_s = time_update(ppo, device, reps=20 if device.type == "cuda" else 2)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"{task} {ppo.storage.num_envs} envs {' '.join(flags)} ({name}): update {update_s * 1e3:.2f} ms")
+    if device.type == "cuda":
+        kernel_table(ppo)
 
 
 if __name__ == "__main__":
