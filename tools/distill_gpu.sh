@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# GPU plan for shadow-cube-vision students distilled from a shadow-cube teacher, one at a time
-# (each alone on the GPU), in device calls of at most 10 minutes: the first call starts the plan in
-# a session of its own (it runs on between calls), each call waits up to WAIT_S seconds and packs
-# what there is into $OUT.
-#   call 1: START=1 TEACHER=DIR STUDENT_S=600 STUDENTS="e1:|e4:--env.observations.image.eye.params.every 4" WAIT_S=500 bash tools/distill_gpu.sh
-#   call 1: START=1 TEACHER_S=560 TEACHER_ARGS="--num-envs 2048 --seed 42" STUDENT_S=780 STUDENTS="e1:" VIDEO=1 bash tools/distill_gpu.sh
+# GPU plan for students distilled from a shadow-cube teacher, in device calls of at most 10
+# minutes: the first call starts the plan in a session of its own (it runs on between calls), each
+# call waits up to WAIT_S seconds and packs what there is into $OUT.
+#   call 1: START=1 TEACHER=.device/teacher STUDENT_S=600 STUDENTS="e1:|e4:--env.observations.image.eye.params.every 4" bash tools/distill_gpu.sh
+#   call 1: START=1 TEACHER_S=560 TEACHER_ARGS="--num-envs 2048 --seed 42" STUDENT_S=780 STUDENTS="e1:" VIDEO=e1 bash tools/distill_gpu.sh
 #   later:  WAIT_S=500 bash tools/distill_gpu.sh           (again until it says the plan is done)
 # TEACHER: a trained shadow-cube run directory (its checkpoints/model_last.pt and config.json; a
-# carried one, e.g. .device/teacher). Without it, TEACHER_S: the plan first trains the teacher,
+# carried one). Without it, TEACHER_S: the plan first trains the teacher,
 #   phalanx train shadow-cube --max-iterations 100000 TEACHER_ARGS
 # stopped by SIGTERM TEACHER_S seconds after its launch (it saves).
 # STUDENTS: NAME:FLAGS entries separated by |, each trained by
-#   phalanx train shadow-cube-vision --teacher TEACHER --distill.iterations 100000 FLAGS
-# and stopped by SIGTERM STUDENT_S seconds after its launch (it saves). VIDEO=1: then
-#   phalanx play shadow-cube-vision --checkpoint NAME --steps 600 --video NAME.mp4
-# (the camera's images beside the scene; needs imageio-ffmpeg staged).
+#   python3 PROGRAM --teacher TEACHER --distill.iterations 100000 --run-dir NAME FLAGS
+# and stopped by SIGTERM STUDENT_S seconds after its launch (it saves). PROGRAM is
+# `-m phalanx train shadow-cube-vision`, or the entry's own after an @ in NAME:
+#   self@-m phalanx train shadow-cube:       the teacher's own task (the imitation's ceiling)
+#   corners@tools/shadow_corners_probe.py:   the pixel actor's inputs with the cube's true corners
+# One after another, each alone on the GPU; AT_ONCE=1: all at once, side by side.
+# VIDEO=NAME ...: then `phalanx play shadow-cube-vision --checkpoint NAME --steps 600 --video
+# NAME.mp4` for those students (the camera's images beside the scene; needs imageio-ffmpeg staged).
 # $OUT/distill.tgz: each run's metrics.jsonl, config.json and log, the videos, progress.txt (launch
 # and exit times), gpu.txt, gpumem.txt (memory and use every 20 s); $OUT/checkpoints.tgz: the
 # teacher's and each student's model_last.pt and config.json, to carry into a later session.
@@ -23,7 +26,7 @@ out=${OUT:?set OUT}
 work=/tmp/distill
 if [ -n "${START:-}" ]; then
   rm -rf "$work" && mkdir -p "$work"
-  cp -r src "$work/src"
+  cp -r src tools "$work/"
   if [ -n "${TEACHER:-}" ]; then cp -r "$TEACHER" "$work/teacher"; else : "${TEACHER_S:?set TEACHER or TEACHER_S}"; fi
   nvidia-smi --query-gpu=name,uuid,driver_version --format=csv > "$work/gpu.txt"
   export PHALANX_COMMIT=${PHALANX_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -40,23 +43,25 @@ if [ ! -d teacher ]; then
     --logger none --save-interval 1000000 ${TEACHER_ARGS:-} > teacher.log 2>&1
   echo "teacher exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
 fi
+student() {  # NAME PROGRAM FLAGS
+  echo "\$1 launch \$(date -u +%s) \$(date -u)" >> progress.txt
+  # shellcheck disable=SC2086  # PROGRAM and FLAGS are word lists
+  timeout -s TERM ${STUDENT_S:-600} python3 \$2 --teacher $work/teacher --distill.iterations 100000 \\
+    --run-dir $work/\$1 --logger none --save-interval 1000000 \$3 > \$1.log 2>&1
+  echo "\$1 exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
+}
 IFS='|' read -ra students <<< "${STUDENTS:-e1:}"
 for entry in "\${students[@]}"; do
-  name=\${entry%%:*} flags=\${entry#*:}
-  echo "\$name launch \$(date -u +%s) \$(date -u)" >> progress.txt
-  # shellcheck disable=SC2086  # FLAGS is a word list
-  timeout -s TERM ${STUDENT_S:-600} python3 -m phalanx train shadow-cube-vision --teacher $work/teacher \\
-    --distill.iterations 100000 --run-dir $work/\$name --logger none --save-interval 1000000 \$flags > \$name.log 2>&1
-  echo "\$name exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
+  head=\${entry%%:*} flags=\${entry#*:} name=\${head%%@*} program="-m phalanx train shadow-cube-vision"
+  [ "\$head" != "\$name" ] && program=\${head#*@}
+  if [ -n "${AT_ONCE:-}" ]; then student "\$name" "\$program" "\$flags" & else student "\$name" "\$program" "\$flags"; fi
 done
-if [ -n "${VIDEO:-}" ]; then
-  for entry in "\${students[@]}"; do
-    name=\${entry%%:*}
-    timeout 300 python3 -m phalanx play shadow-cube-vision --checkpoint $work/\$name --steps 600 --video \$name.mp4 \\
-      --out \$name.play.json > \$name.play.log 2>&1
-    echo "\$name video exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
-  done
-fi
+pids=\$(jobs -p | grep -vx "\$sampler"); [ -n "\$pids" ] && wait \$pids
+for name in ${VIDEO:-}; do
+  timeout 300 python3 -m phalanx play shadow-cube-vision --checkpoint $work/\$name --steps 600 --video \$name.mp4 \\
+    --out \$name.play.json > \$name.play.log 2>&1
+  echo "\$name video exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
+done
 kill \$sampler
 echo "plan done" >> progress.txt
 EOS
@@ -69,8 +74,9 @@ while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 5; done
 cat "$work/progress.txt"
 for log in "$work"/*.log; do echo "== $log"; tail -2 "$log"; done
 tail -1 "$work/gpumem.txt"
-tar -C "$work" --exclude='*/checkpoints' --exclude=src -czf "$out/distill.tgz" .
+tar -C "$work" --exclude='*/checkpoints' --exclude=src --exclude=tools -czf "$out/distill.tgz" .
+# Checkpoints in parts under the device's 16 MiB a file (cat checkpoints.tgz.part-* | tar -xz).
 (cd "$work" && ls -d ./*/checkpoints/model_last.pt 2>/dev/null | sed 's|/checkpoints/model_last.pt||' |
   while read -r run; do echo "$run/checkpoints/model_last.pt" "$run/config.json"; done |
-  xargs -r tar -czf "$out/checkpoints.tgz")
+  xargs -r tar -cz | split -b 15M - "$out/checkpoints.tgz.part-")
 true
