@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 
 import torch
 
+from phalanx.bench.physics import seconds_per_call
 from phalanx.core.devices import resolve_device
 from phalanx.flags import parse_flags
 from phalanx.rl.ppo import PPO
@@ -54,23 +54,9 @@ def fill(ppo: PPO) -> None:
 
 def time_update(ppo: PPO, device: torch.device, reps: int) -> float:
     """Seconds per update, over `reps` after the first (compiles, capture) and two more."""
-    start = time.perf_counter()
-    ppo.update()
-    synchronize(device)
-    print(f"  first update {time.perf_counter() - start:.2f} s")
-    for _ in range(2):
-        ppo.update()
-    synchronize(device)
-    start = time.perf_counter()
-    for _ in range(reps):
-        ppo.update()
-    synchronize(device)
-    return (time.perf_counter() - start) / reps
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    print(f"  first update {seconds_per_call(ppo.update, 1, device):.2f} s")
+    seconds_per_call(ppo.update, 2, device)
+    return seconds_per_call(ppo.update, reps, device)
 
 
 def kernel_table(ppo: PPO, rows: int = 15) -> None:
