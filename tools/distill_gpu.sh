@@ -4,11 +4,13 @@
 # call waits up to WAIT_S seconds and packs what there is into $OUT.
 #   call 1: START=1 TEACHER=.device/teacher STUDENT_S=600 STUDENTS="e1:|e4:--env.observations.image.eye.params.every 4" bash tools/distill_gpu.sh
 #   call 1: START=1 TEACHER_S=560 TEACHER_ARGS="--num-envs 2048 --seed 42" STUDENT_S=780 STUDENTS="e1:" VIDEO=e1 bash tools/distill_gpu.sh
+#   call 1: START=1 TEACHER_PROGRAM=tools/shadow_corners_probe.py TEACHER_S=560 STUDENT_S=800 STUDENTS="e1:" bash tools/distill_gpu.sh
 #   later:  WAIT_S=500 bash tools/distill_gpu.sh           (again until it says the plan is done)
 # TEACHER: a trained shadow-cube run directory (its checkpoints/model_last.pt and config.json; a
 # carried one). Without it, TEACHER_S: the plan first trains the teacher,
-#   phalanx train shadow-cube --max-iterations 100000 TEACHER_ARGS
-# stopped by SIGTERM TEACHER_S seconds after its launch (it saves).
+#   python3 TEACHER_PROGRAM --max-iterations 100000 TEACHER_ARGS
+# stopped by SIGTERM TEACHER_S seconds after its launch (it saves). TEACHER_PROGRAM is
+# `-m phalanx train shadow-cube`, or tools/shadow_corners_probe.py: a teacher acting on the cube's corners.
 # STUDENTS: NAME:FLAGS entries separated by |, each trained by
 #   python3 PROGRAM --teacher TEACHER --distill.iterations 100000 --run-dir NAME FLAGS
 # and stopped by SIGTERM STUDENT_S seconds after its launch (it saves). PROGRAM is
@@ -38,8 +40,8 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$work/src PHALANX_COMMIT=$PHALANX
 sampler=\$!
 if [ ! -d teacher ]; then
   echo "teacher launch \$(date -u +%s) \$(date -u)" >> progress.txt
-  # shellcheck disable=SC2086  # TEACHER_ARGS is a word list
-  timeout -s TERM ${TEACHER_S:-0} python3 -m phalanx train shadow-cube --max-iterations 100000 --run-dir $work/teacher \\
+  # shellcheck disable=SC2086  # TEACHER_PROGRAM and TEACHER_ARGS are word lists
+  timeout -s TERM ${TEACHER_S:-0} python3 ${TEACHER_PROGRAM:--m phalanx train shadow-cube} --max-iterations 100000 --run-dir $work/teacher \\
     --logger none --save-interval 1000000 ${TEACHER_ARGS:-} > teacher.log 2>&1
   echo "teacher exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
 fi
