@@ -128,10 +128,10 @@ def cli(what: str, flags: list[str]) -> int:
     elif what == "slow-save" and rank == 0:
         write = trainer.save_checkpoint
 
-        def slow_first_save(path, state) -> None:
+        def slow_first_save(path, state, *copies) -> None:
             if state["iteration"] == 1 and path.name == "model_last.pt":
                 time.sleep(8)
-            write(path, state)
+            write(path, state, *copies)
 
         trainer.save_checkpoint = slow_first_save
     elif what.startswith("library-on-gloo"):

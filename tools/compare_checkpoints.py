@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from phalanx.training.deflated import inflate_envs
+
 STATE = ("iteration", "frames", "policy", "obs_norm", "critic_norm", "ppo", "learner", "ranks")
 
 
@@ -42,7 +44,7 @@ def difference(a: Any, b: Any) -> float | None:
 
 
 def main(path_a: str, path_b: str) -> int:
-    a, b = (torch.load(p, weights_only=True, map_location="cpu") for p in (path_a, path_b))
+    a, b = (inflate_envs(torch.load(p, weights_only=True, map_location="cpu")) for p in (path_a, path_b))
     same = True
     for key in [k for k in STATE if k in a or k in b]:
         if key not in a or key not in b:

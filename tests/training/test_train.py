@@ -16,6 +16,7 @@ from rich.console import Console
 from helpers import make_cpu, signal_after_iterations
 from phalanx.cli import main
 from phalanx.dist import DistContext
+from phalanx.training import deflated
 from phalanx.training.registry import train_cfg
 from phalanx.training.trainer import Trainer
 
@@ -42,16 +43,20 @@ def test_run_directory_contents(tmp_path: Path) -> None:
     assert list(tmp_path.glob("events.out.tfevents.*")), "TensorBoard events"
 
 
-def test_resume_continues_bit_identically(tmp_path: Path) -> None:
+@pytest.mark.parametrize("deflate_bytes", [deflated.DEFLATE_BYTES, 1], ids=["as-is", "deflated"])
+def test_resume_continues_bit_identically(tmp_path: Path, monkeypatch, deflate_bytes: int) -> None:
     """10 iterations straight == 5 iterations, then --resume for 5 more: identical parameters,
-    optimizer state and env state."""
+    optimizer state and env state; also with every env buffer that deflate halves stored deflated."""
+    monkeypatch.setattr(deflated, "DEFLATE_BYTES", deflate_bytes)
     straight, first, resumed = tmp_path / "straight", tmp_path / "first", tmp_path / "resumed"
     assert _train(straight, "--max-iterations", "10") == 0
     assert _train(first, "--max-iterations", "5") == 0
     checkpoint = first / "checkpoints" / "model_5.pt"
     assert _train(resumed, "--max-iterations", "10", "--resume", str(checkpoint)) == 0
-    a = torch.load(straight / "checkpoints" / "model_10.pt", weights_only=True)
-    b = torch.load(resumed / "checkpoints" / "model_10.pt", weights_only=True)
+    a, b = (
+        deflated.inflate_envs(torch.load(run / "checkpoints" / "model_10.pt", weights_only=True))
+        for run in (straight, resumed)
+    )
     assert a["iteration"] == b["iteration"] == 10
     for name, tensor in a["policy"].items():
         assert torch.equal(tensor, b["policy"][name]), name

@@ -20,6 +20,7 @@ from torch import nn
 from phalanx.core.cfg_data import from_data, no_references
 from phalanx.core.errors import ConfigError
 from phalanx.core.files import atomic_path
+from phalanx.training.deflated import DeflatedError, deflate_envs, inflate_envs
 from phalanx.training.library_checkpoints import library_of, not_phalanxs
 
 CHECKPOINT_FORMAT = 2
@@ -48,10 +49,13 @@ class CheckpointError(ConfigError):
     """A checkpoint that is missing, unreadable, unsafe or belongs to another task."""
 
 
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """Writes `state` through a temp file and a rename: a crash never leaves half a checkpoint."""
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+def save_checkpoint(path: Path, state: dict[str, Any], *copies: Path) -> None:
+    """Writes `state` to `path` and to each of `copies`, each through a temp file and a rename: a
+    crash never leaves half a checkpoint. Large env buffers are deflated (`deflated`), once for all."""
+    state = deflate_envs(state)
+    for target in (path, *copies):
+        with atomic_path(target) as tmp:
+            torch.save(state, tmp)
 
 
 def load_checkpoint(path: str | Path, task: str | None, keys: tuple[str, ...] = PLAY_KEYS) -> dict[str, Any]:
@@ -60,7 +64,8 @@ def load_checkpoint(path: str | Path, task: str | None, keys: tuple[str, ...] = 
 
     Raises:
         CheckpointError: no such file, not a checkpoint, needs unpickling of objects, another
-            task's, or lacks some of `keys` (all named in one line).
+            task's, lacks some of `keys`, or (reading "ranks") holds an env buffer that does not
+            inflate to what it declares (all named in one line).
     """
     path = Path(path)
     if not path.is_file():
@@ -99,7 +104,12 @@ def load_checkpoint(path: str | Path, task: str | None, keys: tuple[str, ...] = 
             f"checkpoint: {path} lacks {', '.join(map(repr, missing))} (not written by this version of phalanx train)"
         )
     _check_kinds(state, path, keys)
-    return state
+    if "ranks" not in keys:
+        return state
+    try:
+        return inflate_envs(state)
+    except DeflatedError as error:
+        raise CheckpointError(f"checkpoint: {path}: {error}") from None
 
 
 KINDS = {"config": dict, "policy": dict, "obs_norm": dict, "critic_norm": dict, "ppo": dict, "ranks": list}

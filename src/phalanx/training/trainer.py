@@ -421,8 +421,7 @@ class Trainer:
         state = self.state_dict()
         path = self.checkpoint_path()
         if state is not None and path is not None:
-            save_checkpoint(path, state)
-            save_checkpoint(path.with_name(f"model_{self.iteration}.pt"), state)
+            save_checkpoint(path, state, path.with_name(f"model_{self.iteration}.pt"))
         self.dist.barrier(self.device)
         self.saved_iteration = self.iteration
         self.progress.tick()
