@@ -24,6 +24,8 @@ import time
 import torch
 from torch import nn
 
+from phalanx.envs.mdp.math import quat_unique
+from phalanx.rl.models import mlp
 from phalanx.tasks.shadow_hand.cube import CUBE_HALF_SIZE, CUBE_HOME
 from phalanx.tasks.shadow_hand.mdp import manipulation
 from phalanx.training.checkpoint import PLAY_KEYS, load_checkpoint
@@ -34,10 +36,6 @@ DATA = "imitation_data.pt"
 CUBE_QUAT, GOAL_QUAT, CUBE_TO_GOAL = slice(27, 31), slice(31, 35), slice(35, 39)
 """Columns of shadow-cube's policy observations (74: joint_pos 24, cube_pos 3, then these, then
 fingertip_pos 15 and actions 20)."""
-
-
-def unique(q: torch.Tensor) -> torch.Tensor:
-    return q * torch.where(q[..., :1] < 0, -1.0, 1.0)
 
 
 def vision_inputs(obs: torch.Tensor, goal_corners: torch.Tensor, corners: torch.Tensor) -> torch.Tensor:
@@ -83,7 +81,14 @@ def collect(args) -> None:
 def input_sets(data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     o = data["obs"]
     blind = torch.cat(
-        [o[..., :27], unique(o[..., CUBE_QUAT]), o[..., GOAL_QUAT], unique(o[..., CUBE_TO_GOAL]), o[..., 39:]], -1
+        [
+            o[..., :27],
+            quat_unique(o[..., CUBE_QUAT]),
+            o[..., GOAL_QUAT],
+            quat_unique(o[..., CUBE_TO_GOAL]),
+            o[..., 39:],
+        ],
+        -1,
     )
     return {
         "A": o,
@@ -95,10 +100,7 @@ def input_sets(data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def train(x: torch.Tensor, y: torch.Tensor, steps: int, test=None) -> tuple[nn.Module, list[str]]:
     """An ELU MLP (512, 512, 256, 128) on standardized x, Adam 5e-4, batches of 4096."""
     mu, sd = x.mean(0), x.std(0) + 1e-2
-    dims, layers = [x.shape[-1], 512, 512, 256, 128], []
-    for a, b in zip(dims[:-1], dims[1:], strict=True):
-        layers += [nn.Linear(a, b), nn.ELU()]
-    net = nn.Sequential(*layers, nn.Linear(128, y.shape[-1]))
+    net = mlp(x.shape[-1], (512, 512, 256, 128), y.shape[-1], "elu")
     opt, log = torch.optim.Adam(net.parameters(), 5e-4), []
     for step in range(1, steps + 1):
         i = torch.randint(0, x.shape[0], (4096,))

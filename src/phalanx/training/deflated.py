@@ -50,7 +50,8 @@ def inflate_envs(state: dict[str, Any]) -> dict[str, Any]:
 def _deflate(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _deflate(item) for key, item in value.items()}
-    if not isinstance(value, torch.Tensor) or value.nbytes < DEFLATE_BYTES or _name(value.dtype) is None:
+    name = _name(value.dtype) if isinstance(value, torch.Tensor) else None
+    if name is None or value.nbytes < DEFLATE_BYTES:
         return value
     raw = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
     packed = zlib.compress(raw, 1)
@@ -58,7 +59,7 @@ def _deflate(value: Any) -> Any:
         return value
     return {
         KEY: torch.frombuffer(bytearray(packed), dtype=torch.uint8),
-        "dtype": _name(value.dtype),
+        "dtype": name,
         "shape": list(value.shape),
     }
 

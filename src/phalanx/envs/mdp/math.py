@@ -38,6 +38,11 @@ def wrap_to_pi(angle: torch.Tensor) -> torch.Tensor:
     return torch.atan2(torch.sin(angle), torch.cos(angle))
 
 
+def quat_unique(q: torch.Tensor) -> torch.Tensor:
+    """(..., 4) unit quaternions (w, x, y, z) turned to w >= 0: one of the two of each rotation."""
+    return q * torch.where(q[..., :1] < 0, -1.0, 1.0)
+
+
 def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Hamilton product a * b of (..., 4) quaternions (w, x, y, z): rotate by b, then by a."""
     aw, ax, ay, az = a.unbind(-1)

@@ -13,7 +13,7 @@ import torch
 from phalanx.envs.cfg import CommandTerm
 from phalanx.envs.markers import Marker
 from phalanx.envs.mdp import state
-from phalanx.envs.mdp.math import quat_apply, quat_mul
+from phalanx.envs.mdp.math import quat_apply, quat_mul, quat_unique
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -42,7 +42,7 @@ def random_quat(env: TaskEnv) -> torch.Tensor:
     a, b = torch.sqrt(1.0 - u[:, 0]), torch.sqrt(u[:, 0])
     t1, t2 = 2.0 * torch.pi * u[:, 1], 2.0 * torch.pi * u[:, 2]
     q = torch.stack((b * torch.cos(t2), a * torch.sin(t1), a * torch.cos(t1), b * torch.sin(t2)), dim=1)
-    return q * torch.where(q[:, :1] < 0, -1.0, 1.0)  # w >= 0: one of the two quaternions of a rotation
+    return quat_unique(q)
 
 
 class goal_orientation(CommandTerm):  # noqa: N801 (terms are named like functions)
