@@ -43,7 +43,8 @@ def test_large_env_buffers_are_deflated_and_read_back_exactly(tmp_path: Path, mo
     save_checkpoint(path, state, copy)
     stored = torch.load(path, weights_only=True)["ranks"][0]["env"]
     assert torch.equal(
-        stored["obs"]["image"]["deflated"], torch.load(copy)["ranks"][0]["env"]["obs"]["image"]["deflated"]
+        stored["obs"]["image"]["deflated"],
+        torch.load(copy, weights_only=True)["ranks"][0]["env"]["obs"]["image"]["deflated"],
     )
     assert set(stored["obs"]["image"]) == {"deflated", "dtype", "shape"}  # compressible and large
     assert set(stored["episode"]["done"]) == {"deflated", "dtype", "shape"}
