@@ -18,6 +18,8 @@
 #   self@-m phalanx train shadow-cube:       the teacher's own task (the imitation's ceiling)
 #   corners@tools/shadow_corners_probe.py:   the pixel actor's inputs with the cube's true corners
 # One after another, each alone on the GPU; AT_ONCE=1: all at once, side by side.
+# EVAL=1: then tools/noise_goals.py on the teacher and each student on the GPU (EVAL_ENVS envs, 1024),
+# into noise-goals.jsonl: the goals each reaches in 30 s acting on its mean, with half and all of its noise.
 # VIDEO=NAME ...: then `phalanx play shadow-cube-vision --checkpoint NAME --steps 600 --video
 # NAME.mp4` for those students (the camera's images beside the scene; needs imageio-ffmpeg staged).
 # $OUT/distill.tgz: each run's metrics.jsonl, config.json and log, the videos, progress.txt (launch
@@ -59,6 +61,13 @@ for entry in "\${students[@]}"; do
   if [ -n "${AT_ONCE:-}" ]; then student "\$name" "\$program" "\$flags" & else student "\$name" "\$program" "\$flags"; fi
 done
 pids=\$(jobs -p | grep -vx "\$sampler"); [ -n "\$pids" ] && wait \$pids
+if [ -n "${EVAL:-}" ]; then  # each run's goals in 30 s with none, half and all of its noise
+  names=""; for entry in "\${students[@]}"; do head=\${entry%%:*}; names="\$names \${head%%@*}"; done
+  # shellcheck disable=SC2086  # names is a word list
+  timeout 600 python3 tools/noise_goals.py teacher \$names --device cuda --envs ${EVAL_ENVS:-1024} \
+    > noise-goals.jsonl 2> noise-goals.log
+  echo "noise goals exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
+fi
 for name in ${VIDEO:-}; do
   timeout 300 python3 -m phalanx play shadow-cube-vision --checkpoint $work/\$name --steps 600 --video \$name.mp4 \\
     --out \$name.play.json > \$name.play.log 2>&1

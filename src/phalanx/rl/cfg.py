@@ -72,8 +72,14 @@ class DistillCfg:
     `max_iterations` (with as many, none)."""
     coef: float = 1.0
     """Weight of the imitation loss: the mean squared difference between the student's mean
-    action and the teacher's (as its env applies it: clamped to `env.actions.clip`), over the
-    rollout's states."""
+    action and the teacher's (as its env applies it: clamped to `env.actions.clip`, widened by
+    `target_margin`), over the rollout's states."""
+    target_margin: float = 0.0
+    """How far past `env.actions.clip` the teacher's mean stays in the imitation target, in the
+    teacher's standard deviations (per action). The student explores with that deviation: where
+    the teacher's mean lies far past the clip its noisy action stays clipped, and a student that
+    learned the clip itself would be clipped only half the time. About 3 keeps the teacher's
+    behaviour under its noise; 0: the clip."""
     teacher_mix: float = 0.5
     """DAgger's beta at the first iteration: the share of env steps that take the teacher's action
     instead of the student's, so that early rollouts stay near the teacher's states. It falls
@@ -97,6 +103,7 @@ class DistillCfg:
                 "distill.mix_iterations",
             )
         check_range("distill.fine_tune_coef", self.fine_tune_coef, low=0.0)
+        check_range("distill.target_margin", self.target_margin, low=0.0)
 
     def teacher_share(self, iteration: int) -> float:
         """DAgger's beta at `iteration`."""

@@ -24,27 +24,38 @@ from phalanx.training.run_paths import checkpoint_file
 
 @dataclass
 class Teacher:
-    """A loaded teacher: where it came from, the observations it acts on, its frozen actor (its
-    actions as its env applies them) and the log standard deviation it explored with (the student
-    starts with it)."""
+    """A loaded teacher: where it came from, the observations it acts on, its frozen actor, the
+    log standard deviation it explored with (the student starts with it) and its env's action
+    clip (None: none)."""
 
     path: str
     observations: dict[str, ObsTermCfg]
     actor: ActorFactory
     log_std: torch.Tensor
+    clip: float | None
+
+    def applied(self, obs_dim: int, action_dim: int, device: torch.device, seed: int, margin: float) -> nn.Module:
+        """Its frozen actor, its actions as its env applies them (`AppliedActions`): clamped to the
+        clip widened by `margin` of its standard deviations (`distill.target_margin`)."""
+        actor = self.actor(obs_dim, action_dim, device, seed)
+        if self.clip is None:
+            return actor
+        return AppliedActions(actor, self.clip + margin * self.log_std.detach().to(device).exp())
 
 
 class AppliedActions(nn.Module):
-    """A teacher's actor whose actions are those its env applies: clamped to [-clip, clip]
-    (`env.actions.clip`). A trained policy's means often lie far beyond it, where every value acts
-    alike; the student learns the action, not how far past the clip the teacher's mean went."""
+    """A teacher's actor whose actions are those its env applies: clamped to [-bound, bound]
+    (`env.actions.clip`, per action possibly widened). A trained policy's means often lie far
+    beyond the clip, where every value acts alike; the student learns the action, not how far past
+    the clip the teacher's mean went, except as far as its exploration noise can tell."""
 
-    def __init__(self, actor: nn.Module, clip: float):
+    def __init__(self, actor: nn.Module, bound: torch.Tensor):
         super().__init__()
-        self.actor, self.clip = actor, clip
+        self.actor = actor
+        self.register_buffer("bound", bound)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.actor(obs).clamp(-self.clip, self.clip)
+        return self.actor(obs).clamp(-self.bound, self.bound)
 
 
 def load_teacher(given: str, student: TaskCfg, packages: Collection[str]) -> Teacher:
@@ -61,15 +72,7 @@ def load_teacher(given: str, student: TaskCfg, packages: Collection[str]) -> Tea
     log_std = state["policy"].get("log_std")
     if not isinstance(log_std, torch.Tensor):
         raise ConfigError(f"{path}: its policy has no log_std (not written by phalanx train)", "teacher")
-    actor = _applied(checkpoint_actor(state, source), env.actions.clip)
-    return Teacher(path, env.observations["policy"], actor, log_std)
-
-
-def _applied(build: ActorFactory, clip: float | None) -> ActorFactory:
-    """`build`, its actors' actions clamped as their env clamps them (`AppliedActions`)."""
-    if clip is None:
-        return build
-    return lambda *args: AppliedActions(build(*args), clip)
+    return Teacher(path, env.observations["policy"], checkpoint_actor(state, source), log_std, env.actions.clip)
 
 
 def _mismatch(teacher: TaskCfg, student: TaskCfg) -> str | None:

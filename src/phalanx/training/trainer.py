@@ -136,9 +136,11 @@ class Trainer:
 
     def _teacher_actor(self, teacher: Teacher, policy: ActorCritic) -> torch.nn.Module:
         """The teacher's frozen actor on this env's teacher observations (its weights refuse
-        another action dimension by name); `policy` takes its standard deviation."""
+        another action dimension by name), its actions as `cfg.distill` targets them; `policy`
+        takes its standard deviation."""
         obs_dim = self.env.observation_spec[TEACHER_GROUP][0]
-        actor = teacher.actor(obs_dim, self.env.action_dim, self.device, self.cfg.seed)
+        margin = self.cfg.distill.target_margin
+        actor = teacher.applied(obs_dim, self.env.action_dim, self.device, self.cfg.seed, margin)
         with torch.no_grad():
             policy.log_std.copy_(teacher.log_std)
         return actor
