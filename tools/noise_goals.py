@@ -30,7 +30,7 @@ from phalanx.core.devices import resolve_device
 from phalanx.envs.task_env import TaskEnv
 from phalanx.tasks.shadow_hand.cube import shadow_cube_train_cfg
 from phalanx.training.checkpoint import PLAY_KEYS, load_checkpoint
-from phalanx.training.play import played
+from phalanx.training.play import played, run_episodes
 from phalanx.training.registry import register
 from phalanx.training.run_paths import checkpoint_file
 from shadow_corners_probe import corners_cfg
@@ -38,42 +38,39 @@ from shadow_corners_probe import corners_cfg
 
 def goals(checkpoint: str, args: argparse.Namespace, std_scale: float) -> dict:
     """One line of the tool's output: `checkpoint`'s goals per env under `std_scale` x its noise."""
-    envs, mean_clamp, corner_noise, device = args.envs, args.mean_clamp, args.corner_noise, args.device
     path = checkpoint_file(checkpoint, "")
     task = load_checkpoint(path, None, PLAY_KEYS)["config"]["task"]
     run = played(task, path, None)
-    if corner_noise:
+    if args.corner_noise:
         policy = run.env_cfg.observations["policy"]
-        policy["cube_keypoints"] = dataclasses.replace(policy["cube_keypoints"], noise=corner_noise)
-    env = TaskEnv(run.env_cfg, envs, resolve_device(device), seed=1, verbose=False)
-    act, _ = run.actor(env, 1)
-    own_std = run.state["policy"]["log_std"].to(env.device).exp()
-    std = own_std * std_scale
-    bound = None if mean_clamp is None else env.cfg.actions.clip + mean_clamp * own_std
+        policy["cube_keypoints"] = dataclasses.replace(policy["cube_keypoints"], noise=args.corner_noise)
+    env = TaskEnv(run.env_cfg, args.envs, resolve_device(args.device), seed=1, verbose=False)
+    mean_of, _ = run.actor(env, 1)
+    clip, own_std = env.cfg.actions.clip, run.state["policy"]["log_std"].to(env.device).exp()
+    bound = None if args.mean_clamp is None else clip + args.mean_clamp * own_std
     noise = torch.Generator(env.device).manual_seed(3)
-    clip = env.cfg.actions.clip
-    ended, past, start = [], torch.zeros(2, device=env.device), time.time()
-    obs = env.reset()
+    past = torch.zeros(2, device=env.device)
+
+    def act(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        mean = mean_of(obs)
+        past.add_(torch.stack([(mean.abs() > clip).float().mean(), (mean.abs() > clip + own_std).float().mean()]))
+        mean = mean if bound is None else mean.clamp(-bound, bound)
+        return mean + std_scale * own_std * torch.randn(mean.shape, generator=noise, device=env.device)
+
+    start = time.time()
     with torch.no_grad():
-        for _ in range(args.steps):
-            mean = act(obs)
-            past += torch.stack([(mean.abs() > clip).float().mean(), (mean.abs() > clip + own_std).float().mean()])
-            mean = mean if bound is None else mean.clamp(-bound, bound)
-            step = mean + std * torch.randn(mean.shape, generator=noise, device=env.device)
-            obs, _, _, _, extras = env.step(step)
-            episode = extras["episode"]
-            ended += episode["metrics"]["consecutive_successes"][episode["done"]].tolist()
+        ended = run_episodes(env, act, args.steps).metrics["consecutive_successes"]
     running = env.command_term("goal").successes.sum().item()
     return {
         "task": task,
         "checkpoint": checkpoint,
         "std_scale": std_scale,
-        "mean_clamp": mean_clamp,
-        "corner_noise": corner_noise,
-        "device": device,
-        "envs": envs,
+        "mean_clamp": args.mean_clamp,
+        "corner_noise": args.corner_noise,
+        "device": args.device,
+        "envs": args.envs,
         "steps": args.steps,
-        "goals_per_env": (sum(ended) + running) / envs,
+        "goals_per_env": (sum(ended) + running) / args.envs,
         "ended": len(ended),
         "ended_mean": sum(ended) / len(ended) if ended else None,
         "mean_past_clip": (past / args.steps).tolist(),
