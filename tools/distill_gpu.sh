@@ -5,7 +5,8 @@
 #   call 1: START=1 TEACHER=.device/teacher STUDENT_S=600 STUDENTS="e1:|e4:--env.observations.image.eye.params.every 4" bash tools/distill_gpu.sh
 #   call 1: START=1 TEACHER_S=560 TEACHER_ARGS="--num-envs 2048 --seed 42" STUDENT_S=780 STUDENTS="e1:" VIDEO=e1 bash tools/distill_gpu.sh
 #   call 1: START=1 TEACHER_PROGRAM=tools/shadow_corners_probe.py TEACHER_S=560 STUDENT_S=800 STUDENTS="e1:" bash tools/distill_gpu.sh
-#   later:  WAIT_S=500 bash tools/distill_gpu.sh           (again until it says the plan is done)
+#   later:  WAIT_S=500 bash tools/distill_gpu.sh           (again until it says the plan is done and no
+#           checkpoint parts are left to send)
 # TEACHER: a trained shadow-cube run directory (its checkpoints/model_last.pt and config.json; a
 # carried one). Without it, TEACHER_S: the plan first trains the teacher,
 #   python3 TEACHER_PROGRAM --max-iterations 100000 TEACHER_ARGS
@@ -23,7 +24,7 @@
 # VIDEO=NAME ...: then `phalanx play shadow-cube-vision --checkpoint NAME --steps 600 --video
 # NAME.mp4` for those students (the camera's images beside the scene; needs imageio-ffmpeg staged).
 # $OUT/distill.tgz: each run's metrics.jsonl, config.json and log, the videos, progress.txt (launch
-# and exit times), gpu.txt, gpumem.txt (memory and use every 20 s); $OUT/checkpoints.tgz: the
+# and exit times), gpu.txt, gpumem.txt (memory and use every 20 s); $OUT/checkpoints.tgz.part-*: the
 # teacher's and each student's model_last.pt and config.json, to carry into a later session.
 set -uo pipefail
 out=${OUT:?set OUT}
@@ -85,9 +86,23 @@ while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 5; done
 cat "$work/progress.txt"
 for log in "$work"/*.log; do echo "== $log"; tail -2 "$log"; done
 tail -1 "$work/gpumem.txt"
-tar -C "$work" --exclude='*/checkpoints' --exclude=src --exclude=tools -czf "$out/distill.tgz" .
-# Checkpoints in parts under the device's 16 MiB a file (cat checkpoints.tgz.part-* | tar -xz).
-(cd "$work" && ls -d ./*/checkpoints/model_last.pt 2>/dev/null | sed 's|/checkpoints/model_last.pt||' |
-  while read -r run; do echo "$run/checkpoints/model_last.pt" "$run/config.json"; done |
-  xargs -r tar -cz | split -b 15M - "$out/checkpoints.tgz.part-")
+tar -C "$work" --exclude='*/checkpoints' --exclude=parts --exclude=src --exclude=tools -czf "$out/distill.tgz" .
+# Checkpoints in 15 MiB parts (cat checkpoints.tgz.part-* | tar -xz), packed again whenever a run
+# saved since; the device returns 64 MiB a call, so each call sends the parts it has not yet sent
+# that fit beside distill.tgz, and says when a later call (WAIT_S=0) must bring the rest.
+parts=$work/parts
+newest=$(ls -t "$work"/*/checkpoints/model_last.pt 2>/dev/null | head -1)
+if [ -n "$newest" ] && { [ ! -f "$parts/packed" ] || [ "$newest" -nt "$parts/packed" ]; }; then
+  rm -rf "$parts" && mkdir -p "$parts" && touch "$parts/packed"
+  (cd "$work" && ls -d ./*/checkpoints/model_last.pt | sed 's|/checkpoints/model_last.pt||' |
+    while read -r run; do echo "$run/checkpoints/model_last.pt" "$run/config.json"; done |
+    xargs -r tar -cz | split -b 15M - "$parts/checkpoints.tgz.part-")
+fi
+room=$((60 * 1024 * 1024 - $(stat -c %s "$out/distill.tgz")))
+for part in "$parts"/checkpoints.tgz.part-??; do
+  [ -f "$part" ] && [ ! -f "$part.sent" ] || continue
+  size=$(stat -c %s "$part")
+  if [ "$size" -gt "$room" ]; then echo "checkpoint parts left to send: call again (WAIT_S=0)"; break; fi
+  cp "$part" "$out/" && touch "$part.sent" && room=$((room - size))
+done
 true
