@@ -60,7 +60,10 @@ exit with status 2; anything else is a bug and keeps its traceback.
 
 @dataclass
 class PlayCfg:
-    """phalanx play: run a trained policy deterministically, report returns, optionally record one env."""
+    """phalanx play: run a trained policy deterministically, report returns, optionally record one env.
+    It reports the means of the episodes that finished and, apart, of those still running at the
+    end (their return, length and metrics so far): with `--steps` shorter than an episode, those
+    that finished may be only the early failures."""
 
     task: str
     """The task the checkpoint was trained on."""
@@ -89,8 +92,9 @@ class PlayCfg:
     """'zero' or 'random' (uniform in [-1, 1]) actions in place of a trained policy: a look at a
     registered task before training, without --checkpoint."""
     out: str | None = None
-    """Write the episodes' means here as JSON, with the command, date, machine and commit (a
-    bench.json: `phalanx bench docs` builds the docs' play tables from it)."""
+    """Write the episodes' means here as JSON (those still running under "running"), with the
+    command, date, machine and commit (a bench.json: `phalanx bench docs` builds the docs' play
+    tables from it)."""
 
 
 @dataclass

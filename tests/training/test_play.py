@@ -91,3 +91,28 @@ def test_play_out_writes_the_episodes_for_the_docs_play_table(tmp_path, capsys) 
 def test_play_out_must_be_a_json_file(tmp_path, capsys) -> None:
     assert main([*PLAY, "--policy", "zero", "--out", str(tmp_path / "episodes.txt")]) == 2
     assert capsys.readouterr().err.strip().endswith(f"--out: must name a .json file, got '{tmp_path}/episodes.txt'")
+
+
+def test_play_counts_every_step_in_an_episode_that_finished_or_one_still_running() -> None:
+    """Episodes cut by the play's end are reported beside those that finished: every env step
+    lies in exactly one of them, and their returns add up to every reward the env gave."""
+    from phalanx.training.play import run_episodes
+
+    env = make_cpu("cartpole", num_envs=4)
+    total, step = torch.zeros(()), env.step
+
+    def summing(actions: torch.Tensor):
+        out = step(actions)
+        total.add_(out[1].sum())
+        return out
+
+    env.step = summing
+    episodes = run_episodes(env, untrained_policy("random", env, 0), 120)
+    running = episodes.running
+    assert episodes.returns and running.returns, "some of each"
+    assert sum(episodes.lengths) + sum(running.lengths) == 120 * 4
+    assert sum(episodes.returns) + sum(running.returns) == pytest.approx(total.item(), rel=1e-5)
+    assert set(running.metrics) == set(env.cfg.metrics)
+    cut = len(running.returns)
+    assert f"; {cut} still running: mean return {sum(running.returns) / cut:.2f}" in episodes.summary()
+    assert episodes.means()["running"]["episodes"] == cut

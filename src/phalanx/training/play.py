@@ -98,27 +98,43 @@ def untrained_policy(kind: str, env: TaskEnv, seed: int) -> Act:
 
 @dataclass
 class Episodes:
-    """The episodes that finished while playing: return, length and the task's metrics of each."""
+    """Episodes played: the return, length and the task's metrics of each. `running`: the
+    episodes still running when the play ended, with their return, length and metrics so far."""
 
     returns: list[float] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     metrics: dict[str, list[float]] = field(default_factory=dict)
+    running: Episodes | None = None
+
+    def add(self, episode: dict[str, Any], which: torch.Tensor) -> None:
+        """The episodes of `which` envs, from a step's `extras["episode"]`."""
+        self.returns += episode["return"][which].tolist()
+        self.lengths += episode["length"][which].tolist()
+        for name, values in episode["metrics"].items():
+            self.metrics.setdefault(name, []).extend(values[which].tolist())
 
     def summary(self) -> str:
-        """Means over the episodes, e.g. "mean return 296.30, mean episode length 300.0, goal_reached 0.82"."""
-        if not self.returns:
-            return "no episode finished"
+        """Means over the finished episodes, then over those still running, e.g. "mean return
+        296.30, mean episode length 300.0, goal_reached 0.82; 4 still running: mean return ..."."""
+        line = self._means_line() if self.returns else "no episode finished"
+        if self.running is not None and self.running.returns:
+            line += f"; {len(self.running.returns)} still running: {self.running._means_line()}"
+        return line
+
+    def _means_line(self) -> str:
         parts = [f"mean return {mean(self.returns):.2f}", f"mean episode length {mean(self.lengths):.1f}"]
         return ", ".join(parts + [f"{name} {mean(values):.3g}" for name, values in self.metrics.items()])
 
     def means(self) -> dict[str, Any]:
-        """The episodes' count and means (None where no episode finished), as JSON values."""
-        return {
+        """The episodes' count and means (None where no episode finished), as JSON values; those
+        of the episodes still running under "running"."""
+        means = {
             "episodes": len(self.returns),
             "mean_return": _mean(self.returns),
             "mean_episode_length": _mean(self.lengths),
             "metrics": {name: _mean(values) for name, values in self.metrics.items()},
         }
+        return means if self.running is None else means | {"running": self.running.means()}
 
 
 def _mean(values: list[float] | list[int]) -> float | None:
@@ -132,21 +148,23 @@ def run_episodes(
     recorder: EnvRecorder | None = None,
     image_group: str | None = None,
 ) -> Episodes:
-    """Steps every env `steps` times from a reset and collects the episodes that finished (host
-    reads every step: for evaluation, not training). The recorder's frames show, beside the
-    scene, the `image_group` observation the policy acts on."""
+    """Steps every env `steps` times from a reset and collects the episodes that finished, then
+    those still running (host reads every step: for evaluation, not training). A metric of an
+    episode still running is its value so far (`MetricTermCfg`: its mean over the steps so far,
+    or its last value). The recorder's frames show, beside the scene, the `image_group`
+    observation the policy acts on."""
     episodes = Episodes(metrics={name: [] for name in env.cfg.metrics})
     colour = image_group is not None and colour_first(env.cfg.observations[image_group])
     obs = env.reset()
+    episode = None
     for _ in range(steps):
         raise_swallowed_stop()
         if recorder is not None:
             recorder.capture(None if image_group is None else obs[image_group][recorder.env_id], colour)
         obs, _, _, _, extras = env.step(act(obs))
         episode = extras["episode"]
-        done = episode["done"]
-        episodes.returns += episode["return"][done].tolist()
-        episodes.lengths += episode["length"][done].tolist()
-        for name, values in episode["metrics"].items():
-            episodes.metrics[name] += values[done].tolist()
+        episodes.add(episode, episode["done"])
+    episodes.running = Episodes(metrics={name: [] for name in env.cfg.metrics})
+    if episode is not None:
+        episodes.running.add(episode, ~episode["done"])
     return episodes
