@@ -59,8 +59,8 @@ def goals(checkpoint: str, args: argparse.Namespace, std_scale: float) -> dict:
 
     start = time.time()
     with torch.no_grad():
-        ended = run_episodes(env, act, args.steps).metrics["consecutive_successes"]
-    running = env.command_term("goal").successes.sum().item()
+        episodes = run_episodes(env, act, args.steps)
+    ended, running = episodes.metrics["consecutive_successes"], episodes.running.metrics["consecutive_successes"]
     return {
         "task": task,
         "checkpoint": checkpoint,
@@ -70,7 +70,7 @@ def goals(checkpoint: str, args: argparse.Namespace, std_scale: float) -> dict:
         "device": args.device,
         "envs": args.envs,
         "steps": args.steps,
-        "goals_per_env": (sum(ended) + running) / args.envs,
+        "goals_per_env": (sum(ended) + sum(running)) / args.envs,
         "ended": len(ended),
         "ended_mean": sum(ended) / len(ended) if ended else None,
         "mean_past_clip": (past / args.steps).tolist(),
