@@ -33,8 +33,8 @@ COMMANDS = ("list", "train", "play", "view", "export", "bench")
 USAGE = """The `phalanx` command line: list, train, play, view, export, bench.
 
     phalanx list
-    phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--seed S] [--run-dir DIR]
-                       [--resume CKPT|RUN_DIR|last] [--gpus N] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
+    phalanx train TASK [--num-envs N] [--device D] [--max-iterations K] [--max-time-s S] [--seed S] [--gpus N]
+                       [--run-dir DIR] [--resume CKPT|RUN_DIR|last] [--trainer phalanx|rsl_rl|rl_games|skrl|sb3]
                        [--logger tensorboard|wandb|none] [--algo.* ...] [--policy.* ...] [--env.* ...]
                        [--config RUN/config.json|FILE.yaml]   (a run's settings again, or a file's changes)
                        [--viewer [--viewer-port 8080]]   (the training live on a web page)

@@ -419,3 +419,14 @@ def test_a_job_knows_its_bench_as_the_parent_it_stops_with(tmp_path: Path) -> No
     job.launch()
     assert job.process.wait(timeout=60) == 0
     assert job.log_path.read_text().strip() == str(os.getpid())
+
+
+def test_a_job_takes_its_budget_as_a_time_limit_unless_another_library_trains_it(tmp_path: Path) -> None:
+    """The budget as `--max-time-s`, so that the job's log gives the budget's ETA, not that of an
+    iteration count no job reaches; a library's trainer (which takes no time limit) runs without."""
+    from phalanx.bench.learn_job import train_command
+
+    spec = JobSpec("cartpole", 0, False, LearningResult(metric="mean_reward", threshold=1.0, budget_s=240.0))
+    command = train_command(spec, "cpu", tmp_path, [], [])
+    assert command[command.index("--max-time-s") + 1] == "240"
+    assert "--max-time-s" not in train_command(spec, "cpu", tmp_path, ["--trainer=rsl_rl"], [])

@@ -282,6 +282,18 @@ def test_sigterm_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp
     assert not (tmp_path / "run.lock").exists()
 
 
+def test_a_time_limit_stops_every_rank_after_the_same_iteration(tmp_path: Path) -> None:
+    """`--max-time-s` on 2 ranks: their clocks differ a little, so each stops on their mean and
+    both stop after the same iteration, which rank 0 saves; the job exits 0."""
+    command = [*TRAIN_2_RANKS, "--max-iterations", "100000", "--max-time-s", "0.5", "--run-dir", str(tmp_path)]
+    run = _torchrun(*command)
+    assert run.returncode == 0 and "--max-time-s 0.5: " in run.stdout, run.stderr[-3000:]
+    state = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
+    assert state["elapsed_s"] >= 0.5 and len(_rows(tmp_path)) == state["iteration"] < 100000
+    steps = [int(rank["env"]["episode"]["step_count"]) for rank in state["ranks"]]
+    assert steps == [state["iteration"] * 8] * 2, "both ranks stopped after the same iteration"
+
+
 def test_ranks_killed_before_they_saved_are_not_reported_as_a_clean_stop(tmp_path: Path) -> None:
     """torchrun kills the ranks that outlive its shutdown grace (1 s here, 600 s under `--gpus`):
     an iteration longer than that is lost, and the job says so instead of claiming a saved stop."""

@@ -166,6 +166,31 @@ def test_a_stop_signal_saves_a_checkpoint_and_exits_with_its_status(tmp_path: Pa
     assert not (tmp_path / "run.lock").exists()
 
 
+def test_max_time_s_stops_after_the_iteration_that_reaches_it_and_saves(tmp_path: Path, capsys) -> None:
+    """A time limit any iteration exceeds: one iteration, logged and saved, exit 0; resumed with
+    the same limit, the run has no time left and trains nothing more; with a later one it goes on."""
+    limit = ["--max-iterations", "100000", "--max-time-s", "1e-6"]
+    assert _train(tmp_path, *limit) == 0
+    assert "--max-time-s 1e-06: " in capsys.readouterr().out
+    saved = torch.load(tmp_path / "checkpoints" / "model_last.pt", weights_only=True)
+    assert saved["iteration"] == 1 and len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
+    assert _train(tmp_path, *limit, "--resume", "last") == 0
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 1
+    spent = saved["elapsed_s"]
+    assert _train(tmp_path, "--max-iterations", "3", "--max-time-s", str(spent * 1000), "--resume", "last") == 0
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 3, "max_iterations came first"
+
+
+def test_the_eta_is_the_time_to_whichever_limit_comes_first() -> None:
+    from phalanx.training.logger import time_left_s
+
+    m = {"iteration": 9, "time_s": 10.0}  # 1 s an iteration
+    assert time_left_s(m, 100) == pytest.approx(90.0)
+    assert time_left_s(m, 100, 30.0) == pytest.approx(20.0)
+    assert time_left_s(m, 15, 30.0) == pytest.approx(5.0)
+    assert time_left_s(m, 100, 8.0) == 0.0
+
+
 def test_resume_with_another_env_count_is_a_one_line_error(tmp_path: Path, capsys) -> None:
     assert _train(tmp_path / "a", "--max-iterations", "1") == 0
     checkpoint = tmp_path / "a" / "checkpoints" / "model_last.pt"

@@ -279,9 +279,13 @@ def _thinned(points: list[tuple[float, float]]) -> list[list[float]]:
 
 def train_command(spec: JobSpec, device: str, run_dir: Path, train_args: list[str], extra: list[str]) -> list[str]:
     """`phalanx train` of the job: the task's defaults, the user's flags, then the bench's own (an
-    iteration count no job reaches, no periodic checkpoints, no dashboard)."""
+    iteration count no job reaches, the budget as a time limit, which the bench's stop from
+    launch comes before: its logged ETA is then the budget's; no periodic checkpoints, no
+    dashboard). Another library's trainer (`--trainer` in the flags) takes no time limit."""
     algo = [] if spec.algo == "ppo" else ["--algo", spec.algo]
     command = [sys.executable, "-m", "phalanx", "train", spec.task, *algo, *train_args, *extra]
     command += ["--seed", str(spec.seed), "--device", device, "--max-iterations", "1000000000"]
+    if not any(arg.split("=")[0] == "--trainer" for arg in train_args):
+        command += ["--max-time-s", f"{spec.result.budget_s:g}"]
     command += ["--save-interval", "1000000000", "--logger", "none", "--run-dir", str(run_dir)]
     return command

@@ -37,6 +37,11 @@ class TrainCfg:
     """'cpu', 'cuda' or 'cuda:K'; default: cuda when a GPU is visible, else cpu."""
     max_iterations: int = 150
     """PPO iterations (each: num_steps_per_env env steps, then the update)."""
+    max_time_s: float | None = None
+    """Stop once this many seconds of training have passed (the trainer's clock, `time_s` in
+    metrics.jsonl: start-up not counted, a resumed run's earlier training counted), after the
+    iteration that reaches them, saving a checkpoint as at `max_iterations`, whichever comes
+    first; with several ranks, all stop after the same iteration. None: no time limit."""
     seed: int = 42
     """Seeds the env, the policy initialization and minibatch sampling."""
     run_dir: str | None = None
@@ -137,6 +142,8 @@ def check_train_cfg(cfg: TrainCfg) -> None:
         _check_viewer(cfg)
     if cfg.run_dir:
         check_path_length("run_dir", cfg.run_dir)
+    if cfg.max_time_s is not None:
+        check_positive("max_time_s", cfg.max_time_s, " seconds")
     check_positive("stall_timeout_s", cfg.stall_timeout_s, " seconds")
     check_positive("startup_timeout_s", cfg.startup_timeout_s, " seconds")
     if cfg.resume == "last" and not cfg.run_dir:
@@ -151,6 +158,8 @@ def check_train_cfg(cfg: TrainCfg) -> None:
             raise ConfigError(f"--trainer {cfg.trainer} trains on one device (on several: {several})", "gpus")
         if cfg.resume is not None:
             raise ConfigError(f"continues --trainer phalanx runs only, not --trainer {cfg.trainer}", "resume")
+        if cfg.max_time_s is not None:
+            raise ConfigError(f"stops phalanx's trainer only, not --trainer {cfg.trainer}", "max_time_s")
     check_logger(cfg.logger)
     if cfg.teacher is not None:
         if cfg.trainer != "phalanx":

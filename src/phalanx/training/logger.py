@@ -77,8 +77,9 @@ class RunLogger:
         if self._wandb is not None:
             self._wandb.log(scalars | {"frames": metrics["frames"]})
 
-    def line(self, m: dict[str, Any], max_iterations: int) -> str:
-        """One iteration's progress: training time and the time left at this pace, fps (total, then
+    def line(self, m: dict[str, Any], max_iterations: int, max_time_s: float | None = None) -> str:
+        """One iteration's progress: training time and the time left at this pace (or to
+        `max_time_s`, where that comes first), fps (total, then
         the env step alone and with policy inference), frames, the episodes' mean reward and length
         once an episode has ended, and the task's metrics and curriculum levels."""
         done = m["iteration"] + 1
@@ -91,7 +92,7 @@ class RunLogger:
         return " | ".join(
             [
                 f"iteration {done}/{max_iterations}",
-                f"{duration(m['time_s'])}, ETA {duration(time_left_s(m, max_iterations))}",
+                f"{duration(m['time_s'])}, ETA {duration(time_left_s(m, max_iterations, max_time_s))}",
                 f"fps {m['fps_total']:,.0f} (step {m['fps_step']:,.0f}, with policy {m['fps_step_inference']:,.0f})",
                 f"{m['frames']:,} frames",
                 episodes,
@@ -116,10 +117,12 @@ def _json_safe(metrics: dict[str, Any]) -> dict[str, Any]:
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in metrics.items()}
 
 
-def time_left_s(m: dict[str, Any], max_iterations: int) -> float:
-    """Seconds of training left at the pace of the iterations so far, after the iteration of `m`."""
+def time_left_s(m: dict[str, Any], max_iterations: int, max_time_s: float | None = None) -> float:
+    """Seconds of training left after the iteration of `m`: to `max_iterations` at the pace of
+    the iterations so far, or to `max_time_s` where that comes first."""
     done = m["iteration"] + 1
-    return m["time_s"] / done * (max_iterations - done)
+    left = m["time_s"] / done * (max_iterations - done)
+    return left if max_time_s is None else max(0.0, min(left, max_time_s - m["time_s"]))
 
 
 def duration(seconds: float) -> str:
@@ -132,10 +135,10 @@ def duration(seconds: float) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
-def page_status(m: dict[str, Any], max_iterations: int) -> str:
+def page_status(m: dict[str, Any], max_iterations: int, max_time_s: float | None = None) -> str:
     """An iteration's line on `--viewer`'s page (markdown): iteration, fps, training time, ETA."""
     done, fps = m.get("iteration", 0) + 1, m.get("fps_total", float("nan"))
-    eta = duration(time_left_s(m, max_iterations)) if "time_s" in m else "-"
+    eta = duration(time_left_s(m, max_iterations, max_time_s)) if "time_s" in m else "-"
     return f"iteration **{done}**/{max_iterations}, {fps:,.0f} env steps/s, {duration(m.get('time_s', 0.0))}, ETA {eta}"
 
 

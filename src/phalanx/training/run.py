@@ -161,7 +161,7 @@ def _watch(cfg: TrainCfg, trainer: Trainer, console: Console):
     from phalanx.viewer.training_view import TrainingView
 
     title = f"phalanx train {cfg.task}"
-    status = functools.partial(page_status, max_iterations=cfg.max_iterations)
+    status = functools.partial(page_status, max_iterations=cfg.max_iterations, max_time_s=cfg.max_time_s)
     view = TrainingView(trainer.env, title, cfg.viewer_host, cfg.viewer_port, cfg.num_steps_per_env, status)
     announce(console, cfg.viewer_host, view.port, "phalanx train --viewer")
     return view

@@ -32,7 +32,7 @@ from phalanx.sim.model_files import files_state, pack_model
 from phalanx.training.cfg import TrainCfg
 from phalanx.training.checkpoint import CHECKPOINT_FORMAT, load_weights, save_checkpoint
 from phalanx.training.episode_stats import EpisodeStats
-from phalanx.training.logger import RunLogger
+from phalanx.training.logger import RunLogger, duration, time_left_s
 from phalanx.training.run_paths import LAST
 from phalanx.training.teacher import Teacher
 from phalanx.training.timing import FPS_NAMES, IntervalTimer, phase_range
@@ -123,6 +123,7 @@ class Trainer:
         self.last_episode: dict[str, float] = {}  # mean_reward, mean_episode_length once an episode ended
         self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
         self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
+        self.out_of_time = False  # cfg.max_time_s reached (by the clock every rank shares)
         self.saved_iteration = -1  # the iteration of the last checkpoint this process wrote (-1: none)
         self.watch: Watch | None = None
         """What watches the training (`--viewer`): `step(t)` after each env step, `iteration(metrics)` after each."""
@@ -184,8 +185,9 @@ class Trainer:
         return self.stop_signal != 0
 
     def learn(self) -> None:
-        """Runs iterations up to `cfg.max_iterations`. Ctrl-C (SIGINT) or SIGTERM finishes the
-        iteration, saves a checkpoint and stops; with several ranks, all stop after the same one."""
+        """Runs iterations up to `cfg.max_iterations`, or until `cfg.max_time_s` of training.
+        Ctrl-C (SIGINT) or SIGTERM finishes the iteration, saves a checkpoint and stops; with
+        several ranks, all stop after the same one."""
         # Events an earlier attempt logged past this run's checkpoint are hidden in TensorBoard.
         logger = RunLogger(
             self.run_dir, self.console, self.frames + 1, self.cfg.logger, to_data(self.cfg) if self.run_dir else None
@@ -205,15 +207,17 @@ class Trainer:
         try:
             if self.iteration == 0 and self.cfg.spread_episode_ends:  # a fresh run, not a resumed one
                 self.env.randomize_time_limits()
+            max_time_s = self.cfg.max_time_s
+            self.out_of_time = max_time_s is not None and self.elapsed_s >= max_time_s  # a resumed run's
             with display:
                 bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
                 reported_invalid = 0
-                while self.iteration < self.cfg.max_iterations and not self.interrupted:
+                while self.iteration < self.cfg.max_iterations and not self.interrupted and not self.out_of_time:
                     metrics = self.iterate()
                     logger.log(metrics)
                     if self.watch is not None:
                         self.watch.iteration(metrics)
-                    display.console.print(logger.line(metrics, self.cfg.max_iterations))
+                    display.console.print(logger.line(metrics, self.cfg.max_iterations, max_time_s))
                     problems = metrics["invalid_env_resets"] + metrics["nonfinite_actions"]
                     if problems > reported_invalid:  # new ones this iteration
                         reported_invalid = problems
@@ -224,7 +228,11 @@ class Trainer:
                             f"[yellow]warning:[/yellow] {metrics['skipped_updates']:.0f} minibatch updates "
                             "skipped so far: non-finite loss or gradient"
                         )
-                    display.update(bar, completed=self.iteration)
+                    total = None
+                    if max_time_s is not None:  # the bar's ETA: to the time limit where that comes first
+                        left = time_left_s(metrics, self.cfg.max_iterations, max_time_s)
+                        total = self.iteration + round(left / metrics["time_s"] * self.iteration)
+                    display.update(bar, completed=self.iteration, total=total)
                     if self.iteration % self.cfg.save_interval == 0:
                         self.save()
             if self.saved_iteration != self.iteration:
@@ -233,6 +241,11 @@ class Trainer:
                 name = signal.Signals(self.stop_signal).name
                 path, iteration = self.checkpoint_path(), self.iteration
                 self.console.print(f"interrupted by {name}: saved {path} at iteration {iteration}")
+            elif self.out_of_time:
+                path, spent = self.checkpoint_path(), duration(self.elapsed_s)
+                self.console.print(
+                    f"--max-time-s {max_time_s:g}: {spent} of training, saved {path} at iteration {self.iteration}"
+                )
         finally:
             # A rank leaving on an error (a lost peer) ignores stop signals from here: the
             # launcher's SIGTERM then cannot cut its report of the loss short (its process ends).
@@ -281,16 +294,17 @@ class Trainer:
         env_log = [f"env/{name}" for name in self.stats.log_names]
         stops = [f"stop/{sig.name}" for sig in STOP_SIGNALS]
         names = [*self.stats.names, *losses, *env_log, "invalid_env_resets", "nonfinite_actions", "action_std"]
-        names += [*stops, *FPS_NAMES]
+        names += [*stops, "clock_s", *FPS_NAMES]
         asked = [float(self._asked == sig) for sig in STOP_SIGNALS]
-        host_values = torch.tensor([*asked, *rates], device=self.device)
+        # float64: the clock's sum keeps its digits over long runs (the float32 values gain none).
+        host_values = torch.tensor([*asked, self.elapsed_s + total_s, *rates], device=self.device, dtype=torch.float64)
         device_values = [*self.stats.sums, *(v.float() for v in losses.values()), *self.stats.log]
         # Detached: a tensor computed from a parameter with autograd on holds the parameter's gradient
         # accumulator, bound to this (default) stream; alive at the next update's CUDA graph capture
         # (e.g. while a profiler holds this frame), it makes the capture fail.
         device_values += [self.env.invalid_resets.float(), self.env.nonfinite_actions.float()]
         device_values += [self._action_std()]
-        summed = self.dist.sum_(torch.cat([torch.stack(device_values), host_values]))
+        summed = self.dist.sum_(torch.cat([torch.stack(device_values).double(), host_values]))
         stats = dict(zip(names, summed.tolist(), strict=True))
         for key in [*losses, *env_log, "action_std"]:  # losses, the learning rate, ...: the mean over ranks
             stats[key] /= self.dist.world_size
@@ -299,7 +313,10 @@ class Trainer:
                 self.stop_signal = sig  # SIGTERM wins over SIGINT: the later in STOP_SIGNALS
         frames = local_frames * self.dist.world_size
         self.frames += frames
-        self.elapsed_s += total_s
+        # The training clock: the ranks' mean (theirs differ a little), so that every rank logs,
+        # saves and stops on --max-time-s with the same one.
+        self.elapsed_s = stats["clock_s"] / self.dist.world_size
+        self.out_of_time = self.cfg.max_time_s is not None and self.elapsed_s >= self.cfg.max_time_s
         self.last_episode = self.stats.episode_means(stats, self.last_episode)
         metrics = {
             "iteration": self.iteration,
