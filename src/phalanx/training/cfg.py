@@ -39,9 +39,10 @@ class TrainCfg:
     """PPO iterations (each: num_steps_per_env env steps, then the update)."""
     max_time_s: float | None = None
     """Stop once this many seconds of training have passed (the trainer's clock, `time_s` in
-    metrics.jsonl: start-up not counted, a resumed run's earlier training counted), after the
-    iteration that reaches them, saving a checkpoint as at `max_iterations`, whichever comes
-    first; with several ranks, all stop after the same iteration. None: no time limit."""
+    metrics.jsonl: start-up not counted, the first iteration's compiles counted, a resumed run's
+    earlier training counted), after the iteration that reaches them, saving a checkpoint as at
+    `max_iterations`, whichever comes first; with several ranks, all stop after the same
+    iteration. None: no time limit."""
     seed: int = 42
     """Seeds the env, the policy initialization and minibatch sampling."""
     run_dir: str | None = None
