@@ -208,7 +208,8 @@ class Trainer:
             if self.iteration == 0 and self.cfg.spread_episode_ends:  # a fresh run, not a resumed one
                 self.env.randomize_time_limits()
             max_time_s = self.cfg.max_time_s
-            self.out_of_time = max_time_s is not None and self.elapsed_s >= max_time_s  # a resumed run's
+            # A run resumed at or past its time limit trains no more.
+            self.out_of_time = max_time_s is not None and self.elapsed_s >= max_time_s
             with display:
                 bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
                 reported_invalid = 0
