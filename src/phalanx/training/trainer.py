@@ -123,7 +123,6 @@ class Trainer:
         self.last_episode: dict[str, float] = {}  # mean_reward, mean_episode_length once an episode ended
         self._asked = 0  # the stop signal this process received, not yet agreed on by the ranks
         self.stop_signal = 0  # the stop signal every rank agreed on (after the iteration it arrived in)
-        self.out_of_time = False  # cfg.max_time_s reached (by the clock every rank shares)
         self.saved_iteration = -1  # the iteration of the last checkpoint this process wrote (-1: none)
         self.watch: Watch | None = None
         """What watches the training (`--viewer`): `step(t)` after each env step, `iteration(metrics)` after each."""
@@ -184,6 +183,11 @@ class Trainer:
     def interrupted(self) -> bool:
         return self.stop_signal != 0
 
+    @property
+    def out_of_time(self) -> bool:
+        """`cfg.max_time_s` reached, by the clock every rank shares (a run resumed past it trains no more)."""
+        return self.cfg.max_time_s is not None and self.elapsed_s >= self.cfg.max_time_s
+
     def learn(self) -> None:
         """Runs iterations up to `cfg.max_iterations`, or until `cfg.max_time_s` of training.
         Ctrl-C (SIGINT) or SIGTERM finishes the iteration, saves a checkpoint and stops; with
@@ -208,8 +212,6 @@ class Trainer:
             if self.iteration == 0 and self.cfg.spread_episode_ends:  # a fresh run, not a resumed one
                 self.env.randomize_time_limits()
             max_time_s = self.cfg.max_time_s
-            # A run resumed at or past its time limit trains no more.
-            self.out_of_time = max_time_s is not None and self.elapsed_s >= max_time_s
             with display:
                 bar = display.add_task(self.cfg.task, total=self.cfg.max_iterations, completed=self.iteration)
                 reported_invalid = 0
@@ -317,7 +319,6 @@ class Trainer:
         # The training clock: the ranks' mean (theirs differ a little), so that every rank logs,
         # saves and stops on --max-time-s with the same one.
         self.elapsed_s = stats["clock_s"] / self.dist.world_size
-        self.out_of_time = self.cfg.max_time_s is not None and self.elapsed_s >= self.cfg.max_time_s
         self.last_episode = self.stats.episode_means(stats, self.last_episode)
         metrics = {
             "iteration": self.iteration,
