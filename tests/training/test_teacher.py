@@ -147,6 +147,19 @@ def test_a_student_resumes_exactly_across_the_phase_switch(teacher: Path, tmp_pa
     assert torch.equal(a["ppo"]["learning_rate"], b["ppo"]["learning_rate"])
 
 
+@pytest.mark.parametrize("phase", ["distilling", "fixed schedule"])
+def test_a_resumed_run_keeps_a_fixed_learning_rate_it_is_given(teacher: Path, tmp_path: Path, phase: str) -> None:
+    """A learning rate that no schedule adapts (while a student imitates, or with `--algo.schedule
+    fixed`) is the resumed run's `--algo.learning-rate`, not the one its checkpoint stored."""
+    flags = ["--teacher", str(teacher)] if phase == "distilling" else ["--algo.schedule", "fixed"]
+    tiny, run = ["cartpole", *STUDENT[:4], *CPU, *flags], tmp_path / "run"
+    assert main(["train", *tiny, "--max-iterations", "1", "--run-dir", str(run)]) == 0
+    resumed = ["--max-iterations", "2", "--run-dir", str(run), "--resume", "last", "--algo.learning-rate", "2e-4"]
+    assert main(["train", *tiny, *resumed]) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [row["learning_rate"] for row in rows] == pytest.approx([train_cfg("cartpole").algo.learning_rate, 2e-4])
+
+
 def _altered(teacher: Path, tmp_path: Path, change) -> str:
     """A copy of the teacher's checkpoint with its stored config changed by `change`."""
     state = torch.load(teacher / "checkpoints" / "model_last.pt", weights_only=True)

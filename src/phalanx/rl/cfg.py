@@ -15,7 +15,8 @@ class PPOCfg:
     """PPO hyperparameters."""
 
     learning_rate: float = 1e-3
-    """Initial Adam learning rate."""
+    """Adam's learning rate: where the adaptive schedule starts; with the fixed schedule, and while
+    a student imitates its teacher, the rate throughout (a resumed run's too)."""
     schedule: str = "adaptive"
     """'adaptive': scale the learning rate by 1.5 toward `desired_kl` every minibatch; 'fixed'."""
     desired_kl: float = 0.01

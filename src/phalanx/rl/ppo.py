@@ -235,15 +235,17 @@ class PPO:
     def begin_iteration(self, iteration: int) -> None:
         """Sets the teacher's share of the actions for `iteration`, and the phase: distilling
         before `DistillCfg.iterations`, PPO from then on (its update is warmed up and captured
-        again: it is another computation)."""
-        if self.distill is None:
-            return
-        self.teacher_share.fill_(self.distill.teacher_share(iteration))
-        distilling = iteration < self.distill.iterations
-        if distilling != self.distilling:
-            self.distilling = distilling
-            self.release_graph()
-            self._warm = False
+        again: it is another computation). A learning rate that no schedule adapts (`schedule`
+        fixed, or while distilling) is the config's, in a resumed run too."""
+        if self.distill is not None:
+            self.teacher_share.fill_(self.distill.teacher_share(iteration))
+            distilling = iteration < self.distill.iterations
+            if distilling != self.distilling:
+                self.distilling = distilling
+                self.release_graph()
+                self._warm = False
+        if self.cfg.schedule == "fixed" or self.distilling:
+            self.learning_rate.fill_(self.cfg.learning_rate)
 
     def update(self) -> dict[str, torch.Tensor]:
         """Epochs x minibatches of clipped PPO on the stored rollout; returns device scalars (means).
