@@ -6,12 +6,16 @@
 
 collect: the teacher drives shadow-cube (half the steps with its exploration noise); each step
 stores its observations, the cube's true corners, the goal's corners and its clamped actions
-(imitation_data.pt). fit: an MLP of the teacher's size learns those actions from each input set,
+(imitation_data.pt), and measures how much its actions change with the cube's quaternions negated
+(the same states). fit: an MLP of the teacher's size learns those actions from each input set,
 on 80 % of the envs, and reports the mean squared error on the other 20 %:
   A  the teacher's own observations;
   B  the same with both quaternions (cube, cube-to-goal) turned to w >= 0: what an observer who
      cannot tell q from -q (the same rotation) sees;
-  C  shadow-cube-vision's actor inputs with the cube's true corners (tools/shadow_corners_probe.py).
+  C  shadow-cube-vision's actor inputs with the cube's true corners (tools/shadow_corners_probe.py);
+  D  C and the rotation from the goal to the cube as a matrix, computed from the two sets of
+     corners (bilinear in them; unique, unlike a quaternion);
+  E  C, fitted by an MLP twice as wide (1024, 1024, 512, 256).
 rollout: fits C, then lets it drive (its mean plus the teacher's exploration noise, as a PPO
 student acts) and reports its error against the teacher on its own states and on the teacher's.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from statistics import mean
 
 import torch
 from torch import nn
@@ -28,6 +33,7 @@ from phalanx.envs.mdp.math import quat_unique
 from phalanx.rl.models import mlp
 from phalanx.tasks.shadow_hand.cube import CUBE_HALF_SIZE, CUBE_HOME
 from phalanx.tasks.shadow_hand.mdp import manipulation
+from phalanx.tasks.shadow_hand.mdp.manipulation import CORNERS
 from phalanx.training.checkpoint import PLAY_KEYS, load_checkpoint
 from phalanx.training.frozen_policy import checkpoint_actor
 from phalanx.training.registry import env_cfg, make
@@ -60,10 +66,14 @@ def collect(args) -> None:
     teacher, std, env = teacher_and_env(args.teacher, args.envs, seed=2)
     obs = env.reset()
     rec = {k: [] for k in ("obs", "corners", "goal_corners", "action")}
+    flipped = []  # how differently the teacher acts on the same states with the cube's quaternions negated
     for _ in range(args.steps):
         p = obs["policy"]
         with torch.no_grad():
             a = teacher(p).clamp(-1, 1)
+            turned = p.clone()
+            turned[:, CUBE_QUAT], turned[:, CUBE_TO_GOAL] = -p[:, CUBE_QUAT], -p[:, CUBE_TO_GOAL]
+            flipped.append((teacher(turned).clamp(-1, 1) - a).square().mean().item())
         goal, cube = corners(env)
         for key, value in zip(rec, (p.clone(), cube, goal, a), strict=True):
             rec[key].append(value)
@@ -75,7 +85,19 @@ def collect(args) -> None:
         (o[..., cols.start] < 0).float().mean().item() for cols in (CUBE_QUAT, GOAL_QUAT, CUBE_TO_GOAL)
     )
     print(f"share of w < 0: cube {cube:.3f}, goal {goal:.3f}, cube-to-goal {cube_to_goal:.3f}")
+    print(f"the teacher's actions with the cube's quaternions negated: mean squared change {mean(flipped):.3f}")
     torch.save(data, DATA)
+
+
+def rotation(points: torch.Tensor) -> torch.Tensor:
+    """(..., 3, 3) the rotation that turns a cube's own corners to `points` (..., 24), its 8
+    corners in `CORNERS`' order (any scale and offset): exact for a cube's corners, as the own
+    corners are orthogonal, sum(c c^T) = 8 I for unit half sizes."""
+    p = points.unflatten(-1, (8, 3))
+    p = p - p.mean(-2, keepdim=True)
+    own = torch.tensor(CORNERS, dtype=p.dtype).view(8, 3)
+    m = p.transpose(-1, -2) @ own  # (..., 3, 3) = scale * R
+    return m / m[..., :, 0].norm(dim=-1, keepdim=True)[..., None, :]
 
 
 def input_sets(data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -90,17 +112,15 @@ def input_sets(data: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         ],
         -1,
     )
-    return {
-        "A": o,
-        "B": blind,
-        "C": vision_inputs(o, data["goal_corners"], data["corners"]),
-    }
+    c = vision_inputs(o, data["goal_corners"], data["corners"])
+    goal_to_cube = rotation(data["corners"]) @ rotation(data["goal_corners"]).transpose(-1, -2)
+    return {"A": o, "B": blind, "C": c, "D": torch.cat([c, goal_to_cube.flatten(-2)], -1), "E": c}
 
 
-def train(x: torch.Tensor, y: torch.Tensor, steps: int, test=None) -> tuple[nn.Module, list[str]]:
-    """An ELU MLP (512, 512, 256, 128) on standardized x, Adam 5e-4, batches of 4096."""
+def train(x: torch.Tensor, y: torch.Tensor, steps: int, test=None, width: int = 1) -> tuple[nn.Module, list[str]]:
+    """An ELU MLP (512, 512, 256, 128) x `width` on standardized x, Adam 5e-4, batches of 4096."""
     mu, sd = x.mean(0), x.std(0) + 1e-2
-    net = mlp(x.shape[-1], (512, 512, 256, 128), y.shape[-1], "elu")
+    net = mlp(x.shape[-1], tuple(width * n for n in (512, 512, 256, 128)), y.shape[-1], "elu")
     opt, log = torch.optim.Adam(net.parameters(), 5e-4), []
     for step in range(1, steps + 1):
         i = torch.randint(0, x.shape[0], (4096,))
@@ -133,7 +153,8 @@ def fit(args) -> None:
             continue
         y, start = data["action"], time.time()
         test = (x[split:].flatten(0, 1), y[split:].flatten(0, 1))
-        _, log = train(x[:split].flatten(0, 1), y[:split].flatten(0, 1), args.steps, test)
+        width = 2 if name == "E" else 1
+        _, log = train(x[:split].flatten(0, 1), y[:split].flatten(0, 1), args.steps, test, width)
         print(f"{name}: " + " | ".join(log) + f" ({time.time() - start:.0f} s)", flush=True)
 
 
@@ -169,7 +190,7 @@ def main() -> None:
     c.add_argument("--steps", type=int, default=1500)
     f = sub.add_parser("fit")
     f.add_argument("--steps", type=int, default=2400)
-    f.add_argument("--sets", nargs="+", default=["A", "B", "C"])
+    f.add_argument("--sets", nargs="+", default=["A", "B", "C", "D", "E"])
     r = sub.add_parser("rollout")
     r.add_argument("teacher")
     r.add_argument("--fit-steps", type=int, default=2400)

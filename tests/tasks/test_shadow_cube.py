@@ -12,9 +12,16 @@ import torch
 
 from helpers import make_cpu
 from phalanx.core.errors import ConfigError
-from phalanx.envs.mdp.math import quat_mul
+from phalanx.envs.mdp.math import quat_apply, quat_mul
 from phalanx.tasks.shadow_hand.cube import CUBE_HALF_SIZE, CUBE_HOME, GOAL_TIME_S, MAX_SUCCESSES
-from phalanx.tasks.shadow_hand.mdp.manipulation import goal_keypoints, object_keypoints, random_quat, rotation_distance
+from phalanx.tasks.shadow_hand.mdp.manipulation import (
+    goal_keypoints,
+    object_goal_rotation,
+    object_keypoints,
+    object_rotation,
+    random_quat,
+    rotation_distance,
+)
 from phalanx.training.export import drive
 from phalanx.training.registry import env_cfg
 
@@ -87,6 +94,24 @@ def test_goal_keypoints_are_the_cubes_corners_about_its_centre_at_the_goal(env) 
     torch.testing.assert_close(goal_corners[:2], about_centre[:2], atol=1e-6, rtol=0)
     apart = (goal_corners[2:] - about_centre[2:]).norm(dim=-1)  # a quarter turn about z moves every corner
     assert (apart > 0.9 * 2 * CUBE_HALF_SIZE).all()  # each corner moves 2 half sizes
+
+
+def test_the_rotation_matrices_turn_as_the_quaternions_and_ignore_their_sign(env) -> None:
+    """object_rotation's columns are the cube's axes (the quaternion applied to x, y, z), the same
+    for q and -q; object_goal_rotation is the cube's rotation times the goal's transposed."""
+    env.reset()
+    cube_quat = env.sim.qpos[:, 3 + 24 : 7 + 24]
+    axes = torch.stack([quat_apply(cube_quat, e.expand(len(cube_quat), 3)) for e in torch.eye(3)], dim=-1)
+    rotation = object_rotation(env).view(-1, 3, 3)
+    torch.testing.assert_close(rotation, axes, atol=1e-6, rtol=0)
+    goal = env.command_term("goal").command
+    goal_axes = torch.stack([quat_apply(goal, e.expand(len(goal), 3)) for e in torch.eye(3)], dim=-1)
+    relative = object_goal_rotation(env).view(-1, 3, 3)
+    torch.testing.assert_close(relative, rotation @ goal_axes.transpose(1, 2), atol=1e-5, rtol=0)
+    cube_quat.neg_()  # the same orientations
+    torch.testing.assert_close(object_rotation(env).view(-1, 3, 3), rotation)
+    torch.testing.assert_close(object_goal_rotation(env).view(-1, 3, 3), relative)
+    cube_quat.neg_()
 
 
 def _set_goals(env, monkeypatch, reach: list[bool]) -> None:
