@@ -91,8 +91,8 @@ def collect(args) -> None:
 
 def rotation(points: torch.Tensor) -> torch.Tensor:
     """(..., 3, 3) the rotation that turns a cube's own corners to `points` (..., 24), its 8
-    corners in `CORNERS`' order (any scale and offset): exact for a cube's corners, as the own
-    corners are orthogonal, sum(c c^T) = 8 I for unit half sizes."""
+    corners in `CORNERS`' order (any scale and offset): exact for a cube's corners, whose second
+    moment is isotropic (sum of c c^T = 8 I for the unit cube's)."""
     p = points.unflatten(-1, (8, 3))
     p = p - p.mean(-2, keepdim=True)
     own = torch.tensor(CORNERS, dtype=p.dtype).view(8, 3)

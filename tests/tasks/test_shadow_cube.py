@@ -98,20 +98,29 @@ def test_goal_keypoints_are_the_cubes_corners_about_its_centre_at_the_goal(env) 
 
 def test_the_rotation_matrices_turn_as_the_quaternions_and_ignore_their_sign(env) -> None:
     """object_rotation's columns are the cube's axes (the quaternion applied to x, y, z), the same
-    for q and -q; object_goal_rotation is the cube's rotation times the goal's transposed."""
-    env.reset()
-    cube_quat = env.sim.qpos[:, 3 + 24 : 7 + 24]
-    axes = torch.stack([quat_apply(cube_quat, e.expand(len(cube_quat), 3)) for e in torch.eye(3)], dim=-1)
-    rotation = object_rotation(env).view(-1, 3, 3)
-    torch.testing.assert_close(rotation, axes, atol=1e-6, rtol=0)
-    goal = env.command_term("goal").command
-    goal_axes = torch.stack([quat_apply(goal, e.expand(len(goal), 3)) for e in torch.eye(3)], dim=-1)
-    relative = object_goal_rotation(env).view(-1, 3, 3)
-    torch.testing.assert_close(relative, rotation @ goal_axes.transpose(1, 2), atol=1e-5, rtol=0)
-    cube_quat.neg_()  # the same orientations
-    torch.testing.assert_close(object_rotation(env).view(-1, 3, 3), rotation)
-    torch.testing.assert_close(object_goal_rotation(env).view(-1, 3, 3), relative)
-    cube_quat.neg_()
+    for q and -q; object_goal_rotation is the cube's rotation times the goal's transposed. On
+    random orientations of cube and goal (drawn here: the env's own draws stay as they were),
+    which the env is given back."""
+    cube_quat, goal = env.sim.qpos[:, 3 + 24 : 7 + 24], env.command_term("goal").command
+    saved = cube_quat.clone(), goal.clone()
+    draws = torch.nn.functional.normalize(
+        torch.randn(2, env.num_envs, 4, generator=torch.Generator().manual_seed(0)), dim=-1
+    )
+    cube_quat.copy_(draws[0])
+    goal.copy_(draws[1])
+    try:
+        axes, goal_axes = (
+            torch.stack([quat_apply(q, e.expand(len(q), 3)) for e in torch.eye(3)], dim=-1) for q in draws
+        )
+        rotation, relative = object_rotation(env).view(-1, 3, 3), object_goal_rotation(env).view(-1, 3, 3)
+        torch.testing.assert_close(rotation, axes, atol=1e-6, rtol=0)
+        torch.testing.assert_close(relative, rotation @ goal_axes.transpose(1, 2), atol=1e-5, rtol=0)
+        cube_quat.neg_()  # the same orientations
+        torch.testing.assert_close(object_rotation(env).view(-1, 3, 3), rotation)
+        torch.testing.assert_close(object_goal_rotation(env).view(-1, 3, 3), relative)
+    finally:
+        cube_quat.copy_(saved[0])
+        goal.copy_(saved[1])
 
 
 def _set_goals(env, monkeypatch, reach: list[bool]) -> None:

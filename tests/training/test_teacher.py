@@ -147,17 +147,35 @@ def test_a_student_resumes_exactly_across_the_phase_switch(teacher: Path, tmp_pa
     assert torch.equal(a["ppo"]["learning_rate"], b["ppo"]["learning_rate"])
 
 
-@pytest.mark.parametrize("phase", ["distilling", "fixed schedule"])
+@pytest.mark.parametrize("phase", ["distilling", "fixed schedule", "PPO after distilling"])
 def test_a_resumed_run_keeps_a_fixed_learning_rate_it_is_given(teacher: Path, tmp_path: Path, phase: str) -> None:
     """A learning rate that no schedule adapts (while a student imitates, or with `--algo.schedule
-    fixed`) is the resumed run's `--algo.learning-rate`, not the one its checkpoint stored."""
-    flags = ["--teacher", str(teacher)] if phase == "distilling" else ["--algo.schedule", "fixed"]
-    tiny, run = ["cartpole", *STUDENT[:4], *CPU, *flags], tmp_path / "run"
+    fixed`), and the one PPO's adaptive schedule starts from after the imitation, is the resumed
+    run's `--algo.learning-rate`, not the one its checkpoint stored. (The adaptive rate is logged
+    after its update's one minibatch, which scales it by 1.5 at most.)"""
+    one_step = ["--algo.num-learning-epochs", "1", "--algo.num-mini-batches", "1"]
+    flags = {
+        "distilling": ["--teacher", str(teacher)],
+        "fixed schedule": ["--algo.schedule", "fixed"],
+        "PPO after distilling": [
+            "--teacher",
+            str(teacher),
+            "--distill.iterations",
+            "1",
+            "--distill.mix-iterations",
+            "1",
+        ],
+    }[phase]
+    tiny, run = ["cartpole", *STUDENT[:4], *CPU, *one_step, *flags], tmp_path / "run"
     assert main(["train", *tiny, "--max-iterations", "1", "--run-dir", str(run)]) == 0
     resumed = ["--max-iterations", "2", "--run-dir", str(run), "--resume", "last", "--algo.learning-rate", "2e-4"]
     assert main(["train", *tiny, *resumed]) == 0
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [row["learning_rate"] for row in rows] == pytest.approx([train_cfg("cartpole").algo.learning_rate, 2e-4])
+    rates = [json.loads(line)["learning_rate"] for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert rates[0] == pytest.approx(train_cfg("cartpole").algo.learning_rate)  # 1e-3
+    if phase == "PPO after distilling":
+        assert 2e-4 / 1.5 - 1e-9 <= rates[1] <= 2e-4 * 1.5 + 1e-9
+    else:
+        assert rates[1] == pytest.approx(2e-4)
 
 
 def _altered(teacher: Path, tmp_path: Path, change) -> str:
