@@ -238,16 +238,14 @@ class PPO:
         again: it is another computation). A learning rate that no schedule adapts (`schedule`
         fixed, or while distilling) is the config's, in a resumed run too, and so is the one PPO's
         adaptive schedule starts from after distilling."""
-        first_ppo = False
         if self.distill is not None:
             self.teacher_share.fill_(self.distill.teacher_share(iteration))
             distilling = iteration < self.distill.iterations
-            first_ppo = iteration == self.distill.iterations
             if distilling != self.distilling:
                 self.distilling = distilling
                 self.release_graph()
                 self._warm = False
-        if self.cfg.schedule == "fixed" or self.distilling or first_ppo:
+        if self.cfg.schedule == "fixed" or (self.distill is not None and iteration <= self.distill.iterations):
             self.learning_rate.fill_(self.cfg.learning_rate)
 
     def update(self) -> dict[str, torch.Tensor]:
