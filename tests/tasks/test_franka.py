@@ -14,6 +14,7 @@ from helpers import make_cpu
 from phalanx.core.errors import ConfigError
 from phalanx.envs.cfg import GripperCfg
 from phalanx.envs.mdp import end_effector
+from phalanx.envs.mdp.math import matrix_from_quat
 from phalanx.tasks.franka.mdp.differential_ik import damped_least_squares
 from phalanx.training.export import drive
 from phalanx.training.registry import env_cfg
@@ -74,10 +75,10 @@ def test_ik_reaches_reachable_targets_and_stays_within_the_joint_ranges_on_unrea
 
 def test_the_pose_command_and_its_errors() -> None:
     q = end_effector.quat_from_euler_xyz(torch.tensor([0.3]), torch.tensor([math.pi]), torch.tensor([-1.0]))
-    rotation = end_effector.matrix_from_quat(q)[0]
+    rotation = matrix_from_quat(q)[0]
     assert torch.allclose(rotation @ rotation.T, torch.eye(3), atol=1e-6)
     assert torch.allclose(rotation[:, 2] @ torch.tensor([0.0, 0.0, 1.0]), torch.tensor(-math.cos(0.3)), atol=1e-6)
-    turn = end_effector.matrix_from_quat(torch.tensor([math.cos(0.35), 0.0, math.sin(0.35), 0.0]))
+    turn = matrix_from_quat(torch.tensor([math.cos(0.35), 0.0, math.sin(0.35), 0.0]))
     assert torch.isclose(end_effector.rotation_angle(rotation, rotation @ turn), torch.tensor(0.7), atol=1e-5)
 
     env = make_cpu("franka-reach", num_envs=4)
@@ -104,7 +105,7 @@ def test_the_goal_marker_sits_at_each_drawn_pose_and_shows_in_the_video() -> Non
     term, marker = env.command_term("ee_pose"), env.sim.mocap_index("goal")
     position, rotation = term.goal_w(env)
     assert torch.allclose(env.sim.mocap_pos[:, marker], position, atol=1e-5)
-    assert torch.allclose(end_effector.matrix_from_quat(env.sim.mocap_quat[:, marker]), rotation, atol=1e-5)
+    assert torch.allclose(matrix_from_quat(env.sim.mocap_quat[:, marker]), rotation, atol=1e-5)
     before = env.sim.mocap_pos[:, marker].clone()
     term.resample(env, torch.tensor([False, True, False, False]))
     term.update(env)
@@ -136,7 +137,7 @@ def test_the_pose_error_observation_points_from_the_site_to_the_goal() -> None:
     angle = error[:, 3:].norm(dim=1, keepdim=True)
     axis = error[:, 3:] / angle
     half = torch.cat((torch.cos(angle / 2), axis * torch.sin(angle / 2)), dim=1)
-    turned = end_effector.matrix_from_quat(half) @ env.sim.site_xmat[:, site]
+    turned = matrix_from_quat(half) @ env.sim.site_xmat[:, site]
     assert torch.allclose(turned, rotation, atol=1e-4)
 
 

@@ -9,7 +9,7 @@ import torch
 
 from phalanx.envs.cfg import CommandTerm
 from phalanx.envs.markers import Marker
-from phalanx.envs.mdp.math import quat_mul
+from phalanx.envs.mdp.math import matrix_from_quat, quat_mul
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -24,17 +24,6 @@ def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tens
         return q
 
     return quat_mul(about(2, yaw), quat_mul(about(1, pitch), about(0, roll)))
-
-
-def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
-    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) (w, x, y, z)."""
-    w, x, y, z = q.unbind(-1)
-    rows = (
-        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    )  # fmt: skip
-    return torch.stack(rows, dim=-1).unflatten(-1, (3, 3))
 
 
 def _sin_cos(r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -56,3 +56,14 @@ def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         ),
         dim=-1,
     )
+
+
+def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
+    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) (w, x, y, z): the same for q and -q."""
+    w, x, y, z = q.unbind(-1)
+    rows = (
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    )  # fmt: skip
+    return torch.stack(rows, dim=-1).unflatten(-1, (3, 3))

@@ -13,7 +13,7 @@ import torch
 from phalanx.envs.cfg import CommandTerm
 from phalanx.envs.markers import Marker
 from phalanx.envs.mdp import state
-from phalanx.envs.mdp.math import quat_apply, quat_mul, quat_unique
+from phalanx.envs.mdp.math import matrix_from_quat, quat_apply, quat_mul, quat_unique
 
 if TYPE_CHECKING:
     from phalanx.envs.task_env import TaskEnv
@@ -144,25 +144,12 @@ def object_rotation(env: TaskEnv) -> torch.Tensor:
     """(num_envs, 9) the object's orientation as a rotation matrix (world frame, row-major). Unlike
     its quaternion, whose sign the simulation's history sets (q and -q turn alike), one value per
     orientation: what an observer of the object, a camera, can tell."""
-    return _rotation_matrix(state.root_quat_w(env))
+    return matrix_from_quat(state.root_quat_w(env)).flatten(-2)
 
 
 def object_goal_rotation(env: TaskEnv, command: str = "goal") -> torch.Tensor:
     """(num_envs, 9) `object_goal_quat_diff` as a rotation matrix (row-major): one value per rotation."""
-    return _rotation_matrix(object_goal_quat_diff(env, command))
-
-
-def _rotation_matrix(q: torch.Tensor) -> torch.Tensor:
-    """(N, 9) the rotation matrices of unit quaternions (N, 4) (w, x, y, z), row-major."""
-    w, x, y, z = q.unbind(-1)
-    return torch.stack(
-        [
-            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-        ],
-        dim=-1,
-    )  # fmt: skip
+    return matrix_from_quat(object_goal_quat_diff(env, command)).flatten(-2)
 
 
 # ----------------------------------------------------------------------------- rewards, terminations, metrics
