@@ -199,6 +199,21 @@ def test_resume_with_another_env_count_is_a_one_line_error(tmp_path: Path, capsy
     assert "--num-envs: the checkpoint was trained with num_envs 16, this run has 32" in capsys.readouterr().err
 
 
+def test_resume_on_another_kind_of_device_is_a_one_line_error(tmp_path: Path, capsys) -> None:
+    """A run continues exactly only with its random generators, whose states a CUDA and a CPU
+    generator do not share: a checkpoint trained on a GPU (its stored device, here written in)
+    resumed on the CPU is refused before any env is built, naming --device."""
+    assert _train(tmp_path / "a", "--max-iterations", "1") == 0
+    state = torch.load(tmp_path / "a" / "checkpoints" / "model_last.pt", weights_only=True)
+    state["config"]["device"] = "cuda:1"
+    torch.save(state, tmp_path / "gpu.pt")
+    assert _train(tmp_path / "b", "--max-iterations", "2", "--resume", str(tmp_path / "gpu.pt")) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "phalanx train: error: --device: the checkpoint was trained on cuda:1, this run is on cpu: its random "
+        "generators continue only on a cuda device (resume with --device cuda)"
+    ]
+
+
 def test_a_signal_during_the_iterations_sum_stops_training_one_iteration_later() -> None:
     """A signal that lands while a rank waits in the iteration's sum over ranks missed that sum, so
     the other ranks cannot know: stopping now would leave this rank alone in the checkpoint's

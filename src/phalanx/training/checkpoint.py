@@ -218,13 +218,21 @@ RUN_FIELDS = ("num_envs", "seed", "num_steps_per_env", "empirical_normalization"
 
 def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | Path) -> None:
     """Refuses, before any env is built, to continue `state` in a run configured as `config`
-    (a TrainCfg as a dict) with other envs per rank or another network; names the flag."""
+    (a TrainCfg as a dict) on another kind of device, with other envs per rank or another
+    network; names the flag."""
     saved = state["config"]
     if not isinstance(saved, dict) or not isinstance(saved.get("policy"), dict) or "num_envs" not in saved:
         raise CheckpointError(f"checkpoint: {path} lacks its training config (not written by this version of phalanx)")
     if bool(saved.get("teacher")) != bool(config.get("teacher")):
         trained = f"with --teacher {saved['teacher']}" if saved.get("teacher") else "without a teacher"
         raise CheckpointError(f"the checkpoint's policy was trained {trained}: resume it so", "teacher")
+    theirs, ours = _device_kind(saved.get("device")), _device_kind(config.get("device"))
+    if theirs and ours and theirs != ours:  # a CUDA generator's state is not a CPU generator's
+        raise CheckpointError(
+            f"the checkpoint was trained on {saved['device']}, this run is on {config['device']}: its random "
+            f"generators continue only on a {theirs} device (resume with --device {theirs})",
+            "device",
+        )
     theirs, ours = algorithm_of(saved.get("algo", {})), algorithm_of(config["algo"])
     if theirs != ours:
         raise CheckpointError(f"the checkpoint was trained with --algo {theirs}, this run asks for {ours}", "algo")
@@ -245,6 +253,11 @@ def check_resumable(state: dict[str, Any], config: dict[str, Any], path: str | P
                 "(resume with the checkpoint's)",
                 flag,
             )
+
+
+def _device_kind(device: Any) -> str | None:
+    """ "cuda" for "cuda:1", "cpu" for "cpu"; None where no device is named."""
+    return device.split(":")[0] if isinstance(device, str) and device else None
 
 
 def _plain(value: Any) -> Any:
