@@ -1,4 +1,5 @@
-"""How well a student can imitate a shadow-cube teacher from other inputs, offline on the CPU.
+"""How well a student can imitate a quaternion shadow-cube teacher (one whose stored config
+observes `object_quat` and `object_goal_quat_diff`) from other inputs, offline on the CPU.
 
     python tools/imitation_probe.py collect TEACHER [--envs 96] [--steps 1500]
     python tools/imitation_probe.py fit [--steps 2400] [--sets A B C]
@@ -34,9 +35,9 @@ from phalanx.rl.models import mlp
 from phalanx.tasks.shadow_hand.cube import CUBE_HALF_SIZE, CUBE_HOME
 from phalanx.tasks.shadow_hand.mdp import manipulation
 from phalanx.tasks.shadow_hand.mdp.manipulation import CORNERS
-from phalanx.training.checkpoint import PLAY_KEYS, load_checkpoint
 from phalanx.training.frozen_policy import checkpoint_actor
-from phalanx.training.registry import env_cfg, make
+from phalanx.training.play import played
+from phalanx.training.registry import make
 
 DATA = "imitation_data.pt"
 CUBE_QUAT, GOAL_QUAT, CUBE_TO_GOAL = slice(27, 31), slice(31, 35), slice(35, 39)
@@ -56,10 +57,12 @@ def corners(env) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def teacher_and_env(path: str, envs: int, seed: int):
-    state = load_checkpoint(path, None, PLAY_KEYS)
-    env = make(env_cfg("shadow-cube"), num_envs=envs, device="cpu", seed=seed, verbose=False)
-    actor = checkpoint_actor(state, path)(74, env.action_dim, torch.device("cpu"), 0)
-    return actor, state["policy"]["log_std"].exp(), env
+    """The teacher's actor and standard deviation, and the env it was trained in (its stored
+    config: a quaternion teacher's, whose observations the columns above index)."""
+    run = played("shadow-cube", path, None)
+    env = make(run.env_cfg, num_envs=envs, device="cpu", seed=seed, verbose=False)
+    actor = checkpoint_actor(run.state, path)(74, env.action_dim, torch.device("cpu"), 0)
+    return actor, run.state["policy"]["log_std"].exp(), env
 
 
 def collect(args) -> None:

@@ -5,9 +5,8 @@ the noise it trains under.
     python tools/noise_goals.py CHECKPOINT [CHECKPOINT ...] [--envs 64] [--steps 1800]
         [--std-scale 0 0.5 1] [--mean-clamp K] [--corner-noise M] [--device cpu|cuda]
 
-CHECKPOINT: a model_*.pt, or its run directory, of shadow-cube, shadow-cube-vision,
-shadow-cube-corners or shadow-cube-rotation (tools/shadow_corners_probe.py's and
-tools/shadow_rotation_probe.py's teachers, registered here as there).
+CHECKPOINT: a model_*.pt, or its run directory, of shadow-cube, shadow-cube-vision or
+shadow-cube-corners (tools/shadow_corners_probe.py's teacher, registered here as there).
 `--mean-clamp K` clamps the mean to env.actions.clip plus K of the policy's standard deviations
 before the noise: K = 0 acts as a student that learned its teacher's clamped actions perfectly.
 `--corner-noise M` adds uniform noise in [-M, M] to each of the corners teacher's corner
@@ -35,7 +34,6 @@ from phalanx.training.play import played, run_episodes
 from phalanx.training.registry import register
 from phalanx.training.run_paths import checkpoint_file
 from shadow_corners_probe import corners_cfg
-from shadow_rotation_probe import rotation_cfg
 
 
 def goals(checkpoint: str, args: argparse.Namespace, std_scale: float) -> dict:
@@ -91,7 +89,6 @@ def main() -> None:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     register("shadow-cube-corners", env_cfg=corners_cfg, train_cfg=shadow_cube_train_cfg)
-    register("shadow-cube-rotation", env_cfg=rotation_cfg, train_cfg=shadow_cube_train_cfg)
     torch.set_num_threads(1)
     for checkpoint in args.checkpoints:
         for scale in args.std_scale:

@@ -123,6 +123,21 @@ def test_the_rotation_matrices_turn_as_the_quaternions_and_ignore_their_sign(env
         goal.copy_(saved[1])
 
 
+def test_the_observations_are_the_same_for_either_sign_of_the_cubes_quaternion(env) -> None:
+    """The simulation's quaternion of the cube takes either sign by its history; the policy's and
+    the critic's observations must not tell q from -q (the same orientation), as a camera cannot:
+    a pixel student could not imitate a teacher that acts on the sign."""
+    cube_quat = env.sim.qpos[:, 3 + 24 : 7 + 24]
+    before = env._compute_obs(None)
+    cube_quat.neg_()
+    try:
+        after = env._compute_obs(None)
+    finally:
+        cube_quat.neg_()
+    for group in ("policy", "critic"):
+        torch.testing.assert_close(after[group], before[group], atol=1e-6, rtol=0)
+
+
 def _set_goals(env, monkeypatch, reach: list[bool]) -> None:
     """Goals the next step surely reaches (where `reach`) or not: the cube's orientation or half a
     turn from it, with a tolerance of 1 rad (a reset's first step turns the cube by up to 0.4)."""

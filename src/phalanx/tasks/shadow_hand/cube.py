@@ -41,8 +41,11 @@ MAX_SUCCESSES = 50
 
 def shadow_cube_cfg() -> TaskCfg:
     """20 actions spanning the actuators' ranges (60 Hz). The policy sees the hand's joints, the
-    cube's pose, the goal, the fingertips and its last action; the critic also sees the velocities
-    and the fingertips' contact forces. Rewards (Isaac Lab's weights): -10 x the cube's distance
+    cube's position and orientation, the goal, the rotation from the goal to the cube, the
+    fingertips and its last action; the critic also sees the velocities and the fingertips'
+    contact forces. The cube's orientations are rotation matrices, not quaternions: the
+    simulation's quaternion takes either sign (q and -q turn alike; its history picks one), and a
+    policy acting on it acts differently on the two, which a pixel student of it cannot see. Rewards (Isaac Lab's weights): -10 x the cube's distance
     from its place, 1 / (rotation error + 0.1), 250 per goal reached (within 0.1 rad), -0.0002 x
     |action|^2. The episode ends when the cube falls (24 cm from its place), when a goal is not
     reached within 8 s, or at the 50th goal in a row (OpenAI's rules, which Isaac Gym's and
@@ -58,9 +61,9 @@ def shadow_cube_cfg() -> TaskCfg:
     policy = {
         "joint_pos": ObsTermCfg(func=mdp.observations.joint_pos_limit_normalized),
         "cube_pos": ObsTermCfg(func=manipulation.object_pos_rel, params=target),
-        "cube_quat": ObsTermCfg(func=manipulation.object_quat),
+        "cube_rotation": ObsTermCfg(func=manipulation.object_rotation),
         "goal_quat": ObsTermCfg(func=mdp.observations.generated_commands, params=goal),
-        "cube_to_goal": ObsTermCfg(func=manipulation.object_goal_quat_diff, params=goal),
+        "cube_to_goal_rotation": ObsTermCfg(func=manipulation.object_goal_rotation, params=goal),
         "fingertip_pos": ObsTermCfg(func=mdp.bodies.site_pos_w, params={"sites": FINGERTIPS}),
         "actions": ObsTermCfg(func=mdp.observations.last_action),
     }
@@ -197,7 +200,9 @@ register(
     "shadow-cube-vision",
     env_cfg=shadow_cube_vision_cfg,
     train_cfg=shadow_cube_vision_train_cfg,
+    # The suite's teacher is its shadow-cube run, stopped at that task's 20: a student that follows
+    # it closely ends a little below it.
     result=LearningResult(
-        metric="metrics/consecutive_successes", threshold=10.0, budget_s=1200.0, teacher="shadow-cube"
+        metric="metrics/consecutive_successes", threshold=15.0, budget_s=1200.0, teacher="shadow-cube"
     ),
 )
