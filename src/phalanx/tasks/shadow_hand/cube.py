@@ -45,11 +45,12 @@ def shadow_cube_cfg() -> TaskCfg:
     fingertips and its last action; the critic also sees the velocities and the fingertips'
     contact forces. The cube's orientations are rotation matrices, not quaternions: the
     simulation's quaternion takes either sign (q and -q turn alike; its history picks one), and a
-    policy acting on it acts differently on the two, which a pixel student of it cannot see. Rewards (Isaac Lab's weights): -10 x the cube's distance
-    from its place, 1 / (rotation error + 0.1), 250 per goal reached (within 0.1 rad), -0.0002 x
-    |action|^2. The episode ends when the cube falls (24 cm from its place), when a goal is not
-    reached within 8 s, or at the 50th goal in a row (OpenAI's rules, which Isaac Gym's and
-    OpenAI's "20 consecutive successes" count under; Isaac Lab's Shadow task has 10 s episodes)."""
+    policy acting on it acts differently on the two, which a pixel student of it cannot see.
+    Rewards (Isaac Lab's weights): -10 x the cube's distance from its place, 1 / (rotation error +
+    0.1), 250 per goal reached (within 0.1 rad), -0.0002 x |action|^2. The episode ends when the
+    cube falls (24 cm from its place), when a goal is not reached within 8 s, or at the 50th goal
+    in a row (OpenAI's rules, which Isaac Gym's and OpenAI's "20 consecutive successes" count
+    under; Isaac Lab's Shadow task has 10 s episodes)."""
     target = {"target": CUBE_HOME}
     goal = {"command": "goal"}
     critic_extra = {
