@@ -332,22 +332,31 @@ def test_a_viewer_table_from_tools_viewer_overhead(tmp_path) -> None:
     assert bad.returncode == 2 and "cartpole-live-1.metrics.jsonl.gz names mode 'live'" in bad.stderr.splitlines()[-1]
 
 
-def test_a_classic_table_from_tools_classic_pipeline(tmp_path) -> None:
-    """tools/classic_pipeline.py --out on the CPU: anymal-qp's robots in MuJoCo C over 2 worker
-    processes, the QP per robot with proxsuite, the policy in the main process; they still stand
-    at the end, and the table gives the rate and its parts."""
+@pytest.mark.parametrize("task", ["anymal-qp", "anymal-stones-qp"])
+def test_a_classic_table_from_tools_classic_pipeline(task: str, tmp_path) -> None:
+    """tools/classic_pipeline.py --out on the CPU: the task's robots in MuJoCo C (on their tiles of
+    the stones: their terrain in the model, the footholds searched and the height scan read from
+    its height map) over 2 worker processes, the QP per robot with proxsuite, the policy in the
+    main process; they still stand at the end, and the table gives the rate and its parts."""
     pytest.importorskip("proxsuite")
     raw = tmp_path / "results" / "classic"
-    command = [sys.executable, str(ROOT / "tools" / "classic_pipeline.py"), "anymal-qp", "--num-envs", "4"]
+    command = [sys.executable, str(ROOT / "tools" / "classic_pipeline.py"), task, "--num-envs", "4"]
     command += ["--workers", "2", "--steps", "10", "--policy-device", "cpu", "--out", str(raw / "bench.json")]
     subprocess.run(command, check=True, capture_output=True, timeout=300)
     (row,) = json.loads((raw / "bench.json").read_text())["results"]
-    assert row["base_height_min"] > 0.45, "the heuristic holds the robots up (0.6 m standing)"
+    assert row["base_height_min"] > 0.45, "the heuristic holds the robots up (0.6 m above their tiles standing)"
     text = _built(tmp_path, "classic: results/classic")
     columns = "| task | envs | workers (cores) | policy on | env steps/s | policy, copies | workers |"
-    assert columns in text and re.search(r"\| anymal-qp \| 4 \| 2 of \d+ \| cpu \| [0-9,]+ \([0-9.]+ ms\) \|", text)
+    assert columns in text and re.search(rf"\| {task} \| 4 \| 2 of \d+ \| cpu \| [0-9,]+ \([0-9.]+ ms\) \|", text)
     bad = subprocess.run([*command[:-2], "--workers", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--workers: must be >= 1, got 0" in bad.stderr.splitlines()[-1]
+
+
+def test_the_classic_pipeline_refuses_a_task_without_the_quadruped_controller() -> None:
+    command = [sys.executable, str(ROOT / "tools" / "classic_pipeline.py"), "anymal-flat", "--num-envs", "4"]
+    bad = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2, bad.stderr
+    assert "task: anymal-flat's actions do not drive quadruped_control" in bad.stderr.splitlines()[-1]
 
 
 def test_a_scaling_model_table_from_tools_scaling_model(tmp_path) -> None:

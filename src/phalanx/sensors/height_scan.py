@@ -47,10 +47,7 @@ class HeightScanner:
             raise ValueError("HeightScanner: the model has no free-floating root to scan around")
         self.sim, self.offset, self.start_height, self.max_height = sim, offset, start_height, max_height
         self.surface = surface
-        xs = np.arange(-size[0] / 2, size[0] / 2 + 1e-9, resolution)
-        ys = np.arange(-size[1] / 2, size[1] / 2 + 1e-9, resolution)
-        grid = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
-        self.pattern = torch.tensor(grid, dtype=torch.float32, device=sim.device)  # (nray, 2), body yaw frame
+        self.pattern = scan_pattern(size, resolution, sim.device)
         if surface is None:
             self._rays(groups)
 
@@ -79,14 +76,9 @@ class HeightScanner:
         sim = self.sim
         a = sim.root_qposadr
         pos, q = sim.qpos[:, a : a + 3], sim.qpos[:, a + 3 : a + 7]
-        yaw = torch.atan2(2 * (q[:, 0] * q[:, 3] + q[:, 1] * q[:, 2]), 1 - 2 * (q[:, 2] ** 2 + q[:, 3] ** 2))
-        cos, sin = yaw.cos()[:, None], yaw.sin()[:, None]
-        px, py = self.pattern[:, 0], self.pattern[:, 1]
-        x, y = pos[:, :1] + cos * px - sin * py, pos[:, 1:2] + sin * px + cos * py  # (num_envs, nray)
         if self.surface is not None:
-            heights = pos[:, 2:3] - self.surface(torch.stack((x, y), dim=-1)) - self.offset
-            return heights.clamp(-self.max_height, self.max_height)
-        self.points[..., 0], self.points[..., 1] = x, y
+            return surface_scan(pos, q, self.pattern, self.surface, self.offset, self.max_height)
+        self.points[..., :2] = scan_points(pos, q, self.pattern)
         self.points[..., 2] = pos[:, 2:3] + self.start_height
         sim.launch(self._cast)
         hit_z = self.points[..., 2] - self.distance
@@ -97,6 +89,35 @@ class HeightScanner:
         # geom_xpos/xmat (static terrain) are all the ray kernel reads from data besides the arrays here.
         mjw.rays(self.sim.model, self.sim.data, self._pnt, self._vec, self._groups, True, self._exclude,
                  self._dist, self._geomid, self._normal, rc=self._bvh)  # fmt: skip
+
+
+def scan_pattern(size: tuple[float, float], resolution: float, device: torch.device | str) -> torch.Tensor:
+    """(points, 2) a grid of `size` (x, y) m at `resolution` m, centered on 0 (the base's yaw frame)."""
+    xs = np.arange(-size[0] / 2, size[0] / 2 + 1e-9, resolution)
+    ys = np.arange(-size[1] / 2, size[1] / 2 + 1e-9, resolution)
+    grid = np.stack(np.meshgrid(xs, ys, indexing="ij"), axis=-1).reshape(-1, 2)
+    return torch.tensor(grid, dtype=torch.float32, device=device)
+
+
+def scan_points(pos: torch.Tensor, quat: torch.Tensor, pattern: torch.Tensor) -> torch.Tensor:
+    """(n, points, 2) world xy of `pattern` (points, 2) turned by the yaw of the roots at `pos`
+    (n, 3) with orientation `quat` (n, 4, w x y z) and moved to them."""
+    q = quat
+    yaw = torch.atan2(2 * (q[:, 0] * q[:, 3] + q[:, 1] * q[:, 2]), 1 - 2 * (q[:, 2] ** 2 + q[:, 3] ** 2))
+    cos, sin = yaw.cos()[:, None], yaw.sin()[:, None]
+    px, py = pattern[:, 0], pattern[:, 1]
+    return torch.stack((pos[:, :1] + cos * px - sin * py, pos[:, 1:2] + sin * px + cos * py), dim=-1)
+
+
+def surface_scan(
+    pos: torch.Tensor, quat: torch.Tensor, pattern: torch.Tensor,
+    surface: Callable[[torch.Tensor], torch.Tensor], offset: float, max_height: float,
+) -> torch.Tensor:  # fmt: skip
+    """(n, points) the scan of roots at `pos` (n, 3), `quat` (n, 4) over `surface` (the terrain's
+    height at world points (..., 2)): root height - surface height - `offset`, clipped to
+    +-`max_height` (`HeightScanner` with a surface)."""
+    heights = pos[:, 2:3] - surface(scan_points(pos, quat, pattern)) - offset
+    return heights.clamp(-max_height, max_height)
 
 
 def _check_static(mjm: mujoco.MjModel, groups: tuple[int, ...]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -86,6 +87,34 @@ def quadruped_state(
     velocity = com_velocity[:, None] + torch.linalg.cross(omega[:, None].expand_as(lever), lever, dim=-1)
     contact = feet[..., 2] - ground < contact_height
     return QuadrupedState(rotation, omega, com, com_velocity, feet, velocity + legs, anchors, axes, contact)
+
+
+Surface = Callable[[torch.Tensor], torch.Tensor]
+"""The ground's height (m) at world points (..., 2)."""
+
+
+def foot_ground(xy: torch.Tensor, surface: Surface | None, radius: float) -> torch.Tensor:
+    """(...) the height (m) a foot's centre, a sphere of `radius`, has standing at the points `xy`
+    (..., 2) on `surface` (None: flat ground at 0)."""
+    return radius + (torch.zeros_like(xy[..., 0]) if surface is None else surface(xy))
+
+
+def footholds_over(
+    xy: torch.Tensor, liftoff: torch.Tensor, surface: Surface | None, radius: float,
+    search: FootholdSearchCfg | None, clearance: float, lift: float,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """The high level's footholds (B, k, 3) and the swings' lift (B, k) over `surface`: the
+    footholds asked for at `xy` (B, k, 2), each moved to safe ground by `search` (None: as asked),
+    at the height a foot's centre has standing there; each swing from `liftoff` (B, k, 3) lifted
+    over the ground on its way, then `clearance` m higher (0: `lift` m), and at least `lift` m. On
+    flat ground (`surface` None) the footholds stay as asked and every lift is `lift`."""
+    if search is not None and surface is not None:
+        xy = safe_footholds(xy, surface, search)
+    footholds = torch.cat((xy, foot_ground(xy, surface, radius)[..., None]), dim=-1)
+    if clearance > 0 and surface is not None:
+        over = swing_clearance(liftoff, footholds, lambda p: foot_ground(p, surface, radius), clearance)
+        return footholds, over.clamp(min=lift)
+    return footholds, torch.full_like(xy[..., 0], lift)
 
 
 class quadruped_control(ActionController):  # noqa: N801 (terms are named like functions)
@@ -249,25 +278,20 @@ class quadruped_control(ActionController):  # noqa: N801 (terms are named like f
         k = robot.feet.shape[1]
         shift = heading[:, None, :2, :2] @ c[:, 7 : 7 + 2 * k].view(-1, k, 2, 1)
         xy = out.footholds[..., :2] + shift.squeeze(-1)
-        if self.search is not None and env.terrain is not None:
-            xy = safe_footholds(xy, env.terrain.height_at, self.search)
-        out.footholds = torch.cat((xy, self._ground(env, xy)[..., None]), dim=-1)
-        fixed = self.controller.cfg.swing_height
-        if self.swing_clearance > 0 and env.terrain is not None:
-            over = swing_clearance(
-                self.controller.liftoff, out.footholds, lambda p: self._ground(env, p), self.swing_clearance
-            )
-            lift = over.clamp(min=fixed)
-        else:
-            lift = torch.full_like(ground, fixed)
+        out.footholds, lift = footholds_over(
+            xy, self.controller.liftoff, self._surface(env), self.radius, self.search, self.swing_clearance,
+            self.controller.cfg.swing_height,
+        )  # fmt: skip
         out.swing_height = lift + c[:, 7 + 2 * k, None]
         return out
 
     def _ground(self, env: TaskEnv, xy: torch.Tensor) -> torch.Tensor:
         """(B, k) the height (m) a foot's centre has standing at the points `xy` (B, k, 2)."""
-        if env.terrain is None:
-            return torch.full_like(xy[..., 0], self.radius)
-        return env.terrain.height_at(xy) + self.radius
+        return foot_ground(xy, self._surface(env), self.radius)
+
+    @staticmethod
+    def _surface(env: TaskEnv) -> Surface | None:
+        return None if env.terrain is None else env.terrain.height_at
 
     def reset(self, env: TaskEnv, mask: torch.Tensor) -> None:
         self.controller.reset(mask)
