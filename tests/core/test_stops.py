@@ -18,7 +18,12 @@ import os, signal, sys, time
 from phalanx.core.stops import stop_with_parent, PARENT_ENV
 stop_with_parent()
 marker = sys.argv[1]
-signal.signal(signal.SIGTERM, lambda *_: (open(marker, "w").write(str(PARENT_ENV in os.environ)), os._exit(0)))
+def stopped(*_):  # the marker appears whole (a reader polls for it)
+    with open(marker + ".tmp", "w") as file:
+        file.write(str(PARENT_ENV in os.environ))
+    os.replace(marker + ".tmp", marker)
+    os._exit(0)
+signal.signal(signal.SIGTERM, stopped)
 print("ready", flush=True)
 time.sleep(120)
 """
