@@ -6,9 +6,9 @@ computer would), and the policy on `--policy-device`, with the observations copi
 actions back at every env step. Its env steps/s are what the full-GPU pipeline
 (`phalanx bench throughput`, tools/qp_pipeline.py) is measured against.
 
-On a task with a terrain every worker generates it (the same, from the task's seed) into its
-MuJoCo model, which collides with it as MuJoCo does (the GPU's grid contacts are the simulator's
-own shortcut), and places each robot on the tile the task's env would start it on; the high
+On a task with a terrain every worker generates it (the same: its config holds the seed) into
+its MuJoCo model, which collides with it as MuJoCo does (the GPU's grid contacts are the
+simulator's own shortcut), and places each robot on the tile an env seeded 0 starts it on; the high
 level moves footholds to safe ground and lifts swings over it (`footholds_over`), and the policy
 also reads the height scan, both from the terrain's height map as the task's env does.
 
