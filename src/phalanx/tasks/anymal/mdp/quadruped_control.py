@@ -96,7 +96,7 @@ Surface = Callable[[torch.Tensor], torch.Tensor]
 def foot_ground(xy: torch.Tensor, surface: Surface | None, radius: float) -> torch.Tensor:
     """(...) the height (m) a foot's centre, a sphere of `radius`, has standing at the points `xy`
     (..., 2) on `surface` (None: flat ground at 0)."""
-    return radius + (torch.zeros_like(xy[..., 0]) if surface is None else surface(xy))
+    return torch.full_like(xy[..., 0], radius) if surface is None else surface(xy) + radius
 
 
 def footholds_over(
