@@ -125,14 +125,13 @@ def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
     scan = scan_settings(cfg)
     pattern = None if scan is None else scan_pattern(scan["size"], scan["resolution"], "cpu")
     base = mjm.body("base").id
-    if mjm.jnt_qposadr[mjm.body_jntadr[base]] != 0:
-        raise SystemExit(f"classic_pipeline: {task}'s free joint is not first in qpos")
+    root = mjm.jnt_qposadr[mjm.body_jntadr[base]]  # the base's free joint: position, then quaternion
     datas = [mujoco.MjData(mjm) for _ in range(n)]
     key = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_KEY, "home")
     for data, origin in zip(datas, origins, strict=True):
         if key >= 0:
             mujoco.mj_resetDataKeyframe(mjm, data, key)
-        data.qpos[:3] += origin  # the free joint's position: the robot onto its tile (TerrainScene.place)
+        data.qpos[root : root + 3] += origin  # the robot onto its tile (TerrainScene.place)
         mujoco.mj_forward(mjm, data)
     names = [f"{leg}_{joint}" for leg in LEGS for joint in JOINTS]
     joints = np.array([mjm.joint(name).id for name in names])
@@ -141,7 +140,6 @@ def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
     feet = np.array([mjm.site(name).id for name in feet_names])
     hips = np.array([mjm.body(f"{leg}_THIGH").id for leg in LEGS])
     free = slice(mjm.body_dofadr[base], mjm.body_dofadr[base] + 6)  # the base's free joint
-    base_z = mjm.jnt_qposadr[mjm.body_jntadr[base]] + 2
     radius = float(mjm.site_size[feet[0], 0])
     contact_height = params.get("contact_height", 0.02)
     obs = np.frombuffer(shared["obs"], dtype=np.float32).reshape(-1, obs_dim(cfg))[lo:hi]
@@ -179,13 +177,13 @@ def worker(task: str, lo: int, hi: int, shared: dict, barrier, ready) -> None:
                 mujoco.mj_step(mjm, data)
         phase = 2 * np.pi * controller.clock.phase.numpy()
         for i, data in enumerate(datas):
-            heights[i] = data.qpos[base_z] - origins[i, 2]
+            heights[i] = data.qpos[root + 2] - origins[i, 2]
             gravity = data.xmat[base].reshape(3, 3).T @ np.array([0.0, 0.0, -1.0])
             joints_now = (data.qpos[qpos], data.qvel[dofs])
             obs[i, :STATE_DIM] = np.concatenate((data.qvel[free], gravity, np.zeros(3), *joints_now, actions[i],
                                                  (np.sin(phase[i]), np.cos(phase[i]))))  # fmt: skip
         if pattern is not None:
-            roots = torch.from_numpy(np.stack([data.qpos[:7] for data in datas])).float()
+            roots = torch.from_numpy(np.stack([data.qpos[root : root + 7] for data in datas])).float()
             obs[:, STATE_DIM:] = surface_scan(
                 roots[:, :3], roots[:, 3:], pattern, surface, scan["offset"], scan["max_height"]
             ).numpy()
