@@ -82,7 +82,8 @@ def main() -> None:
     ppo = build(cfg, device)
     update_s = time_update(ppo, device, reps=20 if device.type == "cuda" else 2)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"{task} {ppo.storage.num_envs} envs {' '.join(flags)} ({name}): update {update_s * 1e3:.2f} ms")
+    images = "" if ppo.storage.images is None else f", images {tuple(ppo.storage.images.shape[2:])}"
+    print(f"{task} {ppo.storage.num_envs} envs{images} {' '.join(flags)} ({name}): update {update_s * 1e3:.2f} ms")
     if device.type == "cuda":
         kernel_table(ppo)
 
