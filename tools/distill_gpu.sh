@@ -23,8 +23,9 @@
 # into noise-goals.jsonl: the goals each reaches in 30 s acting on its mean, with half and all of its noise.
 # VIDEO=NAME ...: then `phalanx play shadow-cube-vision --checkpoint NAME --steps 600 --video
 # NAME.mp4` for those students (the camera's images beside the scene; needs imageio-ffmpeg staged).
-# $OUT/distill.tgz: each run's metrics.jsonl, config.json and log, the videos, progress.txt (launch
-# and exit times), gpu.txt, gpumem.txt (memory and use every 20 s); $OUT/checkpoints.tgz.part-*: the
+# $OUT/distill.tgz: each run's metrics.jsonl, config.json and log, students.json (the bench.json of
+# `bench-table students`, by tools/student_runs.py), the videos, progress.txt (launch and exit
+# times), gpu.txt, gpumem.txt (memory and use every 20 s); $OUT/checkpoints.tgz.part-*: the
 # teacher's and each student's model_last.pt and config.json, to carry into a later session.
 set -uo pipefail
 out=${OUT:?set OUT}
@@ -62,6 +63,8 @@ for entry in "\${students[@]}"; do
   if [ -n "${AT_ONCE:-}" ]; then student "\$name" "\$program" "\$flags" & else student "\$name" "\$program" "\$flags"; fi
 done
 pids=\$(jobs -p | grep -vx "\$sampler"); [ -n "\$pids" ] && wait \$pids
+python3 tools/student_runs.py $work "${STUDENTS:-e1:}" --out students.json > student_runs.log 2>&1
+echo "student runs exit \$? \$(date -u +%s) \$(date -u)" >> progress.txt
 if [ -n "${EVAL:-}" ]; then  # each run's goals in 30 s with none, half and all of its noise
   names=""; for entry in "\${students[@]}"; do head=\${entry%%:*}; names="\$names \${head%%@*}"; done
   # shellcheck disable=SC2086  # names is a word list

@@ -22,21 +22,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
 
+from student_runs import trailing_mean  # noqa: E402 (the means the docs' student tables give)
+
 
 def read(path: Path) -> list[dict]:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as file:
         return [json.loads(line) for line in file if line.strip()]
-
-
-def trailing_mean(values: list[float | None], n: int) -> list[float]:
-    """The mean of each value and the n - 1 before it, NaN and null (not finite) left out (NaN where
-    all are)."""
-    out = []
-    for i in range(len(values)):
-        window = [v for v in values[max(0, i - n + 1) : i + 1] if v is not None and v == v]
-        out.append(sum(window) / len(window) if window else float("nan"))
-    return out
 
 
 def x_values(rows: list[dict], x: str) -> list[float]:
@@ -70,7 +62,7 @@ def main() -> None:
         rows = read(Path(path))
         xs = x_values(rows, args.x)
         for axis, key in zip(axes[0], args.keys, strict=True):
-            ys = trailing_mean([row.get(key, float("nan")) for row in rows], args.smooth)
+            ys = [float("nan") if y is None else y for y in trailing_mean([row.get(key) for row in rows], args.smooth)]
             axis.plot(xs, ys, label=label, linewidth=1)
     for axis, key in zip(axes[0], args.keys, strict=True):
         axis.set_xlabel(X_LABELS[args.x])

@@ -386,3 +386,42 @@ def test_a_scaling_model_table_from_tools_scaling_model(tmp_path) -> None:
     assert "| task | GPUs | C + J ms | weak: envs per GPU | weak: ms | weak efficiency (measured) |" in text, text
     assert f"| toy | 2 | {c2 * 1e3:.2f} + 0.00 | 1,024 | {(0.02 + c2) * 1e3:.1f} | 100% | 2,048 |" in text
     assert "- A: `python tools/scaling_model.py --sweep" in text
+
+
+def test_a_students_table_from_tools_student_runs(tmp_path, capsys) -> None:
+    """tools/student_runs.py --out over two students' run directories, as distill_gpu.sh leaves them:
+    each one's gradient steps per iteration from its config, its rates, and its trailing means at
+    a number of gradient steps and at its end, against the figures by hand."""
+    root = tmp_path / "distill"
+    for name, epochs, successes in [("a", 2, [0.0, 2.0, 4.0, 6.0]), ("b", 1, [1.0, None, 3.0, 5.0])]:
+        (root / name).mkdir(parents=True)
+        config = {
+            "task": "cartpole-rgb",
+            "num_envs": 64,
+            "algo": {"num_learning_epochs": epochs, "num_mini_batches": 2},
+        }
+        (root / name / "config.json").write_text(json.dumps(config))
+        rows = [
+            {"iteration": i, "time_s": 10.0 * (i + 1), "fps_total": 1000.0 * (i + 1), "loss/distill": 0.5 - 0.1 * i}
+            | ({} if s is None else {"metrics/consecutive_successes": s})
+            for i, s in enumerate(successes)
+        ]
+        (root / name / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    raw = tmp_path / "results" / "students"
+    command = [sys.executable, str(ROOT / "tools" / "student_runs.py"), str(root), "a:|b:--num-envs 64"]
+    command += ["--skip", "1", "--window", "2"]
+    subprocess.run([*command, "--out", str(raw / "bench.json")], check=True, capture_output=True, timeout=120)
+    text = _built(tmp_path, "students: results/students steps=8")
+    columns = "| student | flags | envs | gradient steps per iteration | gradient steps/s | fps total | at 8 steps:"
+    assert columns in text, text
+    # a: 4 steps an iteration, 8 at iteration 2 (30 s): means of 2 and 4, of 0.4 and 0.3; rates from iteration 1 on
+    assert "| a | none | 64 | 4 | 0.4 | 3.0 k | 30 | 3.00 / 0.350 | 40 | 5.00 / 0.250 | A |" in text
+    # b: 2 steps an iteration, 8 at iteration 4, past its last (3): "-"; its missing value is left out of the means
+    assert "| b | `--num-envs 64` | 64 | 2 | 0.2 | 3.0 k | - | - | 40 | 4.00 / 0.250 | A |" in text
+    assert "- A: `python tools/student_runs.py " in text and "--skip 1 --window 2`" in text
+    bad = subprocess.run([*command[:3], "a:|c:"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "students: c has no config.json and metrics.jsonl in" in bad.stderr.splitlines()[-1]
+    page = tmp_path / "benchmarks.md"
+    page.write_text("<!-- bench-table students: results/students steps=many -->\n<!-- bench-table end -->\n")
+    assert main(["bench", "docs", str(page)]) == 2
+    assert "a students table's steps is a whole number, got steps='many'" in capsys.readouterr().err

@@ -35,6 +35,7 @@ from phalanx.bench.tool_tables import (
     qp_speed,
     scaling_model,
     stones,
+    students,
     viewer,
 )
 from phalanx.core.errors import ConfigError
@@ -322,6 +323,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., Rows], tuple[str, ...]]] 
     "viewer": (("viewer",), viewer, ()),
     "classic": (("classic",), classic, ()),
     "scaling-model": (("scaling-model",), scaling_model, ()),
+    "students": (("students",), students, ("steps",)),
 }
 """A table's kind: the `phalanx bench` (or tool) result kinds it takes, its columns and rows (from
 the runs, and the marker's options), and the options its marker must give (besides `tasks`)."""
