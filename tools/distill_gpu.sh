@@ -25,8 +25,9 @@
 # NAME.mp4` for those students (the camera's images beside the scene; needs imageio-ffmpeg staged).
 # $OUT/distill.tgz: each run's metrics.jsonl, config.json and log, students.json (the bench.json of
 # `bench-table students`, by tools/student_runs.py), the videos, progress.txt (launch and exit
-# times), gpu.txt, gpumem.txt (memory and use every 20 s); $OUT/checkpoints.tgz.part-*: the
-# teacher's and each student's model_last.pt and config.json, to carry into a later session.
+# times), gpu.txt, gpumem.txt (memory and use every 20 s, and each run's memory);
+# $OUT/checkpoints.tgz.part-*: the teacher's and each student's model_last.pt and config.json, to
+# carry into a later session.
 set -uo pipefail
 out=${OUT:?set OUT}
 work=/tmp/distill
@@ -40,7 +41,13 @@ if [ -n "${START:-}" ]; then
 set -uo pipefail
 cd $work
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$work/src PHALANX_COMMIT=$PHALANX_COMMIT
-(while true; do echo "\$(date -u +%T) \$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader)"; sleep 20; done) > gpumem.txt &
+apps() {  # each process's GPU memory, named by its run directory where /proc shows it
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits | while IFS=', ' read -r pid mib; do
+    run=\$({ tr '\\0' ' ' < /proc/\$pid/cmdline; } 2>/dev/null | grep -o -- '--run-dir [^ ]*' | sed 's|.*/||')
+    printf ' %s=%sMiB' "\${run:-\$pid}" "\$mib"
+  done
+}
+(while true; do echo "\$(date -u +%T) \$(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader)\$(apps)"; sleep 20; done) > gpumem.txt &
 sampler=\$!
 if [ ! -d teacher ]; then
   echo "teacher launch \$(date -u +%s) \$(date -u)" >> progress.txt

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import matplotlib
 
+from student_runs import trailing_mean  # the means the docs' student tables give
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
-
-from student_runs import trailing_mean  # noqa: E402 (the means the docs' student tables give)
 
 
 def read(path: Path) -> list[dict]:

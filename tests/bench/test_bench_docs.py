@@ -389,39 +389,60 @@ def test_a_scaling_model_table_from_tools_scaling_model(tmp_path) -> None:
 
 
 def test_a_students_table_from_tools_student_runs(tmp_path, capsys) -> None:
-    """tools/student_runs.py --out over two students' run directories, as distill_gpu.sh leaves them:
-    each one's gradient steps per iteration from its config, its rates, and its trailing means at
-    a number of gradient steps and at its end, against the figures by hand."""
+    """tools/student_runs.py --out over students' runs in both layouts (as distill_gpu.sh leaves them,
+    as docs/results keep them), read back with the GPUs, commit and date they ran on: each one's
+    gradient steps per iteration from its config, its rates, and its trailing means after a number
+    of gradient steps and at its end, against the figures by hand; a failed student is skipped."""
+    import gzip
+
     root = tmp_path / "distill"
+    root.mkdir()
     for name, epochs, successes in [("a", 2, [0.0, 2.0, 4.0, 6.0]), ("b", 1, [1.0, None, 3.0, 5.0])]:
-        (root / name).mkdir(parents=True)
-        config = {
-            "task": "cartpole-rgb",
-            "num_envs": 64,
-            "algo": {"num_learning_epochs": epochs, "num_mini_batches": 2},
-        }
-        (root / name / "config.json").write_text(json.dumps(config))
+        config = {"task": "cartpole-rgb", "device": "cuda:0", "num_envs": 64}
+        config["algo"] = {"num_learning_epochs": epochs, "num_mini_batches": 2}
         rows = [
             {"iteration": i, "time_s": 10.0 * (i + 1), "fps_total": 1000.0 * (i + 1), "loss/distill": 0.5 - 0.1 * i}
             | ({} if s is None else {"metrics/consecutive_successes": s})
             for i, s in enumerate(successes)
         ]
-        (root / name / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+        lines = "".join(json.dumps(row) + "\n" for row in rows)
+        if name == "a":  # as distill_gpu.sh leaves it
+            (root / name).mkdir()
+            (root / name / "config.json").write_text(json.dumps(config))
+            (root / name / "metrics.jsonl").write_text(lines)
+        else:  # as docs/results keep it
+            (root / f"{name}.config.json").write_text(json.dumps(config))
+            with gzip.open(root / f"{name}.metrics.jsonl.gz", "wt") as file:
+                file.write(lines)
+    (root / "gpu.txt").write_text("name, uuid, driver_version\nNVIDIA H200, GPU-6c80ba26-6496, 580.159.04\n")
     raw = tmp_path / "results" / "students"
-    command = [sys.executable, str(ROOT / "tools" / "student_runs.py"), str(root), "a:|b:--num-envs 64"]
-    command += ["--skip", "1", "--window", "2"]
-    subprocess.run([*command, "--out", str(raw / "bench.json")], check=True, capture_output=True, timeout=120)
+    command = [sys.executable, str(ROOT / "tools" / "student_runs.py"), str(root), "a:|b:--num-envs 64|c:"]
+    command += ["--skip", "1", "--window", "2", "--gpus", str(root / "gpu.txt"), "--commit", "abc1234"]
+    command += ["--date", "2026-12-01"]
+    done = subprocess.run([*command, "--out", str(raw / "bench.json")], check=True, capture_output=True, text=True)
+    assert "c: skipped, no config and metrics in" in done.stdout
     text = _built(tmp_path, "students: results/students steps=8")
     columns = "| student | flags | envs | gradient steps per iteration | gradient steps/s | fps total | at 8 steps:"
     assert columns in text, text
-    # a: 4 steps an iteration, 8 at iteration 2 (30 s): means of 2 and 4, of 0.4 and 0.3; rates from iteration 1 on
-    assert "| a | none | 64 | 4 | 0.4 | 3.0 k | 30 | 3.00 / 0.350 | 40 | 5.00 / 0.250 | A |" in text
-    # b: 2 steps an iteration, 8 at iteration 4, past its last (3): "-"; its missing value is left out of the means
-    assert "| b | `--num-envs 64` | 64 | 2 | 0.2 | 3.0 k | - | - | 40 | 4.00 / 0.250 | A |" in text
-    assert "- A: `python tools/student_runs.py " in text and "--skip 1 --window 2`" in text
-    bad = subprocess.run([*command[:3], "a:|c:"], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and "students: c has no config.json and metrics.jsonl in" in bad.stderr.splitlines()[-1]
+    # a: 4 steps an iteration; 8 after iteration 1 (20 s): means of 0 and 2, of 0.5 and 0.4; rates from iteration 1
+    assert "| a | none | 64 | 4 | 0.4 | 3.0 k | 20 | 1.00 / 0.450 | 40 | 5.00 / 0.250 | A |" in text
+    # b: 2 steps an iteration; 8 after iteration 3, whose window (iterations 2, 3) is whole; after
+    # iteration 2 (6 steps) the window holds the missing value, left out: its mean is 3
+    assert "| b | `--num-envs 64` | 64 | 2 | 0.2 | 3.0 k | 40 | 4.00 / 0.250 | 40 | 4.00 / 0.250 | A |" in text
+    bench = json.loads((raw / "bench.json").read_text())
+    assert [point[:3] for point in bench["results"][1]["curve"]] == [
+        [2, 10.0, 1.0],
+        [4, 20.0, 1.0],
+        [6, 30.0, 3.0],
+        [8, 40.0, 4.0],
+    ]
+    note = r"- A: `python tools/student_runs.py .* --date 2026-12-01`; 2026-12-01, commit abc1234, 1 x NVIDIA H200 "
+    assert re.search(note + r"\(GPU-6c80ba26", text), text
+    bad = subprocess.run([*command[:3], "c:"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "students: none of 'c:' has a config and metrics in" in bad.stderr.splitlines()[-1]
+    bad = subprocess.run([*command[:3], "a:", "--gpus", str(root / "gpu.txt")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--gpus, --commit and --date: give all three" in bad.stderr.splitlines()[-1]
     page = tmp_path / "benchmarks.md"
-    page.write_text("<!-- bench-table students: results/students steps=many -->\n<!-- bench-table end -->\n")
+    page.write_text("<!-- bench-table students: results/students steps=0 -->\n<!-- bench-table end -->\n")
     assert main(["bench", "docs", str(page)]) == 2
-    assert "a students table's steps is a whole number, got steps='many'" in capsys.readouterr().err
+    assert "a students table's steps is a whole number >= 1, got steps='0'" in capsys.readouterr().err

@@ -187,36 +187,35 @@ def scaling_model(runs: list[Run]) -> Rows:
 def students(runs: list[Run], steps: str) -> Rows:
     """`tools/student_runs.py`: a row per student of each run, its flags, envs, gradient steps per
     iteration and per second and fps total, then its training time and its metric / imitation loss
-    (trailing means) after `steps` gradient steps (the first iteration there or past it; "-" where
-    it stopped before), and at its last iteration."""
+    (trailing means) after `steps` gradient steps (the first iteration that reached them; "-" where
+    it stopped before), and after its last iteration."""
     try:
         at = int(steps)
     except ValueError:
-        raise ConfigError(f"bench docs: a students table's steps is a whole number, got steps={steps!r}") from None
+        at = 0
+    if at < 1:
+        raise ConfigError(f"bench docs: a students table's steps is a whole number >= 1, got steps={steps!r}")
     metrics = {r["metric"] for run in runs for bench in run.benches for r in bench["results"]}
     metric = metrics.pop().rsplit("/", 1)[-1] if len(metrics) == 1 else "metric"
     rows = []
     for run in runs:
         for bench in run.benches:
             for r in bench["results"]:
-                there = next((p for p in r["curve"] if p[0] * r["steps_per_iteration"] >= at), None)
+                there = next((point for point in r["curve"] if point[0] >= at), None)
                 rows.append(
                     [r["name"], f"`{r['flags']}`" if r["flags"] else "none", f"{r['num_envs']:,}"]
                     + [str(r["steps_per_iteration"]), values_cell([r["gradient_steps_per_s"]], digits=1)]
-                    + [
-                        values_cell([r["fps_total"]], 1e3, 1, " k"),
-                        *_student_point(there),
-                        *_student_point(r["curve"][-1]),
-                        run.label,
-                    ]
+                    + [values_cell([r["fps_total"]], 1e3, 1, " k")]
+                    + [*_student_point(there), *_student_point(r["curve"][-1]), run.label]
                 )
     columns = ["student", "flags", "envs", "gradient steps per iteration", "gradient steps/s", "fps total"]
-    columns += [f"at {at:,} steps: training s", f"{metric} / loss", "at its last iteration: training s"]
-    return [*columns, f"{metric} / loss", "run"], rows
+    for where in (f"at {at:,} steps", "at its end"):
+        columns += [f"{where}: training s", f"{where}: {metric} / loss"]
+    return [*columns, "run"], rows
 
 
 def _student_point(point: list[float] | None) -> list[str]:
-    """A curve point [iteration, training s, metric, loss] as its time and "metric / loss"."""
+    """A curve point [gradient steps, training s, metric, loss] as its time and "metric / loss"."""
     if point is None:
         return ["-", "-"]
     _, seconds, metric, loss = point
