@@ -13,22 +13,14 @@ iteration and the N - 1 before it (iterations without the key, where no episode 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 from pathlib import Path
 
 import matplotlib
 
-from student_runs import trailing_mean  # the means the docs' student tables give
+from student_runs import read_metrics, trailing_mean  # what the docs' student tables read and give
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (after the backend is chosen)
-
-
-def read(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as file:
-        return [json.loads(line) for line in file if line.strip()]
 
 
 def x_values(rows: list[dict], x: str) -> list[float]:
@@ -59,7 +51,7 @@ def main() -> None:
     figure, axes = plt.subplots(1, len(args.keys), figsize=(5 * len(args.keys), 3.6), squeeze=False)
     for run in args.runs:
         label, _, path = run.partition("=")
-        rows = read(Path(path))
+        rows = read_metrics(Path(path))
         xs = x_values(rows, args.x)
         for axis, key in zip(axes[0], args.keys, strict=True):
             ys = [float("nan") if y is None else y for y in trailing_mean([row.get(key) for row in rows], args.smooth)]

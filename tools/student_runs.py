@@ -51,6 +51,12 @@ def trailing_mean(values: list[float | None], window: int) -> list[float | None]
     return means
 
 
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """A run's metrics.jsonl, or its gzipped copy (.gz), as one dict per iteration."""
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
 def run_files(root: Path, name: str) -> tuple[Path, Path] | None:
     """NAME's config and metrics in either layout, or None where its metrics are missing or empty."""
     for config, metrics in [
@@ -70,14 +76,14 @@ def _round(value: float | None) -> float | None:
 def student(name: str, files: tuple[Path, Path], flags: str, metric: str, skip: int, window: int) -> dict[str, Any]:
     """One student's figures and curve (see the module's doc)."""
     config = json.loads(files[0].read_text())
-    with (gzip.open if files[1].suffix == ".gz" else open)(files[1], "rt") as lines:
-        rows = [json.loads(line) for line in lines if line.strip()]
+    rows = read_metrics(files[1])
     steps = config["algo"]["num_learning_epochs"] * config["algo"]["num_mini_batches"]
     late = rows[skip:] if len(rows) > skip + 1 else rows
     span = late[-1]["time_s"] - late[0]["time_s"]
     means = [trailing_mean([r.get(key) for r in rows], window) for key in (metric, LOSS)]
     return {
         "name": name,
+        "task": config["task"],
         "flags": flags,
         "device": config["device"],
         "num_envs": config["num_envs"],
@@ -139,9 +145,8 @@ def main() -> None:
         from phalanx.bench.machine import tool_bench
         from phalanx.core.files import write_text_atomic
 
-        task = json.loads(run_files(args.root, results[0]["name"])[0].read_text())["task"]
+        task, device = results[0]["task"], results[0]["device"]
         config = {"skip": args.skip, "window": args.window}
-        device = results[0]["device"]
         bench = tool_bench("students", task, "student_runs.py", sys.argv[1:], device, config=config, results=results)
         if args.gpus is not None:
             bench |= {"machine": machine_of(args.gpus, args.commit), "date": args.date}
