@@ -44,6 +44,24 @@ def test_the_encoder_reads_channels_last_images_without_a_copy() -> None:
     assert image.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)
 
 
+@pytest.mark.parametrize("channels", [3, 5, 8])
+def test_channels_padded_for_the_tensor_cores_change_nothing_but_the_layout(channels: int) -> None:
+    """The image's channels are zero-padded to 8 before the first convolution, whose weight keeps
+    the image's channels (checkpoints load as before): the features are those of the unpadded
+    convolutions."""
+    encoder = _encoder((24, 32, channels))
+    assert encoder.convolutions[0].weight.shape[1] == channels
+    images = torch.rand(4, 24, 32, channels)
+    x = images.permute(0, 3, 1, 2)
+    for layer in encoder.convolutions:
+        x = (
+            torch.nn.functional.conv2d(x, layer.weight, layer.bias, layer.stride)
+            if hasattr(layer, "weight")
+            else layer(x)
+        )
+    torch.testing.assert_close(encoder(images), encoder.head(x))
+
+
 def test_bad_encoder_settings_name_the_field() -> None:
     with pytest.raises(ConfigError, match="policy.cnn_kernel_sizes: images of 24x32 are too small"):
         _encoder(channels=(32, 64, 64), kernel_sizes=(8, 4, 3), strides=(4, 2, 1))

@@ -7,6 +7,21 @@ from torch import nn
 
 from phalanx.core.errors import ConfigError
 
+ALIGN = 8
+"""Images' channels are zero-padded to a multiple of this before the first convolution: cuDNN's
+tensor-core kernels read channels-last inputs of 8 channels as they are, and copy others into a
+padded buffer at every call, forward and backward."""
+
+
+class _PaddedInputConv2d(nn.Conv2d):
+    """A convolution of `in_channels` whose input arrives with zero channels appended: its weight
+    gets zero input channels to match at each call, so its parameters (and checkpoints) keep the
+    image's channels."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight = nn.functional.pad(self.weight, (0, 0, 0, 0, 0, x.shape[1] - self.in_channels))
+        return self._conv_forward(x, weight, self.bias)
+
 
 class ImageEncoder(nn.Module):
     """Convolutions (each followed by `activation`), then one linear layer to `features`.
@@ -33,13 +48,14 @@ class ImageEncoder(nn.Module):
                 "policy.cnn_channels",
             )
         height, width, depth = image_shape
+        self.pad = -depth % ALIGN
         layers: list[nn.Module] = []
         for out, kernel, stride in zip(channels, kernel_sizes, strides, strict=True):
-            layers += [nn.Conv2d(depth, out, kernel, stride), activation()]
+            layers += [(_PaddedInputConv2d if not layers else nn.Conv2d)(depth, out, kernel, stride), activation()]
             depth = out
         self.convolutions = nn.Sequential(*layers, nn.Flatten())
         with torch.no_grad():
-            probe = torch.zeros(1, image_shape[2], height, width)
+            probe = torch.zeros(1, image_shape[2] + self.pad, height, width)
             try:
                 flat = self.convolutions(probe).shape[1]
             except RuntimeError as error:  # a kernel larger than what is left of the image
@@ -55,4 +71,6 @@ class ImageEncoder(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(N, H, W, C) images -> (N, features)."""
         x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
+        if self.pad:
+            x = nn.functional.pad(x, (0, self.pad))
         return self.head(self.convolutions(x.permute(0, 3, 1, 2)))
