@@ -37,20 +37,22 @@ def test_uint8_images_are_scaled_to_unit_range_and_float_images_pass_as_they_are
     assert not torch.allclose(depth_encoder(depth), depth_encoder(depth / 255.0))
 
 
-def test_the_encoder_reads_channels_last_images_without_a_copy() -> None:
+def test_the_encoder_reads_channels_last_images_as_cudnn_runs_them() -> None:
     encoder = _encoder()
     assert encoder.convolutions[0].weight.is_contiguous(memory_format=torch.channels_last)
     image = torch.rand(2, 24, 32, 3)
-    assert image.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)
+    padded = torch.nn.functional.pad(image, (0, encoder.pad_channels))
+    assert padded.shape[-1] == 8 and padded.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)
 
 
 @pytest.mark.parametrize("channels", [3, 5, 8])
-def test_channels_padded_for_the_tensor_cores_change_nothing_but_the_layout(channels: int) -> None:
+def test_padded_image_channels_give_the_unpadded_features_and_gradients(channels: int) -> None:
     """The image's channels are zero-padded to 8 before the first convolution, whose weight keeps
-    the image's channels (checkpoints load as before): the features are those of the unpadded
-    convolutions."""
+    the image's channels (checkpoints load as before): the features and the weights' gradients are
+    those of the unpadded convolutions, and 8 channels are not padded at all."""
     encoder = _encoder((24, 32, channels))
-    assert encoder.convolutions[0].weight.shape[1] == channels
+    first = encoder.convolutions[0]
+    assert first.weight.shape[1] == channels and (type(first) is torch.nn.Conv2d) == (channels == 8)
     images = torch.rand(4, 24, 32, channels)
     x = images.permute(0, 3, 1, 2)
     for layer in encoder.convolutions:
@@ -59,7 +61,11 @@ def test_channels_padded_for_the_tensor_cores_change_nothing_but_the_layout(chan
             if hasattr(layer, "weight")
             else layer(x)
         )
-    torch.testing.assert_close(encoder(images), encoder.head(x))
+    expected = encoder.head(x)
+    (expected_grad,) = torch.autograd.grad(expected.square().sum(), first.weight)
+    got = encoder(images)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(torch.autograd.grad(got.square().sum(), first.weight)[0], expected_grad)
 
 
 def test_bad_encoder_settings_name_the_field() -> None:

@@ -7,10 +7,10 @@ from torch import nn
 
 from phalanx.core.errors import ConfigError
 
-ALIGN = 8
+CONV_INPUT_CHANNEL_MULTIPLE = 8
 """Images' channels are zero-padded to a multiple of this before the first convolution: cuDNN's
-tensor-core kernels read channels-last inputs of 8 channels as they are, and copy others into a
-padded buffer at every call, forward and backward."""
+tensor-core kernels read channels-last inputs of 8 channels as they are, and pad others into a
+buffer of their own at every call, forward and backward."""
 
 
 class _PaddedInputConv2d(nn.Conv2d):
@@ -19,17 +19,19 @@ class _PaddedInputConv2d(nn.Conv2d):
     image's channels."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        assert x.shape[1] >= self.in_channels, f"{x.shape[1]} input channels, fewer than {self.in_channels}"
         weight = nn.functional.pad(self.weight, (0, 0, 0, 0, 0, x.shape[1] - self.in_channels))
-        return self._conv_forward(x, weight, self.bias)
+        return nn.functional.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class ImageEncoder(nn.Module):
     """Convolutions (each followed by `activation`), then one linear layer to `features`.
 
     Images arrive channels-last as the camera renders them, (N, H, W, C): uint8 (RGB) becomes
-    float in [0, 1] on the device, float images (depth in metres) pass as they are. The NCHW view
-    the convolutions read keeps the channels-last memory layout (no copy), which cuDNN runs
-    natively."""
+    float in [0, 1] on the device, float images (depth in metres) pass as they are. Their channels
+    are zero-padded to a multiple of `CONV_INPUT_CHANNEL_MULTIPLE` (one copy, with the conversion
+    where there is one), and the NCHW view the convolutions read keeps the channels-last memory
+    layout, which cuDNN runs natively."""
 
     def __init__(
         self,
@@ -48,14 +50,15 @@ class ImageEncoder(nn.Module):
                 "policy.cnn_channels",
             )
         height, width, depth = image_shape
-        self.pad = -depth % ALIGN
+        self.pad_channels = -depth % CONV_INPUT_CHANNEL_MULTIPLE
         layers: list[nn.Module] = []
         for out, kernel, stride in zip(channels, kernel_sizes, strides, strict=True):
-            layers += [(_PaddedInputConv2d if not layers else nn.Conv2d)(depth, out, kernel, stride), activation()]
+            convolution = _PaddedInputConv2d if self.pad_channels and not layers else nn.Conv2d
+            layers += [convolution(depth, out, kernel, stride), activation()]
             depth = out
         self.convolutions = nn.Sequential(*layers, nn.Flatten())
         with torch.no_grad():
-            probe = torch.zeros(1, image_shape[2] + self.pad, height, width)
+            probe = torch.zeros(1, image_shape[2] + self.pad_channels, height, width)
             try:
                 flat = self.convolutions(probe).shape[1]
             except RuntimeError as error:  # a kernel larger than what is left of the image
@@ -71,6 +74,6 @@ class ImageEncoder(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(N, H, W, C) images -> (N, features)."""
         x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
-        if self.pad:
-            x = nn.functional.pad(x, (0, self.pad))
+        if self.pad_channels:
+            x = nn.functional.pad(x, (0, self.pad_channels))
         return self.head(self.convolutions(x.permute(0, 3, 1, 2)))
