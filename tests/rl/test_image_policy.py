@@ -45,27 +45,37 @@ def test_the_encoder_reads_channels_last_images_as_cudnn_runs_them() -> None:
     assert padded.shape[-1] == 8 and padded.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)
 
 
-@pytest.mark.parametrize("channels", [3, 5, 8])
+@pytest.mark.parametrize("channels", [1, 3, 5, 8])
 def test_padded_image_channels_give_the_unpadded_features_and_gradients(channels: int) -> None:
-    """The image's channels are zero-padded to 8 before the first convolution, whose weight keeps
-    the image's channels (checkpoints load as before): the features and the weights' gradients are
-    those of the unpadded convolutions, and 8 channels are not padded at all."""
+    """On CUDA the image's channels are zero-padded to 8 before the first convolution, whose weight
+    keeps the image's channels (checkpoints load as before): the features and the weight's
+    gradients are those of the unpadded image, and 8 channels are not padded at all."""
     encoder = _encoder((24, 32, channels))
     first = encoder.convolutions[0]
     assert first.weight.shape[1] == channels and (type(first) is torch.nn.Conv2d) == (channels == 8)
+    assert encoder.pad_channels == 8 - channels % 8 if channels % 8 else encoder.pad_channels == 0
     images = torch.rand(4, 24, 32, channels)
-    x = images.permute(0, 3, 1, 2)
-    for layer in encoder.convolutions:
-        x = (
-            torch.nn.functional.conv2d(x, layer.weight, layer.bias, layer.stride)
-            if hasattr(layer, "weight")
-            else layer(x)
-        )
-    expected = encoder.head(x)
-    (expected_grad,) = torch.autograd.grad(expected.square().sum(), first.weight)
-    got = encoder(images)
+    padded = torch.nn.functional.pad(images, (0, encoder.pad_channels))
+
+    def features_and_gradient(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = encoder.head(encoder.convolutions(x.permute(0, 3, 1, 2)))
+        return features, torch.autograd.grad(features.square().sum(), first.weight)[0]
+
+    expected, expected_gradient = features_and_gradient(images)
+    got, gradient = features_and_gradient(padded)
     torch.testing.assert_close(got, expected)
-    torch.testing.assert_close(torch.autograd.grad(got.square().sum(), first.weight)[0], expected_grad)
+    torch.testing.assert_close(gradient, expected_gradient)
+    torch.testing.assert_close(encoder(images), expected)  # on the CPU, unpadded: padding only adds work
+
+
+@pytest.mark.gpu
+def test_the_encoder_on_cuda_pads_and_gives_the_cpu_features() -> None:
+    """The padded CUDA path gives the CPU's unpadded features, to the precision of cuDNN's TF32
+    convolutions (a 10-bit mantissa: relative error about 1e-3 per product)."""
+    encoder = _encoder((24, 32, 5))
+    images = torch.rand(4, 24, 32, 5)
+    expected = encoder(images)
+    torch.testing.assert_close(encoder.cuda()(images.cuda()).cpu(), expected, rtol=1e-2, atol=1e-3)
 
 
 def test_bad_encoder_settings_name_the_field() -> None:

@@ -8,19 +8,21 @@ from torch import nn
 from phalanx.core.errors import ConfigError
 
 CONV_INPUT_CHANNEL_MULTIPLE = 8
-"""Images' channels are zero-padded to a multiple of this before the first convolution: cuDNN's
-tensor-core kernels read channels-last inputs of 8 channels as they are, and pad others into a
-buffer of their own at every call, forward and backward."""
+"""On CUDA, images' channels are zero-padded to a multiple of this before the first convolution:
+cuDNN's tensor-core kernels read channels-last inputs of 8 channels as they are, and pad others
+into a buffer of their own at every call, forward and backward. On the CPU the padding would only
+add work."""
 
 
 class _PaddedInputConv2d(nn.Conv2d):
-    """A convolution of `in_channels` whose input arrives with zero channels appended: its weight
-    gets zero input channels to match at each call, so its parameters (and checkpoints) keep the
-    image's channels."""
+    """A convolution of `in_channels` whose input may arrive with zero channels appended: its
+    weight then gets zero input channels to match at each call, so its parameters (and
+    checkpoints) keep the image's channels."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        assert x.shape[1] >= self.in_channels, f"{x.shape[1]} input channels, fewer than {self.in_channels}"
-        weight = nn.functional.pad(self.weight, (0, 0, 0, 0, 0, x.shape[1] - self.in_channels))
+        appended = x.shape[1] - self.in_channels
+        assert appended >= 0, f"{x.shape[1]} input channels, fewer than {self.in_channels}"
+        weight = nn.functional.pad(self.weight, (0, 0, 0, 0, 0, appended)) if appended else self.weight
         return nn.functional.conv2d(x, weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
@@ -28,9 +30,9 @@ class ImageEncoder(nn.Module):
     """Convolutions (each followed by `activation`), then one linear layer to `features`.
 
     Images arrive channels-last as the camera renders them, (N, H, W, C): uint8 (RGB) becomes
-    float in [0, 1] on the device, float images (depth in metres) pass as they are. Their channels
-    are zero-padded to a multiple of `CONV_INPUT_CHANNEL_MULTIPLE` (one copy, with the conversion
-    where there is one), and the NCHW view the convolutions read keeps the channels-last memory
+    float in [0, 1] on the device, float images (depth in metres) pass as they are. On CUDA their
+    channels are zero-padded to a multiple of `CONV_INPUT_CHANNEL_MULTIPLE` (one copy, with the
+    conversion where there is one), and the NCHW view the convolutions read keeps the channels-last memory
     layout, which cuDNN runs natively."""
 
     def __init__(
@@ -74,6 +76,6 @@ class ImageEncoder(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """(N, H, W, C) images -> (N, features)."""
         x = images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
-        if self.pad_channels:
+        if self.pad_channels and x.is_cuda:
             x = nn.functional.pad(x, (0, self.pad_channels))
         return self.head(self.convolutions(x.permute(0, 3, 1, 2)))
