@@ -32,8 +32,8 @@ class ImageEncoder(nn.Module):
     Images arrive channels-last as the camera renders them, (N, H, W, C): uint8 (RGB) becomes
     float in [0, 1] on the device, float images (depth in metres) pass as they are. On CUDA their
     channels are zero-padded to a multiple of `CONV_INPUT_CHANNEL_MULTIPLE` (one copy, with the
-    conversion where there is one), and the NCHW view the convolutions read keeps the channels-last memory
-    layout, which cuDNN runs natively."""
+    conversion where there is one), and the NCHW view the convolutions read keeps the
+    channels-last memory layout, which cuDNN runs natively."""
 
     def __init__(
         self,
@@ -60,7 +60,7 @@ class ImageEncoder(nn.Module):
             depth = out
         self.convolutions = nn.Sequential(*layers, nn.Flatten())
         with torch.no_grad():
-            probe = torch.zeros(1, image_shape[2] + self.pad_channels, height, width)
+            probe = torch.zeros(1, image_shape[2], height, width)
             try:
                 flat = self.convolutions(probe).shape[1]
             except RuntimeError as error:  # a kernel larger than what is left of the image
